@@ -1,0 +1,76 @@
+# Felix. `make` lists the targets; `make test` is the whole of CI.
+SHELL := /bin/bash
+GO ?= go
+TAGS := invariants
+# Packages with goroutines sharing state; they also run under -race.
+RACE_PKGS := $(shell $(GO) list ./fanout/... ./broker/... ./client/... ./internal/... 2>/dev/null)
+FUZZTIME ?= 10s
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## list the targets
+	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+
+.PHONY: run
+run: ## run a broker on localhost with the embedded defaults
+	$(GO) run ./cmd/felix-broker
+
+.PHONY: build
+build: ## build every binary into bin/
+	$(GO) build -o bin/ ./cmd/... ./tools/...
+
+.PHONY: test
+test: fmt-check vet cross tidy-check unit race fuzz-smoke bench-smoke ## everything CI runs
+	@echo "make test: all checks passed"
+
+.PHONY: fmt-check
+fmt-check: ## fail if gofmt would change a file
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+.PHONY: vet
+vet: ## go vet on this platform
+	$(GO) vet ./...
+	$(GO) vet -tags $(TAGS) ./...
+
+.PHONY: cross
+cross: ## vet for darwin and windows: Linux-only code must have honest fallbacks
+	GOOS=darwin $(GO) vet ./...
+	GOOS=windows $(GO) vet ./...
+
+.PHONY: tidy-check
+tidy-check: ## fail if go.mod/go.sum are not tidy
+	$(GO) mod tidy -diff
+
+.PHONY: unit
+unit: ## go test ./... with invariant checks on (includes the layering check)
+	$(GO) test -tags $(TAGS) -count=1 ./...
+
+.PHONY: race
+race: ## go test -race on the concurrency packages
+	@if [ -n "$(RACE_PKGS)" ]; then $(GO) test -race -tags $(TAGS) -count=1 $(RACE_PKGS); fi
+
+.PHONY: fuzz-smoke
+fuzz-smoke: ## run every fuzz target briefly (FUZZTIME, default 10s)
+	scripts/fuzz.sh $(FUZZTIME)
+
+.PHONY: fuzz
+fuzz: ## run every fuzz target for 10 minutes
+	scripts/fuzz.sh 10m
+
+.PHONY: bench
+bench: ## run every benchmark (see docs/BENCHMARKS.md for the recorded runs)
+	$(GO) test -run='^$$' -bench=. -benchmem ./...
+
+.PHONY: bench-smoke
+bench-smoke: ## run each benchmark once so they keep compiling and working
+	$(GO) test -run='^$$' -bench=. -benchtime=1x ./... > /dev/null
+
+.PHONY: knobs-readme
+knobs-readme: ## regenerate the README knob table from the registry
+	$(GO) test ./cmd/felix-broker -run TestREADMEKnobTable -update
+
+.PHONY: clean
+clean: ## remove build output
+	rm -rf bin/

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+var update = flag.Bool("update", false, "rewrite the README knob table")
+
+// The test binary doubles as the broker binary so that process-level tests
+// (exit status, signals) run the real main without a separate build.
+func TestMain(m *testing.M) {
+	if os.Getenv("BROKER_TEST_EXEC") == "1" {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+func brokerCmd(t *testing.T, env []string, args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(append(os.Environ(), "BROKER_TEST_EXEC=1"), env...)
+	return cmd
+}
+
+func TestREADMEKnobTable(t *testing.T) {
+	const begin, end = "<!-- knobs:begin -->\n", "<!-- knobs:end -->"
+	raw, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	readme := string(raw)
+	i, j := strings.Index(readme, begin), strings.Index(readme, end)
+	require.True(t, i >= 0 && j > i, "README.md lacks the knob table markers")
+	want := registry.Markdown()
+	if *update {
+		readme = readme[:i+len(begin)] + want + readme[j:]
+		require.NoError(t, os.WriteFile("../../README.md", []byte(readme), 0o644))
+		return
+	}
+	require.Equal(t, want, readme[i+len(begin):j],
+		"README knob table is stale: run `make knobs-readme`")
+}
+
+func TestBadKnobExitsWithStatus2NamingKnob(t *testing.T) {
+	for env, want := range map[string]string{
+		"FELIX_MAX_FRAME_BYTES=abc":          `FELIX_MAX_FRAME_BYTES="abc": not a size`,
+		"FELIX_MAX_FRAME_BYTES=1":            `FELIX_MAX_FRAME_BYTES="1": out of range (allowed: size in [1KiB, 1GiB]`,
+		"FELIX_LOG_LEVEL=loud":               `FELIX_LOG_LEVEL="loud": unknown word (allowed: one of debug|info|warn|error)`,
+		"FELIX_QUIC_BIND=127.0.0.1":          `FELIX_QUIC_BIND="127.0.0.1": not host:port`,
+		"FELIX_SHUTDOWN_DRAIN_TIMEOUT_MS=-1": `FELIX_SHUTDOWN_DRAIN_TIMEOUT_MS="-1": out of range`,
+	} {
+		t.Run(env, func(t *testing.T) {
+			out, err := brokerCmd(t, []string{env}).CombinedOutput()
+			var ee *exec.ExitError
+			require.ErrorAs(t, err, &ee, "output: %s", out)
+			require.Equal(t, exitConfig, ee.ExitCode())
+			require.Contains(t, string(out), want)
+		})
+	}
+}
+
+func TestEnvListsEveryKnob(t *testing.T) {
+	var b strings.Builder
+	require.Equal(t, exitOK, run([]string{"env"}, &b, io.Discard))
+	for _, k := range registry.Knobs() {
+		require.Contains(t, b.String(), k.Name)
+	}
+}
+
+func TestUnknownCommand(t *testing.T) {
+	require.Equal(t, exitConfig, run([]string{"frobnicate"}, io.Discard, io.Discard))
+}
+
+func freeAddr(t *testing.T, network string) string {
+	if network == "udp" {
+		c, err := net.ListenPacket("udp", "127.0.0.1:0")
+		require.NoError(t, err)
+		defer c.Close()
+		return c.LocalAddr().String()
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// A broker started with defaults reports ready, serves /ready, and exits 0 on SIGTERM.
+func TestStartReadyAndSIGTERM(t *testing.T) {
+	admin := freeAddr(t, "tcp")
+	cmd := brokerCmd(t, []string{"FELIX_QUIC_BIND=" + freeAddr(t, "udp"), "FELIX_ADMIN_BIND=" + admin})
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	sc := bufio.NewScanner(stderr)
+	ready := regexp.MustCompile(`felix-broker ready`)
+	for sc.Scan() && !ready.MatchString(sc.Text()) {
+	}
+	go io.Copy(io.Discard, stderr)
+
+	resp, err := http.Get(fmt.Sprintf("http://%s/ready", admin))
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		require.NoError(t, err, "broker must exit 0 on SIGTERM")
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("broker did not exit within 10s of SIGTERM")
+	}
+}

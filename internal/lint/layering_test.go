@@ -1,0 +1,160 @@
+package lint
+
+import (
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+const module = "github.com/felixmq/felix"
+
+// floors is DESIGN.md section 1: a package imports only from floors below its
+// own, never a neighbour on its own floor, never a floor above.
+var floors = map[string]int{
+	"ioruntime":    0,
+	"udp":          1,
+	"wire":         2,
+	"fanout":       2,
+	"segment":      2,
+	"commit":       2,
+	"auth":         2,
+	"cpuprofile":   2,
+	"broker":       3,
+	"controlplane": 3,
+	"client":       3,
+	"cmd":          4,
+	"tools":        4,
+}
+
+// internalFloor: shared plumbing under internal/ sits below everything, so it
+// may import nothing of the project outside internal/.
+const internalFloor = -1
+
+// forbidden lists external imports a layer must never reach, directly or not.
+var forbidden = map[string][]string{
+	"ioruntime": {"github.com/quic-go/quic-go"},
+	"fanout":    {"github.com/quic-go/quic-go"},
+	"wire":      {"github.com/quic-go/quic-go"},
+	"segment":   {"github.com/quic-go/quic-go"},
+	"commit":    {"github.com/quic-go/quic-go"},
+}
+
+type pkg struct {
+	ImportPath string
+	Imports    []string
+	Deps       []string
+}
+
+func listPackages(t *testing.T, env ...string) []pkg {
+	cmd := exec.Command("go", "list", "-e", "-deps=false", "-json", "./...")
+	cmd.Dir = "../.."
+	cmd.Env = append(cmd.Environ(), env...)
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	var pkgs []pkg
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else {
+			require.NoError(t, err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	require.NotEmpty(t, pkgs)
+	return pkgs
+}
+
+// layer returns the top-level directory of a project package and its floor.
+func layer(t *testing.T, path string) (string, int, bool) {
+	rel, ok := strings.CutPrefix(path, module+"/")
+	if !ok {
+		return "", 0, false
+	}
+	top, _, _ := strings.Cut(rel, "/")
+	if top == "internal" {
+		return top, internalFloor, true
+	}
+	f, known := floors[top]
+	if !known {
+		t.Errorf("package %s is in top-level directory %q that DESIGN.md section 1 does not place on a floor; add it to floors", path, top)
+	}
+	return top, f, true
+}
+
+func TestLayeringArrowsPointDown(t *testing.T) {
+	for _, goos := range []string{"linux", "darwin", "windows"} {
+		for _, p := range listPackages(t, "GOOS="+goos) {
+			top, floor, _ := layer(t, p.ImportPath)
+			for _, imp := range p.Imports {
+				itop, ifloor, ours := layer(t, imp)
+				if !ours || itop == top {
+					continue
+				}
+				if ifloor >= floor {
+					t.Errorf("%s (floor %d) imports %s (floor %d): arrows must point down (GOOS=%s)",
+						p.ImportPath, floor, imp, ifloor, goos)
+				}
+			}
+			for _, bad := range forbidden[top] {
+				for _, d := range append(p.Deps, p.Imports...) {
+					if d == bad || strings.HasPrefix(d, bad+"/") {
+						t.Errorf("%s must not depend on %s (reaches %s)", p.ImportPath, bad, d)
+					}
+				}
+			}
+		}
+	}
+}
+
+// Raw syscalls go through internal/linux so that platform code stays in one
+// place with its fallbacks (STYLE.md, "Linux-only syscalls vs portable code").
+func TestRawSyscallImportsOnlyInShim(t *testing.T) {
+	for _, p := range listPackages(t) {
+		if strings.HasPrefix(p.ImportPath, module+"/internal/linux") {
+			continue
+		}
+		for _, imp := range p.Imports {
+			if imp == "golang.org/x/sys/unix" || imp == "syscall" && !allowSyscall[p.ImportPath] {
+				t.Errorf("%s imports %s directly; use internal/linux", p.ImportPath, imp)
+			}
+		}
+	}
+}
+
+// allowSyscall names packages that need only the portable syscall constants
+// (signals), which every platform has.
+var allowSyscall = map[string]bool{
+	module + "/cmd/felix-broker": true,
+}
+
+// Library packages never read the environment: the knob registry in the
+// binaries builds their Config structs (DESIGN.md section 4).
+func TestLibrariesDoNotReadEnvironment(t *testing.T) {
+	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .GoFiles}} {{$.Dir}}/{{.}}{{end}}`, "./...")
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		top, _, _ := layer(t, fields[0])
+		if top == "cmd" || top == "tools" {
+			continue
+		}
+		for _, file := range fields[1:] {
+			src, err := os.ReadFile(file)
+			require.NoError(t, err)
+			for _, call := range []string{"os.Getenv(", "os.LookupEnv(", "os.Environ("} {
+				if strings.Contains(string(src), call) {
+					t.Errorf("%s calls %s: library packages take configuration from Config structs", file, call)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Runs every Fuzz target of every package for the given time (default 10s).
+# go test -fuzz takes one target in one package per run, hence the loop.
+set -uo pipefail
+time=${1:-10s}
+cd "$(dirname "$0")/.."
+found=0 failed=0
+for pkg in $(go list ./...); do
+	for target in $(go test -list '^Fuzz' "$pkg" | grep '^Fuzz'); do
+		found=1
+		if out=$(go test -run='^$' -fuzz="^${target}\$" -fuzztime="$time" "$pkg" 2>&1); then
+			echo "ok   $pkg $target ($time): $(echo "$out" | grep -Eo 'execs: [0-9]+' | tail -n 1)"
+		else
+			failed=1
+			echo "FAIL $pkg $target"
+			echo "$out" | tail -n 40
+		fi
+	done
+done
+[ "$found" = 1 ] || echo "no fuzz targets found"
+exit "$failed"
