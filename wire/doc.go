@@ -1,0 +1,81 @@
+// Package wire is the Felix wire v1 codec: the 12-byte frame header, the
+// JSON control messages and the binary publish / ack / event batch layouts,
+// byte-compatible with the published Rust Felix (felix-wire v1). The
+// protocol as we implement it is written up in docs/protocol.md; the golden
+// frames are in testdata/vectors.
+//
+// # What it owns, what it must not do
+//
+// It owns encoding into caller-provided buffers (Append* functions and
+// Message.AppendJSON) and decoding from byte slices, with strict validation.
+// It does no I/O: no io.Reader, no connections, no goroutines, no logging.
+// Framing a byte stream is the caller's job, with ParseHeader for the first
+// 12 bytes and SplitFrame for buffers that hold whole frames. Every function
+// is safe for concurrent use on distinct arguments.
+//
+// # Validation
+//
+// Decoders never panic on input and every error they return satisfies
+// errors.Is with one sentinel from errors.go; the typed errors there carry
+// the field and the sizes. Lengths are checked against the bytes that
+// remain before anything is sliced or allocated; a payload count is bounded
+// by remaining/4 first (a 20-byte frame once made the Rust decoder reserve
+// ~100 GiB); the header's length is checked against the frame cap
+// (DefaultMaxFrameBytes, 16 MiB) before a reader would size a buffer from
+// it. Decoders allocate O(frame length) at most, and nothing in the steady
+// state. Bytes after a complete binary body are an error, as are names and
+// messages that are not valid UTF-8.
+//
+// # Zero-copy lifetimes
+//
+// The binary decoders (DecodePublishBatch, DecodeAckedPublish,
+// DecodeEventBatch) fill a caller-owned struct and do not copy payloads: the
+// Payloads slices alias the frame buffer and are valid only while that
+// buffer is neither reused nor modified. Decoding into the same struct again
+// reuses its Payloads array and, when the bytes are unchanged, its name
+// strings, so decoding a batch allocates nothing once warm. DecodeJSON and
+// DecodePublishAck copy what they return.
+//
+// # Flags and capabilities
+//
+// The header's u16 flags select one of eight layouts: 0 (JSON), 0x0001,
+// 0x0009, 0x0010, 0x0002, 0x0022, 0x0004, 0x0024 (KindFromFlags). A bit
+// outside KnownFlags (0x003F) rejects the frame with ErrUnknownFlags; it is
+// never masked, because a bit we do not know may change the layout. Known
+// bits in another combination are ErrInvalidFlags. Both are recoverable:
+// ParseHeader still returns the length so the stream can skip the frame.
+//
+// The same u16 space is the capability set exchanged at auth
+// (auth.client_flags, auth_ok.server_flags); capabilities.go gives the rules.
+// KnownFlags is frozen as the set of frame-layout bits; capability-only bits
+// added later extend KnownCapabilities instead, so they can never make
+// ParseHeader accept a frame it cannot parse.
+//
+// # Where code and docs disagree
+//
+// The published Felix's code is followed over its docs (reference section
+// 2): request_id is a u64, not a string; subscribe is answered with
+// subscribed, not ok; cache messages carry tenant_id/namespace/cache.
+// Choices of our own:
+//
+//   - JSON is decoded with serde's rules (see DecodeJSON) except that
+//     strings with invalid UTF-8 or lone-surrogate escapes are rejected, and
+//     duplicate keys keep the last value where serde would fail.
+//   - The JSON encoders write serde_json's exact bytes (escaping,
+//     field order, ttl_ms:null, value:null) by hand; encoding/json is used
+//     only to decode.
+//   - A binary publish ack with status ok and a non-empty message decodes;
+//     the spec says such a message is empty, and our encoder writes what it
+//     is given.
+//   - Empty names decode (the spec does not forbid them); policy about
+//     them belongs to the broker.
+//
+// # Felix-Go additions
+//
+// New optional fields are written last and omitted when nil (publish and
+// publish_batch "key", subscribe "shard"), so a v1 message is byte-identical
+// whether or not the sender knows them. New message types (subscription_gap)
+// are sent only to peers that advertised the capability bit introducing them
+// (CapGapNotices, 0x0040). Capability-only bits are never valid in a frame
+// header.
+package wire

@@ -1,0 +1,263 @@
+package wire
+
+import "fmt"
+
+// Message is a JSON control message (frame flags 0). Each type is a struct
+// whose optional fields are pointers (nil = omitted, or null where the spec
+// writes null); the pointer type implements Message.
+type Message interface {
+	Type() MessageType
+	// AppendJSON appends the message exactly as serde_json would write it:
+	// "type" first, then the fields in spec order, no whitespace.
+	AppendJSON(dst []byte) []byte
+}
+
+// MessageType is the JSON "type" tag.
+type MessageType uint8
+
+// Message types, in the order of the spec's table 2.3.
+const (
+	TypeAuth MessageType = iota + 1
+	TypeAuthOK
+	TypePublish
+	TypePublishBatch
+	TypeSubscribe
+	TypeSubscribed
+	TypeEventStreamHello
+	TypeEvent
+	TypeEventBatch
+	TypeCachePut
+	TypeCacheGet
+	TypeCacheValue
+	TypeCacheOK
+	TypePublishOK
+	TypePublishError
+	TypeOK
+	TypeError
+	TypeSubscribeCursorError
+	TypeSubscriptionGap // Felix-Go addition, gated by CapGapNotices
+	numTypes
+)
+
+var typeNames = [numTypes]string{
+	TypeAuth:                 "auth",
+	TypeAuthOK:               "auth_ok",
+	TypePublish:              "publish",
+	TypePublishBatch:         "publish_batch",
+	TypeSubscribe:            "subscribe",
+	TypeSubscribed:           "subscribed",
+	TypeEventStreamHello:     "event_stream_hello",
+	TypeEvent:                "event",
+	TypeEventBatch:           "event_batch",
+	TypeCachePut:             "cache_put",
+	TypeCacheGet:             "cache_get",
+	TypeCacheValue:           "cache_value",
+	TypeCacheOK:              "cache_ok",
+	TypePublishOK:            "publish_ok",
+	TypePublishError:         "publish_error",
+	TypeOK:                   "ok",
+	TypeError:                "error",
+	TypeSubscribeCursorError: "subscribe_cursor_error",
+	TypeSubscriptionGap:      "subscription_gap",
+}
+
+// String returns the wire tag ("auth", "publish_batch", ...).
+func (t MessageType) String() string {
+	if t > 0 && t < numTypes {
+		return typeNames[t]
+	}
+	return fmt.Sprintf("MessageType(%d)", uint8(t))
+}
+
+// ParseMessageType maps a wire tag to its MessageType.
+func ParseMessageType(s string) (MessageType, bool) {
+	for t := TypeAuth; t < numTypes; t++ {
+		if typeNames[t] == s {
+			return t, true
+		}
+	}
+	return 0, false
+}
+
+// Auth must be the first frame on every stream. ClientFlags is the
+// capability set the client advertises; see capabilities.go.
+type Auth struct {
+	TenantID    string
+	Token       string
+	ClientFlags *uint16
+}
+
+// AuthOK answers an Auth that carried ClientFlags; an Auth without them is
+// answered with OK.
+type AuthOK struct {
+	ServerFlags uint16
+}
+
+// OK is the bare success reply ({"type":"ok"}).
+type OK struct{}
+
+// ErrorMessage is a protocol or request error without correlation id
+// ({"type":"error","message":...}).
+type ErrorMessage struct {
+	Message string
+}
+
+// StartKind selects where a subscription begins.
+type StartKind uint8
+
+const (
+	StartLatest StartKind = iota
+	StartEarliest
+	StartOffset
+)
+
+// Start is subscribe's optional start position: "latest", "earliest" or
+// {"offset":n}.
+type Start struct {
+	Kind   StartKind
+	Offset uint64 // StartOffset only
+}
+
+// Subscribe opens a subscription. Brokers assign subscription ids and
+// ignore a client-supplied SubscriptionID (see docs/protocol.md). Shard is a
+// Felix-Go addition (written last, omitted when nil, so v1 bytes are
+// unchanged): the shard of the stream to follow, default 0.
+type Subscribe struct {
+	TenantID       string
+	Namespace      string
+	Stream         string
+	SubscriptionID *uint64
+	Start          *Start
+	Shard          *uint32
+}
+
+// Subscribed acknowledges a Subscribe on the control stream, before any
+// replay is written to the event stream.
+type Subscribed struct {
+	SubscriptionID uint64
+}
+
+// EventStreamHello is the first frame on a broker-opened event stream; it
+// binds the stream to a subscription.
+type EventStreamHello struct {
+	SubscriptionID uint64
+}
+
+// CursorReason says why a subscribe's start offset was refused.
+type CursorReason string
+
+const (
+	CursorTooOld   CursorReason = "too_old"
+	CursorInFuture CursorReason = "in_future"
+)
+
+// SubscribeCursorError refuses a Subscribe whose start offset is outside
+// the retained range; Available is the nearest valid offset.
+type SubscribeCursorError struct {
+	Reason    CursorReason
+	Requested uint64
+	Available uint64
+}
+
+func (*Auth) Type() MessageType                 { return TypeAuth }
+func (*AuthOK) Type() MessageType               { return TypeAuthOK }
+func (*OK) Type() MessageType                   { return TypeOK }
+func (*ErrorMessage) Type() MessageType         { return TypeError }
+func (*Subscribe) Type() MessageType            { return TypeSubscribe }
+func (*Subscribed) Type() MessageType           { return TypeSubscribed }
+func (*EventStreamHello) Type() MessageType     { return TypeEventStreamHello }
+func (*SubscribeCursorError) Type() MessageType { return TypeSubscribeCursorError }
+func (*SubscriptionGap) Type() MessageType      { return TypeSubscriptionGap }
+
+func (m *Auth) AppendJSON(dst []byte) []byte {
+	dst = appendHead(dst, TypeAuth)
+	dst = appendStrField(dst, `,"tenant_id":`, m.TenantID)
+	dst = appendStrField(dst, `,"token":`, m.Token)
+	if m.ClientFlags != nil {
+		dst = appendUintField(dst, `,"client_flags":`, uint64(*m.ClientFlags))
+	}
+	return append(dst, '}')
+}
+
+func (m *AuthOK) AppendJSON(dst []byte) []byte {
+	dst = appendHead(dst, TypeAuthOK)
+	dst = appendUintField(dst, `,"server_flags":`, uint64(m.ServerFlags))
+	return append(dst, '}')
+}
+
+func (m *OK) AppendJSON(dst []byte) []byte {
+	return append(appendHead(dst, TypeOK), '}')
+}
+
+func (m *ErrorMessage) AppendJSON(dst []byte) []byte {
+	dst = appendHead(dst, TypeError)
+	dst = appendStrField(dst, `,"message":`, m.Message)
+	return append(dst, '}')
+}
+
+func (m *Subscribe) AppendJSON(dst []byte) []byte {
+	dst = appendHead(dst, TypeSubscribe)
+	dst = appendTopic(dst, m.TenantID, m.Namespace, `,"stream":`, m.Stream)
+	dst = appendOptUint(dst, `,"subscription_id":`, m.SubscriptionID)
+	if m.Start != nil {
+		dst = append(dst, `,"start":`...)
+		dst = m.Start.appendJSON(dst)
+	}
+	if m.Shard != nil {
+		dst = appendUintField(dst, `,"shard":`, uint64(*m.Shard))
+	}
+	return append(dst, '}')
+}
+
+// appendJSON writes serde's externally tagged form. An unknown Kind is
+// written as a string no decoder accepts, so the bug surfaces at the peer
+// instead of silently subscribing at the tail.
+func (s *Start) appendJSON(dst []byte) []byte {
+	switch s.Kind {
+	case StartLatest:
+		return append(dst, `"latest"`...)
+	case StartEarliest:
+		return append(dst, `"earliest"`...)
+	case StartOffset:
+		dst = append(dst, `{"offset":`...)
+		dst = appendUint(dst, s.Offset)
+		return append(dst, '}')
+	}
+	return appendString(dst, fmt.Sprintf("start_kind(%d)", uint8(s.Kind)))
+}
+
+func (m *Subscribed) AppendJSON(dst []byte) []byte {
+	dst = appendHead(dst, TypeSubscribed)
+	dst = appendUintField(dst, `,"subscription_id":`, m.SubscriptionID)
+	return append(dst, '}')
+}
+
+func (m *EventStreamHello) AppendJSON(dst []byte) []byte {
+	dst = appendHead(dst, TypeEventStreamHello)
+	dst = appendUintField(dst, `,"subscription_id":`, m.SubscriptionID)
+	return append(dst, '}')
+}
+
+func (m *SubscribeCursorError) AppendJSON(dst []byte) []byte {
+	dst = appendHead(dst, TypeSubscribeCursorError)
+	dst = appendStrField(dst, `,"reason":`, string(m.Reason))
+	dst = appendUintField(dst, `,"requested":`, m.Requested)
+	dst = appendUintField(dst, `,"available":`, m.Available)
+	return append(dst, '}')
+}
+
+// SubscriptionGap (Felix-Go addition) tells a subscriber, on its event
+// stream, that Dropped events were dropped for it since the last notice
+// (slow consumer, drop policy). Sent only to clients that advertised
+// CapGapNotices.
+type SubscriptionGap struct {
+	SubscriptionID uint64
+	Dropped        uint64
+}
+
+func (m *SubscriptionGap) AppendJSON(dst []byte) []byte {
+	dst = appendHead(dst, TypeSubscriptionGap)
+	dst = appendUintField(dst, `,"subscription_id":`, m.SubscriptionID)
+	dst = appendUintField(dst, `,"dropped":`, m.Dropped)
+	return append(dst, '}')
+}

@@ -1,0 +1,215 @@
+package wire
+
+// Data-path JSON messages: publish, events, cache and their replies.
+
+// Publish publishes one payload. On a control (bi) stream an absent Ack
+// means acked (per_message), as the published broker does; see
+// docs/protocol.md. Key is a Felix-Go addition (written last, omitted when
+// nil, so v1 bytes are unchanged): it picks the stream's shard by hash.
+type Publish struct {
+	TenantID  string
+	Namespace string
+	Stream    string
+	Payload   []byte
+	RequestID *uint64
+	Ack       *AckMode
+	Key       *string
+}
+
+// PublishBatchMessage is the JSON publish_batch (the binary 0x0001 layout
+// owns the name PublishBatch, being the hot path). Absent Ack on a bi stream
+// means per_batch. Key as for Publish.
+type PublishBatchMessage struct {
+	TenantID  string
+	Namespace string
+	Stream    string
+	Payloads  [][]byte
+	RequestID *uint64
+	Ack       *AckMode
+	Key       *string
+}
+
+// Event is a single JSON event. The broker never emits it (live delivery is
+// binary); it exists for completeness of the v1 message set.
+type Event struct {
+	TenantID  string
+	Namespace string
+	Stream    string
+	Payload   []byte
+	Offset    *uint64
+}
+
+// EventBatchMessage is the JSON event_batch, defined but not emitted, like
+// Event. The binary layouts own the name EventBatch.
+type EventBatchMessage struct {
+	TenantID   string
+	Namespace  string
+	Stream     string
+	Payloads   [][]byte
+	BaseOffset *uint64
+}
+
+// CachePut stores Value under Key. TTLMs nil is written as "ttl_ms":null
+// (no expiry). Without RequestID the broker answers ok and closes the
+// stream.
+type CachePut struct {
+	TenantID  string
+	Namespace string
+	Cache     string
+	Key       string
+	Value     []byte
+	RequestID *uint64
+	TTLMs     *uint64
+}
+
+// CacheGet reads Key.
+type CacheGet struct {
+	TenantID  string
+	Namespace string
+	Cache     string
+	Key       string
+	RequestID *uint64
+}
+
+// CacheValue answers CacheGet. Found false is a miss and is written as
+// "value":null (Value is then ignored); Found true with an empty Value is a
+// hit on an empty value ("value":"").
+type CacheValue struct {
+	TenantID  string
+	Namespace string
+	Cache     string
+	Key       string
+	Found     bool
+	Value     []byte
+	RequestID *uint64
+}
+
+// CacheOK answers a CachePut that carried a request_id.
+type CacheOK struct {
+	RequestID uint64
+}
+
+// PublishOK answers an acked JSON publish or publish_batch.
+type PublishOK struct {
+	RequestID uint64
+}
+
+// PublishError refuses an acked JSON publish or publish_batch.
+type PublishError struct {
+	RequestID uint64
+	Message   string
+}
+
+func (*Publish) Type() MessageType             { return TypePublish }
+func (*PublishBatchMessage) Type() MessageType { return TypePublishBatch }
+func (*Event) Type() MessageType               { return TypeEvent }
+func (*EventBatchMessage) Type() MessageType   { return TypeEventBatch }
+func (*CachePut) Type() MessageType            { return TypeCachePut }
+func (*CacheGet) Type() MessageType            { return TypeCacheGet }
+func (*CacheValue) Type() MessageType          { return TypeCacheValue }
+func (*CacheOK) Type() MessageType             { return TypeCacheOK }
+func (*PublishOK) Type() MessageType           { return TypePublishOK }
+func (*PublishError) Type() MessageType        { return TypePublishError }
+
+func appendAck(dst []byte, id *uint64, ack *AckMode, key *string) []byte {
+	dst = appendOptUint(dst, `,"request_id":`, id)
+	if ack != nil {
+		dst = appendStrField(dst, `,"ack":`, ack.String())
+	}
+	if key != nil {
+		dst = appendStrField(dst, `,"key":`, *key)
+	}
+	return dst
+}
+
+func (m *Publish) AppendJSON(dst []byte) []byte {
+	dst = appendHead(dst, TypePublish)
+	dst = appendTopic(dst, m.TenantID, m.Namespace, `,"stream":`, m.Stream)
+	dst = append(dst, `,"payload":`...)
+	dst = appendBase64(dst, m.Payload)
+	dst = appendAck(dst, m.RequestID, m.Ack, m.Key)
+	return append(dst, '}')
+}
+
+func (m *PublishBatchMessage) AppendJSON(dst []byte) []byte {
+	dst = appendHead(dst, TypePublishBatch)
+	dst = appendTopic(dst, m.TenantID, m.Namespace, `,"stream":`, m.Stream)
+	dst = append(dst, `,"payloads":`...)
+	dst = appendBase64Array(dst, m.Payloads)
+	dst = appendAck(dst, m.RequestID, m.Ack, m.Key)
+	return append(dst, '}')
+}
+
+func (m *Event) AppendJSON(dst []byte) []byte {
+	dst = appendHead(dst, TypeEvent)
+	dst = appendTopic(dst, m.TenantID, m.Namespace, `,"stream":`, m.Stream)
+	dst = append(dst, `,"payload":`...)
+	dst = appendBase64(dst, m.Payload)
+	dst = appendOptUint(dst, `,"offset":`, m.Offset)
+	return append(dst, '}')
+}
+
+func (m *EventBatchMessage) AppendJSON(dst []byte) []byte {
+	dst = appendHead(dst, TypeEventBatch)
+	dst = appendTopic(dst, m.TenantID, m.Namespace, `,"stream":`, m.Stream)
+	dst = append(dst, `,"payloads":`...)
+	dst = appendBase64Array(dst, m.Payloads)
+	dst = appendOptUint(dst, `,"base_offset":`, m.BaseOffset)
+	return append(dst, '}')
+}
+
+func (m *CachePut) AppendJSON(dst []byte) []byte {
+	dst = appendHead(dst, TypeCachePut)
+	dst = appendTopic(dst, m.TenantID, m.Namespace, `,"cache":`, m.Cache)
+	dst = appendStrField(dst, `,"key":`, m.Key)
+	dst = append(dst, `,"value":`...)
+	dst = appendBase64(dst, m.Value)
+	dst = appendOptUint(dst, `,"request_id":`, m.RequestID)
+	if m.TTLMs == nil {
+		// serde writes a None TTL as null, not omitted (spec 2.3).
+		return append(dst, `,"ttl_ms":null}`...)
+	}
+	dst = appendUintField(dst, `,"ttl_ms":`, *m.TTLMs)
+	return append(dst, '}')
+}
+
+func (m *CacheGet) AppendJSON(dst []byte) []byte {
+	dst = appendHead(dst, TypeCacheGet)
+	dst = appendTopic(dst, m.TenantID, m.Namespace, `,"cache":`, m.Cache)
+	dst = appendStrField(dst, `,"key":`, m.Key)
+	dst = appendOptUint(dst, `,"request_id":`, m.RequestID)
+	return append(dst, '}')
+}
+
+func (m *CacheValue) AppendJSON(dst []byte) []byte {
+	dst = appendHead(dst, TypeCacheValue)
+	dst = appendTopic(dst, m.TenantID, m.Namespace, `,"cache":`, m.Cache)
+	dst = appendStrField(dst, `,"key":`, m.Key)
+	if m.Found {
+		dst = append(dst, `,"value":`...)
+		dst = appendBase64(dst, m.Value)
+	} else {
+		dst = append(dst, `,"value":null`...)
+	}
+	dst = appendOptUint(dst, `,"request_id":`, m.RequestID)
+	return append(dst, '}')
+}
+
+func (m *CacheOK) AppendJSON(dst []byte) []byte {
+	dst = appendHead(dst, TypeCacheOK)
+	dst = appendUintField(dst, `,"request_id":`, m.RequestID)
+	return append(dst, '}')
+}
+
+func (m *PublishOK) AppendJSON(dst []byte) []byte {
+	dst = appendHead(dst, TypePublishOK)
+	dst = appendUintField(dst, `,"request_id":`, m.RequestID)
+	return append(dst, '}')
+}
+
+func (m *PublishError) AppendJSON(dst []byte) []byte {
+	dst = appendHead(dst, TypePublishError)
+	dst = appendUintField(dst, `,"request_id":`, m.RequestID)
+	dst = appendStrField(dst, `,"message":`, m.Message)
+	return append(dst, '}')
+}

@@ -1,0 +1,131 @@
+package wire_test
+
+import (
+	"encoding/hex"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/felixmq/felix/wire"
+	"github.com/felixmq/felix/wire/wirevector"
+)
+
+// vectorMessages is every JSON vector's message written as a Go literal, so
+// the encoder is checked against the golden bytes without going through the
+// decoder first.
+var vectorMessages = map[string]wire.Message{
+	"auth":                   &wire.Auth{TenantID: "t1", Token: "demo-token"},
+	"auth_with_capabilities": &wire.Auth{TenantID: "t1", Token: "demo-token", ClientFlags: u16p(25)},
+	"auth_ok":                &wire.AuthOK{ServerFlags: 25},
+	"publish":                &wire.Publish{TenantID: "t1", Namespace: "default", Stream: "demo", Payload: []byte("hello")},
+	"publish_acked": &wire.Publish{TenantID: "t1", Namespace: "default", Stream: "demo", Payload: []byte("hello"),
+		RequestID: u64p(7), Ack: ackp(wire.AckPerMessage)},
+	"publish_batch": &wire.PublishBatchMessage{TenantID: "t1", Namespace: "default", Stream: "demo",
+		Payloads: bytesList("hello", "world"), Ack: ackp(wire.AckNone)},
+	"publish_batch_acked": &wire.PublishBatchMessage{TenantID: "t1", Namespace: "default", Stream: "demo",
+		Payloads: bytesList("a", "bc"), RequestID: u64p(8), Ack: ackp(wire.AckPerBatch)},
+	"subscribe": &wire.Subscribe{TenantID: "t1", Namespace: "default", Stream: "demo"},
+	"subscribe_start_latest": &wire.Subscribe{TenantID: "t1", Namespace: "default", Stream: "demo",
+		Start: &wire.Start{Kind: wire.StartLatest}},
+	"subscribe_start_earliest": &wire.Subscribe{TenantID: "t1", Namespace: "default", Stream: "demo",
+		Start: &wire.Start{Kind: wire.StartEarliest}},
+	"subscribe_start_offset": &wire.Subscribe{TenantID: "t1", Namespace: "default", Stream: "demo",
+		SubscriptionID: u64p(5), Start: &wire.Start{Kind: wire.StartOffset, Offset: 42}},
+	"subscribed":         &wire.Subscribed{SubscriptionID: 42},
+	"event_stream_hello": &wire.EventStreamHello{SubscriptionID: 42},
+	"event":              &wire.Event{TenantID: "t1", Namespace: "default", Stream: "demo", Payload: []byte("world")},
+	"event_offset":       &wire.Event{TenantID: "t1", Namespace: "default", Stream: "demo", Payload: []byte("world"), Offset: u64p(3)},
+	"event_batch": &wire.EventBatchMessage{TenantID: "t1", Namespace: "default", Stream: "demo",
+		Payloads: bytesList("hello"), BaseOffset: u64p(100)},
+	"cache_put": &wire.CachePut{TenantID: "t1", Namespace: "default", Cache: "primary", Key: "demo-key",
+		Value: []byte("cached"), TTLMs: u64p(1000)},
+	"cache_put_no_ttl": &wire.CachePut{TenantID: "t1", Namespace: "default", Cache: "primary", Key: "demo-key",
+		Value: []byte("cached"), RequestID: u64p(4)},
+	"cache_get": &wire.CacheGet{TenantID: "t1", Namespace: "default", Cache: "primary", Key: "demo-key"},
+	"cache_get_request_id": &wire.CacheGet{TenantID: "t1", Namespace: "default", Cache: "primary", Key: "demo-key",
+		RequestID: u64p(6)},
+	"cache_value": &wire.CacheValue{TenantID: "t1", Namespace: "default", Cache: "primary", Key: "demo-key",
+		Found: true, Value: []byte("cached")},
+	"cache_value_miss": &wire.CacheValue{TenantID: "t1", Namespace: "default", Cache: "primary", Key: "demo-key",
+		RequestID: u64p(5)},
+	"cache_ok":               &wire.CacheOK{RequestID: 3},
+	"publish_ok":             &wire.PublishOK{RequestID: 7},
+	"publish_error":          &wire.PublishError{RequestID: 9, Message: "stream not found"},
+	"ok":                     &wire.OK{},
+	"error":                  &wire.ErrorMessage{Message: "oops"},
+	"error_escapes":          &wire.ErrorMessage{Message: "q\"b\\n\nr\rt\tb\bf\f\x01\x1f\x7f<>&/é€😀"},
+	"subscribe_cursor_error": &wire.SubscribeCursorError{Reason: wire.CursorTooOld, Requested: 5, Available: 10},
+	"subscribe_cursor_error_in_future": &wire.SubscribeCursorError{Reason: wire.CursorInFuture, Requested: 99,
+		Available: 12},
+	// Felix-Go additions.
+	"subscription_gap": &wire.SubscriptionGap{SubscriptionID: 42, Dropped: 17},
+	"publish_key": &wire.Publish{TenantID: "t1", Namespace: "default", Stream: "demo", Payload: []byte("hello"),
+		RequestID: u64p(7), Ack: ackp(wire.AckPerMessage), Key: strp("user-1")},
+	"subscribe_shard": &wire.Subscribe{TenantID: "t1", Namespace: "default", Stream: "demo",
+		Start: &wire.Start{Kind: wire.StartEarliest}, Shard: u32p(3)},
+}
+
+func loadVectors(t *testing.T) []wirevector.Vector {
+	t.Helper()
+	files, err := filepath.Glob("testdata/vectors/*.json")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	out := make([]wirevector.Vector, 0, len(files))
+	for _, f := range files {
+		v, err := wirevector.Load(f)
+		require.NoError(t, err, f)
+		out = append(out, v)
+	}
+	return out
+}
+
+// TestVectors is the conformance test against the published Felix's golden
+// frames (and our additions in the same format).
+func TestVectors(t *testing.T) {
+	types := map[wire.MessageType]bool{}
+	layouts := map[uint16]bool{}
+	for _, v := range loadVectors(t) {
+		t.Run(v.Name, func(t *testing.T) {
+			require.NoError(t, wirevector.Check(v))
+			if v.Error != "" {
+				return
+			}
+			if v.PayloadJSON == nil {
+				layouts[*v.Flags] = true
+				return
+			}
+			m, ok := vectorMessages[v.Name]
+			require.True(t, ok, "add a Go literal for vector %s", v.Name)
+			types[m.Type()] = true
+			require.Equal(t, *v.PayloadJSON, string(m.AppendJSON(nil)))
+			require.Equal(t, v.FrameHex, hex.EncodeToString(wire.AppendJSONFrame(nil, m)))
+			got, err := wire.DecodeJSON([]byte(*v.PayloadJSON))
+			require.NoError(t, err)
+			require.Equal(t, m, got)
+		})
+	}
+	for typ := wire.TypeAuth; typ <= wire.TypeSubscriptionGap; typ++ {
+		require.True(t, types[typ], "no vector for message type %s", typ)
+	}
+	for _, f := range []uint16{0x01, 0x09, 0x10, 0x02, 0x22, 0x04, 0x24} {
+		require.True(t, layouts[f], "no vector for layout 0x%04x", f)
+	}
+}
+
+// TestVectorCheckCatchesMismatch makes sure the checker is not vacuous.
+func TestVectorCheckCatchesMismatch(t *testing.T) {
+	for _, v := range loadVectors(t) {
+		if v.Error != "" {
+			continue
+		}
+		broken := v
+		broken.FileHex = ""
+		frame, err := wirevector.ParseHex(v.FrameHex)
+		require.NoError(t, err)
+		frame[len(frame)-1] ^= 0x01
+		broken.FrameHex = hex.EncodeToString(frame)
+		broken.PayloadHex = ""
+		require.Error(t, wirevector.Check(broken), v.Name)
+	}
+}
