@@ -1,0 +1,377 @@
+package fanout
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+)
+
+// Policy decides what a full Queue does with a push.
+type Policy uint8
+
+const (
+	// DropNew drops the incoming buffer when it does not fit and keeps what
+	// is queued. It is the default: the subscriber sees the oldest events
+	// and a gap after them, and the publisher never waits.
+	DropNew Policy = iota
+	// DropOld evicts (and releases) the oldest queued buffers until the
+	// incoming one fits: the subscriber sees the newest events. The
+	// publisher never waits. (The published Felix named this mode but
+	// behaved like DropNew; here it really evicts.)
+	DropOld
+	// Block is the lossless mode: a push into a full queue waits until the
+	// subscriber frees space, the queue is closed, or the push is cancelled.
+	// The publisher therefore runs at the pace of the slowest Block
+	// subscriber; use it only where that coupling is wanted.
+	Block
+)
+
+// String returns the policy's knob spelling.
+func (p Policy) String() string {
+	switch p {
+	case DropNew:
+		return "drop_new"
+	case DropOld:
+		return "drop_old"
+	case Block:
+		return "block"
+	default:
+		return fmt.Sprintf("Policy(%d)", uint8(p))
+	}
+}
+
+// DefaultCapacity is the queue capacity, in events, when Config.Capacity is 0.
+const DefaultCapacity = 512
+
+// Config configures a Queue. The zero value is a 512-event DropNew queue.
+type Config struct {
+	// Capacity bounds the queued events (the sum of Buffer.Events), not the
+	// buffers. One buffer larger than Capacity is still admitted into an
+	// empty queue because a batch is never split here. 0 means
+	// DefaultCapacity.
+	Capacity int
+	// Policy is what a push does when the queue is full. The zero value is
+	// DropNew.
+	Policy Policy
+}
+
+func (c Config) withDefaults() Config {
+	if c.Capacity == 0 {
+		c.Capacity = DefaultCapacity
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	if c.Capacity < 0 {
+		return fmt.Errorf("%w: Capacity %d is negative", ErrInvalidConfig, c.Capacity)
+	}
+	if c.Policy > Block {
+		return fmt.Errorf("%w: unknown Policy %d", ErrInvalidConfig, uint8(c.Policy))
+	}
+	return nil
+}
+
+// PushResult says what a Push did with the buffer.
+type PushResult uint8
+
+const (
+	// Queued means the buffer is in the queue and nothing was dropped.
+	Queued PushResult = iota
+	// QueuedEvicted means the buffer is in the queue after DropOld evicted
+	// one or more older buffers; Stats counts what was evicted.
+	QueuedEvicted
+	// Dropped means the buffer itself was dropped (DropNew on a full queue,
+	// a cancelled Block push, or a closed queue) and its reference released.
+	Dropped
+)
+
+// Stats is a snapshot of a Queue's counters, all in events unless named
+// otherwise. Every field is exact. Fields are read one by one without the
+// lock, so while pushes and pops are in flight a snapshot can be mid-update
+// (and a parked Block push is already in Pushed but not yet in Depth); once
+// no Push, Next or Close is in progress
+//
+//	Pushed == Delivered + DroppedEvents + Depth
+//
+// holds exactly, and after Close Depth is 0.
+type Stats struct {
+	// Pushed counts events offered to Push, kept or not.
+	Pushed uint64
+	// Enqueued counts events that entered the queue.
+	Enqueued uint64
+	// Delivered counts events handed to the consumer.
+	Delivered uint64
+	// DroppedEvents counts events that will never be delivered: dropped on
+	// push, evicted by DropOld, cancelled Block pushes, and buffers still
+	// queued when the queue was closed.
+	DroppedEvents uint64
+	// DroppedBuffers counts the buffers behind DroppedEvents.
+	DroppedBuffers uint64
+	// Depth is the number of queued events.
+	Depth int
+	// DepthBuffers is the number of queued buffers.
+	DepthBuffers int
+}
+
+// Queue is a bounded per-subscriber queue of Buffer references.
+//
+// Design: a ring of *Buffer under one mutex, sized for the worst case
+// (Capacity buffers of one event each) at construction so Push and Next
+// never allocate. Waiters park on one-slot notification channels rather
+// than a sync.Cond so they can also select on a context and on close. A
+// waiter registers (popWaiters / pushWaiters) in the same critical section
+// in which it saw the queue empty or full, and the other side signals only
+// when someone is registered; the one-slot channel keeps a signal sent
+// between unlock and select, so no wakeup is lost and the uncontended path
+// performs no channel operation. A woken waiter that leaves work behind
+// re-signals, so several waiters on one side are all woken in turn.
+//
+// Rejected: a buffered Go channel of *Buffer (cannot count capacity in
+// events, cannot evict the oldest, cannot release on close without racing
+// the consumer); sync.Cond (cannot be combined with ctx.Done()).
+type Queue struct {
+	capacity int
+	policy   Policy
+
+	notEmpty chan struct{} // one slot; wakes a parked consumer
+	notFull  chan struct{} // one slot; wakes a parked Block pusher
+	closed   chan struct{} // closed by Close; wakes everyone
+
+	pushed         atomic.Uint64
+	enqueued       atomic.Uint64
+	delivered      atomic.Uint64
+	droppedEvents  atomic.Uint64
+	droppedBuffers atomic.Uint64
+	depth          atomic.Int64
+	depthBuffers   atomic.Int64
+
+	mu struct {
+		sync.Mutex
+		ring        []*Buffer
+		head        int // index of the oldest buffer
+		n           int // queued buffers
+		events      int // queued events
+		closed      bool
+		popWaiters  int
+		pushWaiters int
+	}
+}
+
+// NewQueue returns an empty queue configured by cfg.
+func NewQueue(cfg Config) (*Queue, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	q := &Queue{
+		capacity: cfg.Capacity,
+		policy:   cfg.Policy,
+		notEmpty: make(chan struct{}, 1),
+		notFull:  make(chan struct{}, 1),
+		closed:   make(chan struct{}),
+	}
+	// Every queued buffer holds at least one event, so Capacity slots hold
+	// any legal content; the lone oversize buffer needs one slot.
+	q.mu.ring = make([]*Buffer, max(cfg.Capacity, 1))
+	return q, nil
+}
+
+// Capacity returns the configured capacity in events.
+func (q *Queue) Capacity() int { return q.capacity }
+
+// Policy returns the configured drop policy.
+func (q *Queue) Policy() Policy { return q.policy }
+
+// Stats returns the queue's counters without taking the lock, so a metrics
+// scrape never contends with the data path.
+func (q *Queue) Stats() Stats {
+	return Stats{
+		Pushed:         q.pushed.Load(),
+		Enqueued:       q.enqueued.Load(),
+		Delivered:      q.delivered.Load(),
+		DroppedEvents:  q.droppedEvents.Load(),
+		DroppedBuffers: q.droppedBuffers.Load(),
+		Depth:          int(q.depth.Load()),
+		DepthBuffers:   int(q.depthBuffers.Load()),
+	}
+}
+
+// Push offers b to the queue and always consumes one reference to it: the
+// caller Retains before pushing a buffer it shares and must not Release on
+// the queue's behalf. On success the queue holds the reference until the
+// consumer takes it; on a drop the queue releases it at once. A full queue
+// behaves per the Policy; under Block, Push waits with no way to cancel (use
+// PushWait). On a closed queue Push returns Dropped and ErrClosed. A buffer
+// with Events <= 0 is released and rejected with ErrNoEvents.
+func (q *Queue) Push(b *Buffer) (PushResult, error) {
+	return q.push(nil, nil, b)
+}
+
+// PushWait is Push whose Block wait also ends when ctx is done; the buffer
+// is then dropped (counted and released) and ctx.Err() returned. For
+// DropNew and DropOld it is the same as Push.
+func (q *Queue) PushWait(ctx context.Context, b *Buffer) (PushResult, error) {
+	return q.push(ctx, ctx.Done(), b)
+}
+
+func (q *Queue) push(ctx context.Context, done <-chan struct{}, b *Buffer) (PushResult, error) {
+	ev := b.Events
+	if ev <= 0 {
+		b.Release()
+		return Dropped, ErrNoEvents
+	}
+	q.pushed.Add(uint64(ev))
+	q.mu.Lock()
+	for {
+		if q.mu.closed {
+			q.mu.Unlock()
+			q.drop(b)
+			return Dropped, ErrClosed
+		}
+		if q.fitsLocked(ev) {
+			q.appendLocked(b)
+			q.mu.Unlock()
+			return Queued, nil
+		}
+		switch q.policy {
+		case DropOld:
+			for !q.fitsLocked(ev) {
+				q.drop(q.removeHeadLocked())
+			}
+			q.appendLocked(b)
+			q.mu.Unlock()
+			return QueuedEvicted, nil
+		case Block:
+			q.mu.pushWaiters++
+			q.mu.Unlock()
+			var cancelled bool
+			select {
+			case <-q.notFull:
+			case <-q.closed:
+			case <-done:
+				cancelled = true
+			}
+			q.mu.Lock()
+			q.mu.pushWaiters--
+			if cancelled {
+				q.mu.Unlock()
+				q.drop(b)
+				return Dropped, ctx.Err()
+			}
+		default: // DropNew
+			q.mu.Unlock()
+			q.drop(b)
+			return Dropped, nil
+		}
+	}
+}
+
+// fitsLocked reports whether ev more events fit. An empty queue admits any
+// buffer so an oversize batch is delivered whole rather than never.
+func (q *Queue) fitsLocked(ev int) bool {
+	return q.mu.n == 0 || q.mu.events+ev <= q.capacity
+}
+
+// appendLocked queues b (which must fit) and wakes a parked consumer.
+func (q *Queue) appendLocked(b *Buffer) {
+	i := q.mu.head + q.mu.n
+	if i >= len(q.mu.ring) {
+		i -= len(q.mu.ring)
+	}
+	q.mu.ring[i] = b
+	q.mu.n++
+	q.mu.events += b.Events
+	q.enqueued.Add(uint64(b.Events))
+	q.publishDepthLocked()
+	if q.mu.popWaiters > 0 {
+		signal(q.notEmpty)
+	}
+	// Another Block pusher may fit in what is left; let it look.
+	if q.mu.pushWaiters > 0 && q.mu.events < q.capacity {
+		signal(q.notFull)
+	}
+}
+
+// removeHeadLocked unlinks and returns the oldest buffer. The caller
+// accounts for it as delivered or dropped.
+func (q *Queue) removeHeadLocked() *Buffer {
+	b := q.mu.ring[q.mu.head]
+	q.mu.ring[q.mu.head] = nil
+	q.mu.head++
+	if q.mu.head == len(q.mu.ring) {
+		q.mu.head = 0
+	}
+	q.mu.n--
+	q.mu.events -= b.Events
+	q.publishDepthLocked()
+	return b
+}
+
+func (q *Queue) publishDepthLocked() {
+	q.depth.Store(int64(q.mu.events))
+	q.depthBuffers.Store(int64(q.mu.n))
+}
+
+// drop counts b as lost and releases the queue's reference.
+func (q *Queue) drop(b *Buffer) {
+	q.droppedEvents.Add(uint64(b.Events))
+	q.droppedBuffers.Add(1)
+	b.Release()
+}
+
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// Close releases every queued buffer (counting it as dropped), makes later
+// pushes fail with ErrClosed, and wakes parked pushers (which drop their
+// buffer and return ErrClosed) and consumers (which return ErrClosed). It is
+// idempotent and safe to call concurrently with everything else.
+func (q *Queue) Close() {
+	q.mu.Lock()
+	if q.mu.closed {
+		q.mu.Unlock()
+		return
+	}
+	q.mu.closed = true
+	for q.mu.n > 0 {
+		q.drop(q.removeHeadLocked())
+	}
+	q.mu.Unlock()
+	close(q.closed)
+}
+
+// Done returns a channel that is closed when the queue is closed.
+func (q *Queue) Done() <-chan struct{} { return q.closed }
+
+// TryNext returns the oldest buffer without waiting, or false if the queue
+// is empty or closed. The caller owns the returned reference and must
+// Release it once the bytes are written; the bytes are valid until then.
+func (q *Queue) TryNext() (*Buffer, bool) {
+	b, st := q.take(unlimited, unlimited, false)
+	return b, st == taken
+}
+
+// Next returns the oldest buffer, waiting for one if the queue is empty. It
+// returns ErrClosed once the queue is closed and ctx.Err() if ctx is done
+// first. The caller owns the returned reference and must Release it once the
+// bytes are written; the bytes are valid until then.
+func (q *Queue) Next(ctx context.Context) (*Buffer, error) {
+	for {
+		b, st := q.take(unlimited, unlimited, true)
+		switch st {
+		case taken:
+			return b, nil
+		case closedQueue:
+			return nil, ErrClosed
+		}
+		if q.park(ctx.Done(), nil) == parkCancelled {
+			return nil, ctx.Err()
+		}
+	}
+}
