@@ -48,8 +48,8 @@ unit: ## go test ./... with invariant checks on (includes the layering check)
 	$(GO) test -tags $(TAGS) -count=1 ./...
 
 .PHONY: race
-race: ## go test -race on the concurrency packages
-	@if [ -n "$(RACE_PKGS)" ]; then $(GO) test -race -tags $(TAGS) -count=1 $(RACE_PKGS); fi
+race: ## go test -race -short on the concurrency packages (long e2e runs stay in unit)
+	@if [ -n "$(RACE_PKGS)" ]; then $(GO) test -race -short -tags $(TAGS) -count=1 $(RACE_PKGS); fi
 
 .PHONY: fuzz-smoke
 fuzz-smoke: ## run every fuzz target briefly (FUZZTIME, default 10s)

@@ -10,13 +10,64 @@ import (
 // once here; `felix-broker env` and the README table are generated from it.
 var registry = knob.New()
 
+// Listeners and TLS.
 var (
 	knobQUICBind = registry.HostPort("FELIX_QUIC_BIND", "127.0.0.1:5000",
 		"UDP address of the QUIC listener")
 	knobAdminBind = registry.HostPort("FELIX_ADMIN_BIND", "127.0.0.1:8080",
-		"TCP address of the admin HTTP server (/live, /ready, /metrics, /debug)")
+		"TCP address of the admin HTTP server (/live, /ready, /metrics, /debug, /v1/streams)")
+	knobTLSCert = registry.String("FELIX_TLS_CERT_FILE", "", "path to a PEM file, or empty",
+		"server certificate (PEM); empty generates a self-signed one and logs its fingerprint", nil)
+	knobTLSKey = registry.String("FELIX_TLS_KEY_FILE", "", "path to a PEM file, or empty",
+		"private key of FELIX_TLS_CERT_FILE", nil)
+	knobDevDir = registry.String("FELIX_DEV_DIR", "/tmp/felix-dev", "a directory path",
+		"where a broker with a self-signed certificate writes cert.pem for local clients to trust", nil)
+)
+
+// Streams, shards, ring.
+var (
+	knobStreams = registry.String("FELIX_STREAMS", "t1/default/demo:1", "comma list of tenant/namespace/stream[:shards], or empty",
+		"streams created at start-up (more through POST /v1/streams)", checkStreamList)
+	knobRingEvents = registry.Int("FELIX_STREAM_RING_EVENTS", 1024, 0, 1<<24,
+		"recent events each shard keeps in memory for subscribers starting in the past")
 	knobMaxFrameBytes = registry.Bytes("FELIX_MAX_FRAME_BYTES", 16<<20, 1<<10, 1<<30,
 		"largest wire frame accepted; checked from the header before any allocation")
+)
+
+// Publish ingress.
+var (
+	knobIngressPolicy = registry.Enum("FELIX_INGRESS_POLICY", "backpressure", []string{"backpressure", "drop"},
+		"fire-and-forget publishes that cannot be admitted: wait (QUIC flow control) or drop and count")
+	knobAdmitTimeout = registry.Duration("FELIX_PUBLISH_ADMIT_TIMEOUT_MS", 2000, 1, 600000, time.Millisecond,
+		"longest an acked publish waits to be admitted before it gets an error ack")
+)
+
+// Subscriber delivery.
+var (
+	knobQueue = registry.Int("FELIX_SUBSCRIBER_QUEUE", 512, 1, 1<<22,
+		"events each subscriber may have queued before its policy applies")
+	knobQueuePolicy = registry.Enum("FELIX_SUBSCRIBER_QUEUE_POLICY", "drop_new", []string{"drop_new", "drop_old", "block"},
+		"full subscriber queue: drop the incoming event, evict the oldest, or make the publisher wait (lossless)")
+	knobBatchEvents = registry.Int("FELIX_EVENT_BATCH_MAX_EVENTS", 64, 1, 1<<16,
+		"events per delivery write; 1 with MAX_DELAY_US=0 is the latency profile")
+	knobBatchBytes = registry.Bytes("FELIX_EVENT_BATCH_MAX_BYTES", 64<<10, 1, 16<<20,
+		"bytes per delivery write")
+	knobBatchDelay = registry.Duration("FELIX_EVENT_BATCH_MAX_DELAY_US", 250, 0, 1000000, time.Microsecond,
+		"longest a delivery waits for more events, measured from the first buffered event")
+	knobMaxSubs = registry.Int("FELIX_MAX_SUBSCRIPTIONS_PER_CONN", 4096, 1, 1<<20,
+		"live subscriptions one connection may hold")
+)
+
+// QUIC.
+var (
+	knobStreamWindow = registry.Bytes("FELIX_QUIC_STREAM_RECV_WINDOW", 16<<20, 64<<10, 1<<30,
+		"QUIC receive window per stream")
+	knobConnWindow = registry.Bytes("FELIX_QUIC_CONN_RECV_WINDOW", 64<<20, 64<<10, 4<<30,
+		"QUIC receive window per connection")
+)
+
+// Process.
+var (
 	knobShutdownDrain = registry.Duration("FELIX_SHUTDOWN_DRAIN_TIMEOUT_MS", 25000, 0, 600000, time.Millisecond,
 		"budget for draining open work on SIGTERM/SIGINT before connections are closed")
 	knobLogLevel = registry.Enum("FELIX_LOG_LEVEL", "info", []string{"debug", "info", "warn", "error"},

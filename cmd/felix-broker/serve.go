@@ -2,14 +2,19 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
-	"sync/atomic"
+	"os"
+	"path/filepath"
 	"time"
 
+	"github.com/felixmq/felix/broker"
+	"github.com/felixmq/felix/fanout"
+	"github.com/felixmq/felix/internal/devtls"
 	"github.com/felixmq/felix/internal/knob"
 )
 
@@ -17,53 +22,121 @@ import (
 // be had, for instance); they exit with status 2 like bad knob values.
 var errConfig = errors.New("felix-broker: configuration")
 
-// serve holds the QUIC port and runs the admin endpoints until ctx ends. The
-// data path arrives with the broker package; until then the broker validates
-// its knobs, binds its listeners and reports ready.
+// serve runs the broker until ctx ends (SIGTERM/SIGINT), then drains it
+// within FELIX_SHUTDOWN_DRAIN_TIMEOUT_MS.
 func serve(ctx context.Context, vals *knob.Values, log *slog.Logger) error {
-	udp, err := net.ListenPacket("udp", knobQUICBind.Get(vals))
+	tlsConf, err := loadTLS(vals, log)
+	if err != nil {
+		return err
+	}
+	cfg := brokerConfig(vals, log)
+	cfg.TLS = tlsConf
+	b, err := broker.New(cfg)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errConfig, err)
+	}
+	specs, _ := parseStreamList(knobStreams.Get(vals)) // validated by the registry
+	for _, s := range specs {
+		if err := b.CreateStream(s); err != nil {
+			return fmt.Errorf("%w: FELIX_STREAMS: %v", errConfig, err)
+		}
+	}
+	// The broker takes any net.PacketConn: this is the transport seam.
+	pc, err := net.ListenPacket("udp", knobQUICBind.Get(vals))
 	if err != nil {
 		return fmt.Errorf("%w: FELIX_QUIC_BIND: %v", errConfig, err)
 	}
-	defer udp.Close()
+	defer pc.Close()
 	ln, err := net.Listen("tcp", knobAdminBind.Get(vals))
 	if err != nil {
 		return fmt.Errorf("%w: FELIX_ADMIN_BIND: %v", errConfig, err)
 	}
-	var ready atomic.Bool
-	srv := &http.Server{Handler: adminMux(&ready), ReadHeaderTimeout: 5 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	admin := &http.Server{Handler: b.AdminHandler(), ReadHeaderTimeout: 5 * time.Second}
+	errc := make(chan error, 2)
+	go func() { errc <- admin.Serve(ln) }()
+	go func() { errc <- b.Serve(pc) }()
+	select {
+	case <-b.Listening():
+	case err := <-errc:
+		return err
+	}
+	log.Info("felix-broker ready", "quic", pc.LocalAddr().String(), "admin", ln.Addr().String())
 
-	ready.Store(true)
-	log.Info("felix-broker ready", "quic", udp.LocalAddr().String(), "admin", ln.Addr().String())
 	select {
 	case <-ctx.Done():
 	case err := <-errc:
-		return fmt.Errorf("admin server: %w", err)
+		return err
 	}
-	ready.Store(false)
-	log.Info("shutting down", "drain_budget", knobShutdownDrain.Get(vals))
-	sctx, cancel := context.WithTimeout(context.Background(), knobShutdownDrain.Get(vals))
+	budget := knobShutdownDrain.Get(vals)
+	log.Info("draining", "budget", budget)
+	dctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		return fmt.Errorf("admin shutdown: %w", err)
+	derr := b.Drain(dctx)
+	admin.Shutdown(dctx)
+	if derr != nil {
+		log.Warn("drain budget exceeded; remaining connections closed", "err", derr)
 	}
-	log.Info("stopped")
+	log.Info("stopped", "buffers_outstanding", b.Pool().BuffersOutstanding)
 	return nil
 }
 
-func adminMux(ready *atomic.Bool) *http.ServeMux {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /live", func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprintln(w, "ok")
-	})
-	mux.HandleFunc("GET /ready", func(w http.ResponseWriter, _ *http.Request) {
-		if !ready.Load() {
-			http.Error(w, "not ready", http.StatusServiceUnavailable)
-			return
+func brokerConfig(vals *knob.Values, log *slog.Logger) broker.Config {
+	policy := map[string]fanout.Policy{"drop_new": fanout.DropNew, "drop_old": fanout.DropOld, "block": fanout.Block}
+	delay := knobBatchDelay.Get(vals)
+	if delay == 0 {
+		delay = fanout.NoDelay // the knob's 0 means "do not wait"; the Config's 0 means default
+	}
+	ring := int(knobRingEvents.Get(vals))
+	if ring == 0 {
+		ring = -1 // the knob's 0 means none; the Config's 0 means default
+	}
+	return broker.Config{
+		ListenAddrs:   []string{knobQUICBind.Get(vals), knobAdminBind.Get(vals)},
+		MaxFrameBytes: uint32(knobMaxFrameBytes.Get(vals)),
+		Queue:         fanout.Config{Capacity: int(knobQueue.Get(vals)), Policy: policy[knobQueuePolicy.Get(vals)]},
+		Batch: fanout.BatchConfig{
+			MaxEvents: int(knobBatchEvents.Get(vals)),
+			MaxBytes:  int(knobBatchBytes.Get(vals)),
+			MaxDelay:  delay,
+		},
+		RingEvents:              ring,
+		AdmitTimeout:            knobAdmitTimeout.Get(vals),
+		IngressDrop:             knobIngressPolicy.Get(vals) == "drop",
+		MaxSubscriptionsPerConn: int(knobMaxSubs.Get(vals)),
+		StreamReceiveWindow:     uint64(knobStreamWindow.Get(vals)),
+		ConnectionReceiveWindow: uint64(knobConnWindow.Get(vals)),
+		Logger:                  log,
+	}
+}
+
+// loadTLS loads the configured certificate, or generates a self-signed one,
+// logs its fingerprint and writes it where local clients look by default.
+func loadTLS(vals *knob.Values, log *slog.Logger) (*tls.Config, error) {
+	certFile, keyFile := knobTLSCert.Get(vals), knobTLSKey.Get(vals)
+	if (certFile == "") != (keyFile == "") {
+		return nil, fmt.Errorf("%w: FELIX_TLS_CERT_FILE and FELIX_TLS_KEY_FILE must be set together", errConfig)
+	}
+	if certFile != "" {
+		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("%w: TLS certificate: %v", errConfig, err)
 		}
-		fmt.Fprintln(w, "ready")
-	})
-	return mux
+		log.Info("tls certificate loaded", "file", certFile, "sha256", devtls.Fingerprint(cert.Certificate[0]))
+		return &tls.Config{Certificates: []tls.Certificate{cert}}, nil
+	}
+	host, _, _ := net.SplitHostPort(knobQUICBind.Get(vals))
+	c, err := devtls.SelfSigned(host)
+	if err != nil {
+		return nil, err
+	}
+	dir := knobDevDir.Get(vals)
+	path := filepath.Join(dir, "cert.pem")
+	if err := os.MkdirAll(dir, 0o755); err == nil {
+		err = os.WriteFile(path, c.PEM, 0o644)
+	}
+	if err != nil {
+		log.Warn("could not write the self-signed certificate for local clients", "path", path, "err", err)
+	}
+	log.Info("tls: generated a self-signed certificate", "sha256", c.Fingerprint, "written_to", path)
+	return &tls.Config{Certificates: []tls.Certificate{c.TLS}}, nil
 }

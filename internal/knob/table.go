@@ -29,7 +29,11 @@ func (r *Registry) Markdown() string {
 	var b strings.Builder
 	b.WriteString("| Knob | Default | Allowed | Meaning |\n|---|---|---|---|\n")
 	for _, k := range r.knobs {
-		fmt.Fprintf(&b, "| `%s` | `%s` | %s | %s |\n", k.Name, k.Default, mdEscape(k.allowed), mdEscape(k.Doc))
+		def := "`" + k.Default + "`"
+		if k.Default == "" {
+			def = "(empty)"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", k.Name, def, mdEscape(k.allowed), mdEscape(k.Doc))
 	}
 	return b.String()
 }

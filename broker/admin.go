@@ -1,0 +1,153 @@
+package broker
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/pprof"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/felixmq/felix/fanout"
+)
+
+// AdminHandler serves the admin endpoints: /live, /ready (503 while starting
+// or draining), /metrics, /debug/pprof/, /debug/felix/stats, and the stream
+// API (POST and GET /v1/streams) used until the control plane exists.
+func (b *Broker) AdminHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /live", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
+	mux.HandleFunc("GET /ready", func(w http.ResponseWriter, _ *http.Request) {
+		if !b.Ready() {
+			http.Error(w, "not ready", http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte("ready\n"))
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(b.metrics.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.HandleFunc("GET /debug/felix/stats", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, b.Stats())
+	})
+	mux.HandleFunc("GET /v1/streams", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"streams": b.Streams()})
+	})
+	mux.HandleFunc("POST /v1/streams", b.postStream)
+	return mux
+}
+
+func (b *Broker) postStream(w http.ResponseWriter, r *http.Request) {
+	var spec StreamSpec
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&spec); err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "bad request body: " + err.Error()})
+		return
+	}
+	if spec.Shards == 0 {
+		spec.Shards = 1
+	}
+	switch err := b.CreateStream(spec); {
+	case err == nil:
+		writeJSON(w, http.StatusCreated, spec)
+	case errors.Is(err, ErrStreamExists):
+		writeJSON(w, http.StatusConflict, map[string]string{"error": err.Error()})
+	default:
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+	}
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(v)
+}
+
+// Stats is the JSON snapshot behind /debug/felix/stats.
+type Stats struct {
+	Time          time.Time         `json:"time"`
+	Ready         bool              `json:"ready"`
+	Draining      bool              `json:"draining"`
+	Buffers       fanout.PoolStats  `json:"buffers"`
+	DroppedEvents uint64            `json:"dropped_events"`
+	Streams       []StreamStats     `json:"streams"`
+	Connections   []ConnectionStats `json:"connections"`
+}
+
+// StreamStats describes one stream and its shards.
+type StreamStats struct {
+	StreamSpec
+	Shards []ShardStats `json:"shard_stats"`
+}
+
+// ShardStats: next offset, oldest offset held in the ring, subscribers.
+type ShardStats struct {
+	Shard       int    `json:"shard"`
+	NextOffset  uint64 `json:"next_offset"`
+	FirstOffset uint64 `json:"first_offset"`
+	Subscribers int    `json:"subscribers"`
+}
+
+// ConnectionStats is one client connection with quic-go's statistics.
+type ConnectionStats struct {
+	ID            uint64              `json:"id"`
+	Remote        string              `json:"remote"`
+	GSO           bool                `json:"gso"`
+	MinRTT        time.Duration       `json:"min_rtt_ns"`
+	SmoothedRTT   time.Duration       `json:"smoothed_rtt_ns"`
+	CongestionWnd uint64              `json:"congestion_window"`
+	BytesSent     uint64              `json:"bytes_sent"`
+	BytesReceived uint64              `json:"bytes_received"`
+	PacketsSent   uint64              `json:"packets_sent"`
+	PacketsLost   uint64              `json:"packets_lost"`
+	BytesLost     uint64              `json:"bytes_lost"`
+	Subscriptions []SubscriptionStats `json:"subscriptions"`
+}
+
+// SubscriptionStats is one subscription's queue accounting.
+type SubscriptionStats struct {
+	ID     uint64       `json:"id"`
+	Stream string       `json:"stream"`
+	Shard  int          `json:"shard"`
+	Queue  fanout.Stats `json:"queue"`
+}
+
+// Stats returns a snapshot of the broker's state.
+func (b *Broker) Stats() Stats {
+	s := Stats{Time: time.Now(), Ready: b.Ready(), Draining: b.draining.Load(), Buffers: b.pool.Stats(), DroppedEvents: b.droppedEvents()}
+	for _, st := range b.streams.list() {
+		ss := StreamStats{StreamSpec: st.spec}
+		for _, sh := range st.shards {
+			next, first, subs := sh.stats()
+			ss.Shards = append(ss.Shards, ShardStats{Shard: sh.id, NextOffset: next, FirstOffset: first, Subscribers: subs})
+		}
+		s.Streams = append(s.Streams, ss)
+	}
+	for _, c := range b.conns() {
+		s.Connections = append(s.Connections, c.stats())
+	}
+	return s
+}
+
+func (c *conn) stats() ConnectionStats {
+	qs := c.qc.ConnectionStats()
+	cs := ConnectionStats{
+		ID: c.id, Remote: c.qc.RemoteAddr().String(), GSO: c.qc.ConnectionState().GSO,
+		MinRTT: qs.MinRTT, SmoothedRTT: qs.SmoothedRTT, CongestionWnd: uint64(qs.CongestionWindow),
+		BytesSent: qs.BytesSent, BytesReceived: qs.BytesReceived, PacketsSent: qs.PacketsSent,
+		PacketsLost: qs.PacketsLost, BytesLost: qs.BytesLost,
+	}
+	for _, sub := range c.subscriptions() {
+		cs.Subscriptions = append(cs.Subscriptions, SubscriptionStats{
+			ID: sub.id, Stream: sub.sh.st.spec.String(), Shard: sub.sh.id, Queue: sub.queue.Stats(),
+		})
+	}
+	return cs
+}

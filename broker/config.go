@@ -1,0 +1,111 @@
+package broker
+
+import (
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/felixmq/felix/fanout"
+	"github.com/felixmq/felix/wire"
+)
+
+// ALPN is the TLS application protocol Felix uses. quic-go requires one on
+// both ends; the published Felix set none, so a Rust client needs it added.
+const ALPN = "felix"
+
+// Config configures a Broker. The zero value of each field means the
+// documented default.
+type Config struct {
+	// TLS is the server TLS config. Required; NextProtos is set to ALPN.
+	TLS *tls.Config
+	// Verifier checks auth frames. nil means DevVerifier, which New refuses
+	// unless every address in ListenAddrs is loopback.
+	Verifier Verifier
+	// ListenAddrs are the addresses the broker will serve on, for the
+	// loopback check of DevVerifier.
+	ListenAddrs []string
+	// MaxFrameBytes caps frames read from clients. 0 means 16 MiB.
+	MaxFrameBytes uint32
+	// Queue configures each subscriber queue (capacity in events, policy).
+	Queue fanout.Config
+	// Batch configures delivery batching (max events, bytes, delay).
+	Batch fanout.BatchConfig
+	// RingEvents is how many recent events each shard keeps for replay.
+	// 0 means 1024; negative means none.
+	RingEvents int
+	// AdmitTimeout bounds how long an acked publish may wait to be admitted
+	// (only Block subscribers make it wait). 0 means 2 s.
+	AdmitTimeout time.Duration
+	// IngressDrop selects an explicit, counted drop of fire-and-forget
+	// publishes that cannot be admitted at once, instead of the default
+	// backpressure through QUIC flow control.
+	IngressDrop bool
+	// MaxSubscriptionsPerConn caps live subscriptions per connection.
+	// 0 means 4096.
+	MaxSubscriptionsPerConn int
+	// QUIC windows and stream limits; 0 means the defaults below.
+	StreamReceiveWindow     uint64 // per stream, default 16 MiB
+	ConnectionReceiveWindow uint64 // per connection, default 64 MiB
+	MaxIncomingStreams      int64  // bidirectional and unidirectional, default 1024
+	// Logger receives the broker's logs; nil discards them.
+	Logger *slog.Logger
+}
+
+const (
+	defaultRingEvents   = 1024
+	defaultAdmitTimeout = 2 * time.Second
+	defaultMaxSubs      = 4096
+	defaultStreamWindow = 16 << 20
+	defaultConnWindow   = 64 << 20
+	defaultMaxStreams   = 1024
+)
+
+func (c Config) withDefaults() Config {
+	if c.MaxFrameBytes == 0 {
+		c.MaxFrameBytes = wire.DefaultMaxFrameBytes
+	}
+	if c.RingEvents == 0 {
+		c.RingEvents = defaultRingEvents
+	}
+	if c.AdmitTimeout == 0 {
+		c.AdmitTimeout = defaultAdmitTimeout
+	}
+	if c.MaxSubscriptionsPerConn == 0 {
+		c.MaxSubscriptionsPerConn = defaultMaxSubs
+	}
+	if c.StreamReceiveWindow == 0 {
+		c.StreamReceiveWindow = defaultStreamWindow
+	}
+	if c.ConnectionReceiveWindow == 0 {
+		c.ConnectionReceiveWindow = defaultConnWindow
+	}
+	if c.MaxIncomingStreams == 0 {
+		c.MaxIncomingStreams = defaultMaxStreams
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	if c.TLS == nil {
+		return fmt.Errorf("%w: TLS config is required", ErrInvalidConfig)
+	}
+	if c.Verifier == nil {
+		if len(c.ListenAddrs) == 0 {
+			return fmt.Errorf("%w: the dev verifier needs ListenAddrs to prove they are loopback", ErrInvalidConfig)
+		}
+		for _, a := range c.ListenAddrs {
+			if !isLoopback(a) {
+				return fmt.Errorf("%w: listener %s is not loopback and no auth is configured: "+
+					"the dev verifier accepts any token, so it is allowed only on loopback", ErrInvalidConfig, a)
+			}
+		}
+	}
+	if c.AdmitTimeout < 0 || c.MaxSubscriptionsPerConn < 0 {
+		return fmt.Errorf("%w: negative limit", ErrInvalidConfig)
+	}
+	return nil
+}

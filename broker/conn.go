@@ -1,0 +1,123 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/quic-go/quic-go"
+)
+
+// QUIC application error codes. Stream codes travel in RESET_STREAM and
+// STOP_SENDING; connection codes in CONNECTION_CLOSE.
+const (
+	streamErrProtocol          quic.StreamErrorCode = 0x10 // framing lost or protocol violation
+	streamErrAuth              quic.StreamErrorCode = 0x11 // auth missing or refused
+	streamErrSubscriptionEnded quic.StreamErrorCode = 0x12
+	streamErrShutdown          quic.StreamErrorCode = 0x13
+
+	connErrShutdown quic.ApplicationErrorCode = 0x1
+)
+
+// conn is one client connection and everything it opened.
+type conn struct {
+	b   *Broker
+	qc  *quic.Conn
+	id  uint64
+	ctx context.Context // ends with the connection
+
+	mu struct {
+		sync.Mutex
+		subs map[uint64]*subscription
+	}
+	streams sync.WaitGroup // stream handlers and subscription writers
+}
+
+func newConn(b *Broker, qc *quic.Conn) *conn {
+	c := &conn{b: b, qc: qc, id: b.nextConnID.Add(1), ctx: qc.Context()}
+	c.mu.subs = map[uint64]*subscription{}
+	return c
+}
+
+// serve runs until the connection ends, then tears down what it owned.
+func (c *conn) serve() {
+	log := c.b.log.With("conn", c.id, "remote", c.qc.RemoteAddr().String())
+	log.Debug("connection accepted")
+	c.streams.Add(1)
+	go func() { defer c.streams.Done(); c.acceptUni() }()
+	for {
+		str, err := c.qc.AcceptStream(c.ctx)
+		if err != nil {
+			break
+		}
+		c.streams.Add(1)
+		go func() { defer c.streams.Done(); newControl(c, str).serve() }()
+	}
+	for _, s := range c.subscriptions() {
+		s.end()
+	}
+	c.streams.Wait()
+	log.Debug("connection closed", "err", context.Cause(c.ctx))
+}
+
+func (c *conn) acceptUni() {
+	for {
+		str, err := c.qc.AcceptUniStream(c.ctx)
+		if err != nil {
+			return
+		}
+		c.streams.Add(1)
+		go func() { defer c.streams.Done(); newPublishStream(c, str).serve() }()
+	}
+}
+
+func (c *conn) add(s *subscription) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.mu.subs) >= c.b.cfg.MaxSubscriptionsPerConn {
+		return errTooManySubs
+	}
+	c.mu.subs[s.id] = s
+	return nil
+}
+
+var errTooManySubs = errors.New("max subscriptions per connection exceeded")
+
+func (c *conn) forget(s *subscription) {
+	c.mu.Lock()
+	delete(c.mu.subs, s.id)
+	c.mu.Unlock()
+}
+
+func (c *conn) subscriptions() []*subscription {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]*subscription, 0, len(c.mu.subs))
+	for _, s := range c.mu.subs {
+		out = append(out, s)
+	}
+	return out
+}
+
+// drain waits, within ctx, until every subscription of this connection has
+// written what its queue holds, lingers briefly so the last stream data can
+// reach the peer, and closes the connection with a reason.
+func (c *conn) drain(ctx context.Context) {
+	for _, s := range c.subscriptions() {
+		s.drainTo(ctx)
+	}
+	if ctx.Err() == nil {
+		// quic-go reports no "peer acknowledged all stream data" event, so
+		// give the send loop a few round trips to deliver the tail.
+		linger := 4 * c.qc.ConnectionStats().SmoothedRTT
+		linger = min(max(linger, 20*time.Millisecond), time.Second)
+		t := time.NewTimer(linger)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+	}
+	c.qc.CloseWithError(connErrShutdown, "broker shutting down")
+}

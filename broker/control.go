@@ -1,0 +1,236 @@
+package broker
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+
+	"github.com/quic-go/quic-go"
+
+	"github.com/felixmq/felix/internal/frameio"
+	"github.com/felixmq/felix/wire"
+)
+
+// ServerFlags are the capabilities this broker advertises in auth_ok.
+const ServerFlags = wire.KnownCapabilities
+
+// control serves one client-opened bidirectional stream: auth, then any mix
+// of publishes and subscribes, with replies through one replyWriter.
+type control struct {
+	publisher
+	str  *quic.Stream
+	fr   *frameio.Reader
+	out  *replyWriter
+	peer wire.Flags // capabilities the client advertised
+	log  *slog.Logger
+}
+
+func newControl(c *conn, str *quic.Stream) *control {
+	return &control{
+		publisher: newPublisher(c, int64(str.StreamID())),
+		str:       str,
+		fr:        frameio.NewReader(str, c.b.cfg.MaxFrameBytes),
+		log:       c.b.log.With("conn", c.id, "stream", int64(str.StreamID())),
+	}
+}
+
+func (ct *control) serve() {
+	ct.out = newReplyWriter(ct.str)
+	if ct.authenticate() && ct.loop() {
+		// The client finished its side: flush replies, then finish ours.
+		ct.out.close()
+		ct.str.Close()
+		return
+	}
+	ct.out.close()
+	ct.str.CancelRead(streamErrProtocol)
+	ct.str.Close()
+}
+
+// fail sends an error reply; the caller decides whether the stream ends.
+func (ct *control) fail(msg string) {
+	ct.c.b.metrics.protocolViolation("control")
+	ct.out.send(func(b []byte) []byte { return wire.AppendJSONFrame(b, &wire.ErrorMessage{Message: msg}) })
+}
+
+// authenticate reads the mandatory first frame. It replies auth_ok with the
+// server's capabilities when the client offered client_flags, else plain ok
+// (the client then assumes the original v1 flags).
+func (ct *control) authenticate() bool {
+	h, payload, err := ct.fr.Next()
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			ct.fail("auth required")
+		}
+		return false
+	}
+	m, err := decodeJSON(h, payload)
+	auth, ok := m.(*wire.Auth)
+	if err != nil || !ok {
+		ct.fail("auth required")
+		return false
+	}
+	p, err := ct.c.b.verifier.Verify(ct.c.ctx, auth.TenantID, auth.Token)
+	if err != nil {
+		ct.c.b.log.Info("auth refused", "conn", ct.c.id, "tenant", auth.TenantID, "err", err)
+		ct.fail("auth failed")
+		return false
+	}
+	ct.principal = p
+	ct.peer = wire.PeerFlags(auth.ClientFlags)
+	ct.out.send(func(b []byte) []byte {
+		if auth.ClientFlags == nil {
+			return wire.AppendJSONFrame(b, &wire.OK{})
+		}
+		return wire.AppendJSONFrame(b, &wire.AuthOK{ServerFlags: uint16(ServerFlags)})
+	})
+	return true
+}
+
+func decodeJSON(h wire.Header, payload []byte) (wire.Message, error) {
+	if h.Flags != 0 {
+		return nil, errNotJSON
+	}
+	return wire.DecodeJSON(payload)
+}
+
+var errNotJSON = errors.New("not a JSON frame")
+
+// loop dispatches frames until the client finishes the stream (true) or a
+// violation ends it (false).
+func (ct *control) loop() bool {
+	for {
+		h, payload, err := ct.fr.Next()
+		var flagsErr *wire.FlagsError
+		switch {
+		case errors.Is(err, io.EOF):
+			return true
+		case errors.As(err, &flagsErr):
+			// The payload was consumed: report and go on, as the published
+			// broker does.
+			ct.fail("unsupported frame flags")
+			continue
+		case err != nil:
+			ct.fail("malformed frame: " + err.Error())
+			return false
+		}
+		if !ct.dispatch(h, payload) {
+			return false
+		}
+	}
+}
+
+// dispatch handles one frame; false ends the stream.
+func (ct *control) dispatch(h wire.Header, payload []byte) bool {
+	switch h.Kind() {
+	case wire.KindJSON:
+		m, err := wire.DecodeJSON(payload)
+		if err != nil {
+			ct.fail("malformed message: " + err.Error())
+			return true
+		}
+		return ct.handleJSON(m)
+	case wire.KindPublishBatch:
+		return ct.binaryPublish(payload)
+	case wire.KindAckedPublishBatch:
+		return ct.binaryAckedPublish(payload)
+	}
+	ct.fail("unexpected frame kind " + h.Kind().String())
+	return true
+}
+
+func (ct *control) handleJSON(m wire.Message) bool {
+	switch m := m.(type) {
+	case *wire.Publish:
+		ct.one[0] = m.Payload
+		return ct.jsonPublish(streamKey(m.TenantID, m.Namespace, m.Stream), m.Key, ct.one[:], m.RequestID, m.Ack, wire.AckPerMessage)
+	case *wire.PublishBatchMessage:
+		return ct.jsonPublish(streamKey(m.TenantID, m.Namespace, m.Stream), m.Key, m.Payloads, m.RequestID, m.Ack, wire.AckPerBatch)
+	case *wire.Subscribe:
+		return ct.subscribe(m)
+	case *wire.Auth:
+		ct.fail("auth already established")
+		return false
+	}
+	ct.fail("unexpected message type " + m.Type().String())
+	return true
+}
+
+func streamKey(t, ns, s string) StreamKey { return StreamKey{Tenant: t, Namespace: ns, Stream: s} }
+
+// jsonPublish handles publish and publish_batch. On a control stream an
+// absent ack means acked (the published broker's behaviour), and an acked
+// publish needs a request_id to be answerable.
+func (ct *control) jsonPublish(k StreamKey, key *string, payloads [][]byte, reqID *uint64, ack *wire.AckMode, def wire.AckMode) bool {
+	mode := def
+	if ack != nil {
+		mode = *ack
+	}
+	acked := mode != wire.AckNone
+	if acked && reqID == nil {
+		ct.fail("missing request_id for acked publish")
+		return true
+	}
+	_, err := ct.publish(k, keyBytes(key), payloads, acked)
+	if !acked {
+		return ct.unackedResult(err)
+	}
+	id := *reqID
+	ct.out.send(func(b []byte) []byte {
+		if err != nil {
+			return wire.AppendJSONFrame(b, &wire.PublishError{RequestID: id, Message: err.Error()})
+		}
+		return wire.AppendJSONFrame(b, &wire.PublishOK{RequestID: id})
+	})
+	return !errors.Is(err, ErrForbidden)
+}
+
+// unackedResult reports a failed fire-and-forget publish: it cannot be
+// answered per request, so the stream gets an error message; authorisation
+// failures end the stream.
+func (ct *control) unackedResult(err error) bool {
+	if err == nil {
+		return true
+	}
+	ct.fail(err.Error())
+	return !errors.Is(err, ErrForbidden)
+}
+
+func (ct *control) binaryPublish(payload []byte) bool {
+	if err := wire.DecodePublishBatch(payload, &ct.batch); err != nil {
+		ct.fail("malformed publish batch: " + err.Error())
+		return true
+	}
+	_, err := ct.publish(streamKey(ct.batch.TenantID, ct.batch.Namespace, ct.batch.Stream), nil, ct.batch.Payloads, false)
+	return ct.unackedResult(err)
+}
+
+// binaryAckedPublish answers with a binary ack. The request id is decoded
+// before the body so that even a malformed body gets a correlated error ack.
+func (ct *control) binaryAckedPublish(payload []byte) bool {
+	derr := wire.DecodeAckedPublish(payload, &ct.acked)
+	if derr != nil && len(payload) < 8 { // no request_id to answer
+		ct.fail("malformed publish batch: " + derr.Error())
+		return true
+	}
+	var err error
+	if derr != nil {
+		err = errors.New("malformed publish batch: " + derr.Error())
+	} else {
+		b := &ct.acked.PublishBatch
+		_, err = ct.publish(streamKey(b.TenantID, b.Namespace, b.Stream), nil, b.Payloads, true)
+	}
+	ack := wire.PublishAck{Status: wire.AckOK, RequestID: ct.acked.RequestID}
+	if err != nil {
+		ack.Status, ack.Message = wire.AckError, err.Error()
+	}
+	ct.out.send(func(b []byte) []byte {
+		out, aerr := wire.AppendPublishAckFrame(b, ack)
+		if aerr != nil { // a message over 64 KiB: send it cut
+			ack.Message = ack.Message[:1024]
+			out, _ = wire.AppendPublishAckFrame(b, ack)
+		}
+		return out
+	})
+	return !errors.Is(err, ErrForbidden)
+}

@@ -1,0 +1,33 @@
+// Package broker is the Felix broker: QUIC connections and their streams,
+// request dispatch, the stream registry with its shards (ordering, offsets,
+// the in-memory ring), delivery to subscribers through fanout, the admin HTTP
+// endpoints, and graceful drain.
+//
+// # Stream topology (docs/protocol.md)
+//
+// Every QUIC stream a client opens starts with an `auth` frame. Control
+// streams are bidirectional: the client sends requests, the broker answers on
+// the same stream through a single writer goroutine, and acks may complete out
+// of order. Publish streams are client-opened unidirectional streams that
+// carry only publishes and get no replies. Each subscription gets one
+// broker-opened unidirectional event stream that begins with
+// `event_stream_hello`; `subscribed` is sent on the control stream before any
+// replay, so a replay larger than the QUIC windows cannot deadlock.
+//
+// # Concurrency
+//
+// One goroutine reads each QUIC stream and applies its publishes to the
+// shards synchronously: when a shard cannot take more (a Block subscriber is
+// full) the reader stops reading and QUIC flow control pushes back on the
+// client, so fire-and-forget publishes are never dropped silently. One writer
+// goroutine per control stream serialises replies; one goroutine per
+// subscription drains its fanout queue onto its event stream. A slow
+// subscriber therefore only fills its own queue (and, under the Block policy,
+// makes publishers wait by design).
+//
+// Lock order: shard.mu, then fanout queue locks (taken inside fanout).
+// Registry.mu is never held while a shard lock is taken.
+//
+// What the broker must not do: block a publisher on a subscriber (except
+// under the documented Block policy).
+package broker

@@ -1,0 +1,42 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrStreamNotFound: the tenant/namespace/stream is not registered.
+	ErrStreamNotFound = errors.New("stream not found")
+	// ErrStreamExists: a stream with that name is already registered.
+	ErrStreamExists = errors.New("stream already exists")
+	// ErrInvalidStream: a stream spec that cannot be registered.
+	ErrInvalidStream = errors.New("invalid stream")
+	// ErrAuth: the auth frame was refused.
+	ErrAuth = errors.New("auth failed")
+	// ErrForbidden: the principal may not do this operation.
+	ErrForbidden = errors.New("forbidden")
+	// ErrOverloaded: an acked publish could not be admitted in time.
+	ErrOverloaded = errors.New("ingress overloaded")
+	// ErrDraining: the broker is shutting down and takes no new work.
+	ErrDraining = errors.New("broker draining")
+	// ErrInvalidConfig: a Config that cannot run.
+	ErrInvalidConfig = errors.New("broker: invalid config")
+)
+
+// notFound builds the published Felix's message for an unknown stream.
+func notFound(k StreamKey) error {
+	return fmt.Errorf("%w: tenant=%s namespace=%s stream=%s", ErrStreamNotFound, k.Tenant, k.Namespace, k.Stream)
+}
+
+// CursorError answers a subscribe whose start offset is outside what the
+// shard holds.
+type CursorError struct {
+	Reason    string // "too_old" or "in_future"
+	Requested uint64
+	Available uint64
+}
+
+func (e *CursorError) Error() string {
+	return fmt.Sprintf("subscribe cursor %s: requested %d, available %d", e.Reason, e.Requested, e.Available)
+}

@@ -1,0 +1,74 @@
+package broker_test
+
+import (
+	"context"
+	"crypto/tls"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/felixmq/felix/broker"
+	"github.com/felixmq/felix/client"
+	"github.com/felixmq/felix/internal/devtls"
+)
+
+// harness is a broker serving real QUIC on 127.0.0.1 in this process.
+type harness struct {
+	b         *broker.Broker
+	addr      string
+	clientTLS *tls.Config
+	served    chan error
+}
+
+var demo = broker.StreamSpec{StreamKey: broker.StreamKey{Tenant: "t1", Namespace: "default", Stream: "demo"}, Shards: 1}
+
+func startBroker(t testing.TB, cfg broker.Config, streams ...broker.StreamSpec) *harness {
+	t.Helper()
+	cert, err := devtls.SelfSigned()
+	require.NoError(t, err)
+	pool, err := devtls.Pool(cert.PEM)
+	require.NoError(t, err)
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	require.NoError(t, err)
+	cfg.TLS = &tls.Config{Certificates: []tls.Certificate{cert.TLS}}
+	cfg.ListenAddrs = []string{pc.LocalAddr().String()}
+	b, err := broker.New(cfg)
+	require.NoError(t, err)
+	if len(streams) == 0 {
+		streams = []broker.StreamSpec{demo}
+	}
+	for _, s := range streams {
+		require.NoError(t, b.CreateStream(s))
+	}
+	h := &harness{b: b, addr: pc.LocalAddr().String(), clientTLS: &tls.Config{RootCAs: pool}, served: make(chan error, 1)}
+	go func() { h.served <- b.Serve(pc) }()
+	t.Cleanup(func() {
+		require.NoError(t, b.Close())
+		select {
+		case err := <-h.served:
+			require.NoError(t, err)
+		case <-time.After(10 * time.Second):
+			t.Error("Serve did not return after Close")
+		}
+		pc.Close()
+	})
+	return h
+}
+
+func (h *harness) dial(t testing.TB) *client.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := client.Dial(ctx, h.addr, client.Config{Tenant: "t1", Token: "dev", TLS: h.clientTLS})
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func ctxT(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}

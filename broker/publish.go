@@ -1,0 +1,87 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/felixmq/felix/fanout"
+
+	"github.com/felixmq/felix/wire"
+)
+
+// publisher is the per-QUIC-stream publish state shared by control and
+// publish streams: the authenticated principal, a one-entry stream cache
+// (a stream's publishes name the same stream over and over), the sticky
+// shard hint, and reusable decode targets.
+type publisher struct {
+	c         *conn
+	principal Principal
+	hint      uint32
+	lastKey   StreamKey
+	last      *stream
+	batch     wire.PublishBatch
+	acked     wire.AckedPublish
+	one       [1][]byte
+}
+
+func newPublisher(c *conn, streamID int64) publisher {
+	return publisher{c: c, hint: uint32(c.id)*31 + uint32(streamID)}
+}
+
+// resolve checks tenant and permission and finds the stream.
+func (p *publisher) resolve(k StreamKey, action Action) (*stream, error) {
+	if k.Tenant != p.principal.Tenant() {
+		return nil, errTenantMismatch
+	}
+	if !p.principal.Allowed(action, streamResource(k)) {
+		return nil, fmt.Errorf("%w: %s on %s", ErrForbidden, action, k)
+	}
+	if p.last != nil && k == p.lastKey {
+		return p.last, nil
+	}
+	st, err := p.c.b.streams.lookup(k)
+	if err != nil {
+		return nil, err
+	}
+	p.lastKey, p.last = k, st
+	return st, nil
+}
+
+var errTenantMismatch = fmt.Errorf("%w: tenant mismatch", ErrForbidden)
+
+// publish appends payloads to the stream's shard for key (nil: the sticky
+// shard). acked publishes wait at most AdmitTimeout for Block subscribers;
+// fire-and-forget ones wait as long as the connection lives (backpressure)
+// unless IngressDrop selects an immediate, counted drop.
+func (p *publisher) publish(k StreamKey, key []byte, payloads [][]byte, acked bool) (uint64, error) {
+	b := p.c.b
+	if b.draining.Load() {
+		return 0, ErrDraining
+	}
+	st, err := p.resolve(k, ActionPublish)
+	if err != nil {
+		return 0, err
+	}
+	sh := st.shardFor(key, p.hint)
+	admit := p.c.ctx
+	switch {
+	case b.cfg.Queue.Policy != fanout.Block:
+		// Only Block subscribers can make a publish wait; skip the timer.
+	case acked:
+		var cancel context.CancelFunc
+		admit, cancel = context.WithTimeout(p.c.ctx, b.cfg.AdmitTimeout)
+		defer cancel()
+	case b.cfg.IngressDrop:
+		admit = expired
+	}
+	base, err := sh.publish(admit, payloads)
+	b.metrics.published(st, len(payloads), payloads, acked, err)
+	return base, err
+}
+
+// expired is an already-cancelled context: an admission that must not wait.
+var expired = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()

@@ -1,0 +1,121 @@
+package broker
+
+import (
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// StreamKey names a stream.
+type StreamKey struct {
+	Tenant    string `json:"tenant"`
+	Namespace string `json:"namespace"`
+	Stream    string `json:"stream"`
+}
+
+func (k StreamKey) String() string { return k.Tenant + "/" + k.Namespace + "/" + k.Stream }
+
+// StreamSpec is what registering a stream takes.
+type StreamSpec struct {
+	StreamKey
+	Shards int `json:"shards"`
+}
+
+// MaxShards bounds the shard count of one stream.
+const MaxShards = 1024
+
+func (s StreamSpec) validate() error {
+	for _, f := range []struct{ name, v string }{{"tenant", s.Tenant}, {"namespace", s.Namespace}, {"stream", s.Stream}} {
+		if f.v == "" {
+			return fmt.Errorf("%w: %s is empty", ErrInvalidStream, f.name)
+		}
+		if len(f.v) > 255 || !utf8.ValidString(f.v) || strings.ContainsAny(f.v, "/\x00") {
+			return fmt.Errorf("%w: %s %q must be valid UTF-8, at most 255 bytes, without '/'", ErrInvalidStream, f.name, f.v)
+		}
+	}
+	if s.Shards < 1 || s.Shards > MaxShards {
+		return fmt.Errorf("%w: shards %d not in [1, %d]", ErrInvalidStream, s.Shards, MaxShards)
+	}
+	return nil
+}
+
+// stream is a registered stream and its shards.
+type stream struct {
+	spec    StreamSpec
+	created time.Time
+	shards  []*shard
+}
+
+// shardFor picks the shard of a publish: keyed publishes hash the key, so
+// every record of one key keeps its order; unkeyed ones use the caller's
+// sticky hint (one per publishing QUIC stream), which keeps a publisher's
+// order without a global counter.
+func (s *stream) shardFor(key []byte, hint uint32) *shard {
+	n := uint32(len(s.shards))
+	if n == 1 {
+		return s.shards[0]
+	}
+	if key != nil {
+		h := fnv.New32a()
+		h.Write(key)
+		return s.shards[h.Sum32()%n]
+	}
+	return s.shards[hint%n]
+}
+
+// registry holds the streams of this broker.
+type registry struct {
+	newShard func(st *stream, id int) *shard
+	mu       struct {
+		sync.RWMutex
+		streams map[StreamKey]*stream
+	}
+}
+
+func newRegistry(newShard func(st *stream, id int) *shard) *registry {
+	r := &registry{newShard: newShard}
+	r.mu.streams = map[StreamKey]*stream{}
+	return r
+}
+
+func (r *registry) create(spec StreamSpec) (*stream, error) {
+	if err := spec.validate(); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.mu.streams[spec.StreamKey]; ok {
+		return nil, fmt.Errorf("%w: %s", ErrStreamExists, spec.StreamKey)
+	}
+	st := &stream{spec: spec, created: time.Now()}
+	for i := range spec.Shards {
+		st.shards = append(st.shards, r.newShard(st, i))
+	}
+	r.mu.streams[spec.StreamKey] = st
+	return st, nil
+}
+
+func (r *registry) lookup(k StreamKey) (*stream, error) {
+	r.mu.RLock()
+	st := r.mu.streams[k]
+	r.mu.RUnlock()
+	if st == nil {
+		return nil, notFound(k)
+	}
+	return st, nil
+}
+
+func (r *registry) list() []*stream {
+	r.mu.RLock()
+	out := make([]*stream, 0, len(r.mu.streams))
+	for _, st := range r.mu.streams {
+		out = append(out, st)
+	}
+	r.mu.RUnlock()
+	slices.SortFunc(out, func(a, b *stream) int { return strings.Compare(a.spec.String(), b.spec.String()) })
+	return out
+}

@@ -1,0 +1,108 @@
+package broker
+
+import (
+	"io"
+	"sync"
+)
+
+// replyWriter is the single writer of a control stream. Any goroutine may
+// append replies (acks complete out of order); one goroutine writes whatever
+// has accumulated in one stream write, so pipelined acks coalesce.
+//
+// When more than maxPending bytes wait (the client does not read its
+// replies), appenders block: the control stream's reader stops reading and
+// QUIC flow control pushes back on the client.
+type replyWriter struct {
+	w    io.Writer
+	wake chan struct{} // cap 1: there is something to write
+	room chan struct{} // cap 1: pending fell below the bound
+	done chan struct{} // closed when run returns
+	mu   struct {
+		sync.Mutex
+		pending []byte
+		closing bool
+		err     error
+	}
+}
+
+const maxPendingReplies = 1 << 20
+
+func newReplyWriter(w io.Writer) *replyWriter {
+	rw := &replyWriter{w: w, wake: make(chan struct{}, 1), room: make(chan struct{}, 1), done: make(chan struct{})}
+	go rw.run()
+	return rw
+}
+
+// send appends one or more frames through appendFn. It returns the writer's
+// error once the stream failed.
+func (rw *replyWriter) send(appendFn func([]byte) []byte) error {
+	rw.mu.Lock()
+	for len(rw.mu.pending) > maxPendingReplies && rw.mu.err == nil && !rw.mu.closing {
+		rw.mu.Unlock()
+		select {
+		case <-rw.room:
+		case <-rw.done:
+		}
+		rw.mu.Lock()
+	}
+	defer rw.mu.Unlock()
+	if rw.mu.err != nil {
+		return rw.mu.err
+	}
+	if rw.mu.closing {
+		return io.ErrClosedPipe
+	}
+	rw.mu.pending = appendFn(rw.mu.pending)
+	notify(rw.wake)
+	return nil
+}
+
+func notify(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+func (rw *replyWriter) run() {
+	defer close(rw.done)
+	var spare []byte
+	for {
+		<-rw.wake
+		rw.mu.Lock()
+		buf, closing := rw.mu.pending, rw.mu.closing
+		rw.mu.pending = spare[:0]
+		rw.mu.Unlock()
+		notify(rw.room)
+		if len(buf) > 0 {
+			if _, err := rw.w.Write(buf); err != nil {
+				rw.mu.Lock()
+				rw.mu.err = err
+				rw.mu.Unlock()
+				return
+			}
+		}
+		spare = buf
+		if closing {
+			rw.mu.Lock()
+			empty := len(rw.mu.pending) == 0
+			rw.mu.Unlock()
+			if empty {
+				return
+			}
+			notify(rw.wake)
+		}
+	}
+}
+
+// close writes what is pending and stops the writer; it waits for both.
+func (rw *replyWriter) close() error {
+	rw.mu.Lock()
+	rw.mu.closing = true
+	rw.mu.Unlock()
+	notify(rw.wake)
+	<-rw.done
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	return rw.mu.err
+}

@@ -1,0 +1,117 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/felixmq/felix/fanout"
+	"github.com/felixmq/felix/wire"
+)
+
+// openStreamTimeout bounds waiting for the client to allow another
+// unidirectional stream (its MaxIncomingUniStreams).
+const openStreamTimeout = 5 * time.Second
+
+// subscribe registers a subscription on one shard (the `shard` field, 0 when
+// absent), opens its event stream, writes event_stream_hello, replies
+// `subscribed` and starts the writer, which replays and then follows the live
+// tail. Client-supplied subscription ids are ignored: ids are broker-assigned
+// (the published broker honoured client ids and lost events on collisions).
+func (ct *control) subscribe(m *wire.Subscribe) bool {
+	if ct.c.b.draining.Load() {
+		ct.fail(ErrDraining.Error())
+		return true
+	}
+	k := streamKey(m.TenantID, m.Namespace, m.Stream)
+	if k.Tenant != ct.principal.Tenant() || !ct.principal.Allowed(ActionSubscribe, streamResource(k)) {
+		ct.fail(fmt.Sprintf("%v: %s on %s", ErrForbidden, ActionSubscribe, k))
+		return false
+	}
+	st, err := ct.c.b.streams.lookup(k)
+	if err != nil {
+		ct.fail(err.Error())
+		return true
+	}
+	idx := 0
+	if m.Shard != nil {
+		idx = int(*m.Shard)
+	}
+	if idx < 0 || idx >= len(st.shards) {
+		ct.fail(fmt.Sprintf("shard %d not in [0, %d) for %s", idx, len(st.shards), k))
+		return true
+	}
+	sub, err := ct.newSubscription(st.shards[idx])
+	if err != nil {
+		ct.fail(err.Error())
+		return true
+	}
+	if !ct.startSubscription(sub, m) {
+		sub.end()
+	}
+	return true
+}
+
+func (ct *control) newSubscription(sh *shard) (*subscription, error) {
+	c := ct.c
+	q, err := fanout.NewQueue(c.b.cfg.Queue)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(c.ctx)
+	sub := &subscription{
+		id: c.b.nextSubID.Add(1), sh: sh, conn: c, queue: q,
+		offsets: wire.Supports(ct.peer, wire.FlagEventBatchOffsets),
+		gaps:    wire.Supports(ct.peer, wire.CapGapNotices),
+		ctx:     ctx, cancel: cancel, done: make(chan struct{}),
+	}
+	if err := c.add(sub); err != nil {
+		cancel()
+		q.Close()
+		return nil, err
+	}
+	c.b.metrics.subscribers.Inc()
+	return sub, nil
+}
+
+// startSubscription attaches, opens the event stream and starts the writer.
+// false means the subscription must be ended by the caller.
+func (ct *control) startSubscription(sub *subscription, m *wire.Subscribe) bool {
+	var start wire.Start
+	if m.Start != nil {
+		start = *m.Start
+	}
+	if err := sub.sh.attach(sub, start, m.Start != nil); err != nil {
+		var ce *CursorError
+		if errors.As(err, &ce) {
+			ct.out.send(func(b []byte) []byte {
+				return wire.AppendJSONFrame(b, &wire.SubscribeCursorError{
+					Reason: wire.CursorReason(ce.Reason), Requested: ce.Requested, Available: ce.Available,
+				})
+			})
+			return false
+		}
+		ct.fail(err.Error())
+		return false
+	}
+	octx, cancel := context.WithTimeout(sub.ctx, openStreamTimeout)
+	out, err := ct.c.qc.OpenUniStreamSync(octx)
+	cancel()
+	if err != nil {
+		ct.fail("cannot open event stream: " + err.Error())
+		return false
+	}
+	sub.out = out
+	hello := wire.AppendJSONFrame(nil, &wire.EventStreamHello{SubscriptionID: sub.id})
+	if _, err := out.Write(hello); err != nil {
+		out.CancelWrite(streamErrSubscriptionEnded)
+		return false
+	}
+	ct.out.send(func(b []byte) []byte {
+		return wire.AppendJSONFrame(b, &wire.Subscribed{SubscriptionID: sub.id})
+	})
+	ct.c.streams.Add(1)
+	go func() { defer ct.c.streams.Done(); sub.run() }()
+	return true
+}

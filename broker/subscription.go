@@ -1,0 +1,231 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/quic-go/quic-go"
+
+	"github.com/felixmq/felix/fanout"
+	"github.com/felixmq/felix/wire"
+)
+
+// subscription is one subscriber of one shard: its bounded queue, the event
+// stream it owns, and the goroutine that drains the one onto the other.
+type subscription struct {
+	id      uint64
+	sh      *shard
+	conn    *conn
+	queue   *fanout.Queue
+	out     *quic.SendStream
+	offsets bool // the peer negotiated EVENT_BATCH_OFFSETS
+	gaps    bool // the peer negotiated gap notices
+
+	// Set by shard.attach under the shard lock, read only by run.
+	replay     []*fanout.Buffer
+	replayFrom uint64
+
+	ctx    context.Context // ends when the subscription ends
+	cancel context.CancelFunc
+	done   chan struct{}
+	once   sync.Once
+}
+
+// offer hands buf to the subscriber's queue; the shard lock is held. Drop
+// policies never wait. Block waits for room (the shard admitted the publish
+// first, so this wait is short unless several publishers race) and gives up
+// only when the subscription ends.
+func (s *subscription) offer(buf *fanout.Buffer) {
+	buf.Retain()
+	var err error
+	if s.queue.Policy() == fanout.Block {
+		_, err = s.queue.PushWait(s.ctx, buf)
+	} else {
+		_, err = s.queue.Push(buf)
+	}
+	if err != nil && !errors.Is(err, fanout.ErrClosed) && s.ctx.Err() == nil {
+		s.conn.b.log.Warn("subscriber push failed", "subscription", s.id, "err", err)
+	}
+}
+
+// end detaches the subscription and releases everything it holds. Safe to
+// call from any goroutine, more than once.
+func (s *subscription) end() {
+	s.once.Do(func() {
+		s.cancel()
+		s.sh.detach(s)
+		s.queue.Close()
+		s.conn.b.metrics.endedDroppedEvent.Add(s.queue.Stats().DroppedEvents)
+		s.conn.forget(s)
+		s.conn.b.metrics.subscribers.Dec()
+	})
+}
+
+// run writes the replay and then the live queue to the event stream until
+// the stream or the subscription ends.
+func (s *subscription) run() {
+	defer close(s.done)
+	defer s.end()
+	w := eventWriter{s: s}
+	defer w.release()
+	err := w.writeReplay()
+	if err == nil {
+		err = w.writeLive()
+	}
+	if err != nil && s.ctx.Err() == nil {
+		s.conn.b.log.Debug("subscription ended", "subscription", s.id, "err", err)
+	}
+	if s.conn.b.draining.Load() {
+		// A graceful drain flushed the queue first: end the stream with a
+		// FIN so the peer reads everything that was written.
+		s.out.Close()
+		return
+	}
+	s.out.CancelWrite(streamErrSubscriptionEnded)
+}
+
+// drainTo waits until the queue is empty (publishes are already refused),
+// then ends the subscription gracefully and waits for its writer, all within
+// ctx.
+func (s *subscription) drainTo(ctx context.Context) {
+	t := time.NewTicker(2 * time.Millisecond)
+	defer t.Stop()
+	for s.queue.Stats().Depth > 0 && ctx.Err() == nil {
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		case <-s.done:
+			return
+		}
+	}
+	s.cancel()
+	select {
+	case <-s.done:
+	case <-ctx.Done():
+	}
+}
+
+// eventWriter turns queued buffers into stream writes. Small frames are
+// gathered into one write (each quic-go Write is a handoff to the connection's
+// send loop); a frame larger than gatherMax is written straight from the
+// shared buffer without a copy.
+type eventWriter struct {
+	s           *subscription
+	batch       []*fanout.Buffer
+	wbuf        []byte
+	sentDropped uint64
+	decoded     wire.EventBatch
+}
+
+const gatherMax = 16 << 10
+
+func (w *eventWriter) release() {
+	w.batch = fanout.ReleaseAll(w.batch)
+	w.batch = fanout.ReleaseAll(w.s.replay)
+}
+
+func (w *eventWriter) writeReplay() error {
+	replay := w.s.replay
+	for i, buf := range replay {
+		if i == 0 && buf.BaseOffset < w.s.replayFrom {
+			if err := w.writeTrimmed(buf, w.s.replayFrom); err != nil {
+				return err
+			}
+		} else if err := w.add(buf); err != nil {
+			return err
+		}
+	}
+	err := w.flush()
+	w.s.replay = fanout.ReleaseAll(replay)
+	return err
+}
+
+// writeTrimmed writes the events of buf from offset from on: the first
+// replay buffer can start before the requested offset.
+func (w *eventWriter) writeTrimmed(buf *fanout.Buffer, from uint64) error {
+	b := buf.Bytes()
+	if err := wire.DecodeEventBatch(wire.FlagBinaryEventBatchShared|wire.FlagEventBatchOffsets, b[wire.HeaderLen:], &w.decoded); err != nil {
+		return err
+	}
+	skip := from - buf.BaseOffset
+	frame, err := wire.AppendEventBatchFrame(nil, wire.EventBatch{
+		Shared: true, HasBaseOffset: w.s.offsets, BaseOffset: from, Payloads: w.decoded.Payloads[skip:],
+	})
+	if err != nil {
+		return err
+	}
+	w.wbuf = append(w.wbuf, frame...)
+	return nil
+}
+
+func (w *eventWriter) writeLive() error {
+	// A Batcher owns a timer: one per subscription (New validated the config).
+	bt, _ := fanout.NewBatcher(w.s.conn.b.cfg.Batch)
+	for {
+		var err error
+		w.batch, err = bt.Next(w.s.ctx, w.s.queue, w.batch[:0])
+		if err != nil {
+			return err
+		}
+		for _, buf := range w.batch {
+			if err := w.add(buf); err != nil {
+				return err
+			}
+		}
+		if err := w.noteDrops(); err != nil {
+			return err
+		}
+		if err := w.flush(); err != nil {
+			return err
+		}
+		w.s.conn.b.metrics.delivered(len(w.batch), w.batch)
+		w.batch = fanout.ReleaseAll(w.batch)
+	}
+}
+
+// add appends buf's frame in the peer's layout, or writes it directly when
+// it is large.
+func (w *eventWriter) add(buf *fanout.Buffer) error {
+	b := buf.Bytes()
+	body := b[wire.HeaderLen:]
+	flags := wire.FlagBinaryEventBatchShared | wire.FlagEventBatchOffsets
+	if !w.s.offsets {
+		body = body[8:]
+		flags = wire.FlagBinaryEventBatchShared
+	}
+	w.wbuf = wire.AppendHeader(w.wbuf, flags, uint32(len(body)))
+	if len(body) <= gatherMax {
+		w.wbuf = append(w.wbuf, body...)
+		return nil
+	}
+	if err := w.flush(); err != nil {
+		return err
+	}
+	_, err := w.s.out.Write(body)
+	return err
+}
+
+// noteDrops tells a peer that negotiated gap notices how many events its
+// queue dropped since the last notice.
+func (w *eventWriter) noteDrops() error {
+	dropped := w.s.queue.Stats().DroppedEvents
+	if dropped == w.sentDropped || !w.s.gaps {
+		return nil
+	}
+	w.wbuf = wire.AppendJSONFrame(w.wbuf, &wire.SubscriptionGap{
+		SubscriptionID: w.s.id, Dropped: dropped - w.sentDropped,
+	})
+	w.sentDropped = dropped
+	return nil
+}
+
+func (w *eventWriter) flush() error {
+	if len(w.wbuf) == 0 {
+		return nil
+	}
+	_, err := w.s.out.Write(w.wbuf)
+	w.wbuf = w.wbuf[:0]
+	return err
+}

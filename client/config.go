@@ -1,0 +1,77 @@
+package client
+
+import (
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/felixmq/felix/wire"
+)
+
+// ALPN is Felix's TLS application protocol (the broker's is the same).
+const ALPN = "felix"
+
+// Config configures a Client. Zero values mean the documented defaults.
+type Config struct {
+	// Tenant and Token go into the auth frame of every stream.
+	Tenant string
+	Token  string
+	// TLS is required: it says how to trust the broker (RootCAs, a pinned
+	// fingerprint check, ...). NextProtos is set to ALPN.
+	TLS *tls.Config
+	// Flags are the capabilities this client offers; 0 means all it knows.
+	Flags wire.Flags
+	// MaxFrameBytes caps frames read from the broker; 0 means 16 MiB.
+	MaxFrameBytes uint32
+	// QUIC receive windows: 0 means 16 MiB per stream, 64 MiB per connection.
+	StreamReceiveWindow     uint64
+	ConnectionReceiveWindow uint64
+	// MaxSubscriptions bounds concurrent event streams the broker may open;
+	// 0 means 4096.
+	MaxSubscriptions int64
+	// SubscriptionBuffer is how many event frames a subscription reads ahead
+	// of Next; 0 means 64. When full, the reader stops reading and QUIC flow
+	// control pushes back on the broker (the broker's queue, not the client,
+	// decides what to drop, so every drop is reported).
+	SubscriptionBuffer int
+	// Logger; nil discards.
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.Flags == 0 {
+		c.Flags = wire.KnownCapabilities
+	}
+	if c.MaxFrameBytes == 0 {
+		c.MaxFrameBytes = wire.DefaultMaxFrameBytes
+	}
+	if c.StreamReceiveWindow == 0 {
+		c.StreamReceiveWindow = 16 << 20
+	}
+	if c.ConnectionReceiveWindow == 0 {
+		c.ConnectionReceiveWindow = 64 << 20
+	}
+	if c.MaxSubscriptions == 0 {
+		c.MaxSubscriptions = 4096
+	}
+	if c.SubscriptionBuffer == 0 {
+		c.SubscriptionBuffer = 64
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	if c.TLS == nil {
+		return fmt.Errorf("%w: TLS is required (RootCAs or a pinned fingerprint)", ErrInvalidConfig)
+	}
+	if c.Tenant == "" {
+		return fmt.Errorf("%w: Tenant is empty", ErrInvalidConfig)
+	}
+	return nil
+}
+
+const handshakeIdle = 30 * time.Second

@@ -1,0 +1,17 @@
+// Package client is the Go SDK for Felix: Dial a broker, publish (acked and
+// pipelined, fire-and-forget, batched; binary encoding when the broker
+// advertises it) and subscribe (events with offsets, and gap reports when the
+// broker's queue for this subscriber dropped events).
+//
+// One Client is one QUIC connection. Every QUIC stream it opens starts with
+// an auth frame (the protocol authenticates streams, not connections). A
+// Publisher owns one control stream; a Subscription owns the short control
+// stream that created it and the event stream the broker opened for it.
+//
+// Goroutines: a Client runs one goroutine that accepts the broker's event
+// streams and routes them by their event_stream_hello; each Publisher runs
+// one reader of its replies; each Subscription one reader of its events.
+// Close on any of them waits for its goroutines. Errors are never hidden:
+// a publish that fails returns the broker's message, a subscription whose
+// stream ends returns why from Next.
+package client

@@ -1,0 +1,265 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/felixmq/felix/wire"
+)
+
+// Publisher publishes to one stream over its own control stream. Acked
+// publishes are pipelined: PublishAsync returns at once and acks (which the
+// broker may send out of order) complete them by request id. A Publisher is
+// safe for concurrent use.
+type Publisher struct {
+	c         *Client
+	ct        *control
+	namespace string
+	stream    string
+	binary    bool // broker takes binary acked batches and answers binary acks
+
+	wmu  sync.Mutex
+	wbuf []byte
+
+	mu struct {
+		sync.Mutex
+		nextID  uint64
+		pending map[uint64]*PendingAck
+		err     error // terminal: the stream failed or was closed
+		lastErr error // last uncorrelated broker error (fire-and-forget)
+	}
+	done chan struct{}
+}
+
+// PendingAck is an acked publish in flight.
+type PendingAck struct {
+	done chan struct{}
+	err  error
+	sent time.Time
+	rtt  time.Duration
+}
+
+// Wait blocks until the broker acked (nil) or refused (a *BrokerError) the
+// publish, or ctx ends.
+func (pa *PendingAck) Wait(ctx context.Context) error {
+	select {
+	case <-pa.done:
+		return pa.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Done is closed when the ack (or a failure) arrived.
+func (pa *PendingAck) Done() <-chan struct{} { return pa.done }
+
+// Latency is the time from sending to the ack, once Done.
+func (pa *PendingAck) Latency() time.Duration { return pa.rtt }
+
+// NewPublisher opens a publisher for namespace/stream of the client's tenant.
+func (c *Client) NewPublisher(ctx context.Context, namespace, stream string) (*Publisher, error) {
+	ct, err := c.openControl(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p := &Publisher{
+		c: c, ct: ct, namespace: namespace, stream: stream,
+		binary: wire.Supports(ct.flags, wire.FlagBinaryPublishBatch|wire.FlagBinaryPublishAcked|wire.FlagBinaryPublishAck),
+		done:   make(chan struct{}),
+	}
+	p.mu.pending = map[uint64]*PendingAck{}
+	c.wg.Add(1)
+	go func() { defer c.wg.Done(); p.readReplies() }()
+	return p, nil
+}
+
+// Binary reports whether publishes use the binary encoding.
+func (p *Publisher) Binary() bool { return p.binary }
+
+// Publish publishes one payload and waits for its ack.
+func (p *Publisher) Publish(ctx context.Context, payload []byte) error {
+	return p.PublishAsync([][]byte{payload}).Wait(ctx)
+}
+
+// PublishBatch publishes payloads as one atomic batch (contiguous offsets in
+// one shard) and waits for its ack.
+func (p *Publisher) PublishBatch(ctx context.Context, payloads [][]byte) error {
+	return p.PublishAsync(payloads).Wait(ctx)
+}
+
+// PublishAsync sends an acked batch and returns without waiting. The
+// payloads are copied into the frame before it returns.
+func (p *Publisher) PublishAsync(payloads [][]byte) *PendingAck {
+	pa := &PendingAck{done: make(chan struct{})}
+	p.mu.Lock()
+	if p.mu.err != nil {
+		err := p.mu.err
+		p.mu.Unlock()
+		pa.err = err
+		close(pa.done)
+		return pa
+	}
+	p.mu.nextID++
+	id := p.mu.nextID
+	p.mu.pending[id] = pa
+	p.mu.Unlock()
+
+	pa.sent = time.Now()
+	err := p.write(func(b []byte) ([]byte, error) {
+		if p.binary {
+			return wire.AppendAckedPublishFrame(b, id, wire.AckPerBatch, p.c.cfg.Tenant, p.namespace, p.stream, payloads)
+		}
+		ack := wire.AckPerBatch
+		return wire.AppendJSONFrame(b, &wire.PublishBatchMessage{
+			TenantID: p.c.cfg.Tenant, Namespace: p.namespace, Stream: p.stream,
+			Payloads: payloads, RequestID: &id, Ack: &ack,
+		}), nil
+	})
+	if err != nil {
+		p.complete(id, err)
+	}
+	return pa
+}
+
+// Send publishes payloads as one fire-and-forget batch. Nothing is dropped
+// silently: the broker applies backpressure through QUIC flow control, so
+// Send blocks when the broker cannot keep up. A broker-side refusal arrives
+// later as an uncorrelated error (see Err).
+func (p *Publisher) Send(payloads [][]byte) error {
+	return p.write(func(b []byte) ([]byte, error) {
+		if p.binary {
+			return wire.AppendPublishBatchFrame(b, p.c.cfg.Tenant, p.namespace, p.stream, payloads)
+		}
+		none := wire.AckNone
+		return wire.AppendJSONFrame(b, &wire.PublishBatchMessage{
+			TenantID: p.c.cfg.Tenant, Namespace: p.namespace, Stream: p.stream, Payloads: payloads, Ack: &none,
+		}), nil
+	})
+}
+
+func (p *Publisher) write(appendFrame func([]byte) ([]byte, error)) error {
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	buf, err := appendFrame(p.wbuf[:0])
+	if err != nil {
+		return err
+	}
+	p.wbuf = buf
+	if _, err := p.ct.str.Write(buf); err != nil {
+		return fmt.Errorf("client: publish: %w", err)
+	}
+	return nil
+}
+
+// Err returns the last uncorrelated error the broker reported on this
+// publisher's stream (a refused fire-and-forget publish), or the terminal
+// error.
+func (p *Publisher) Err() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.err != nil {
+		return p.mu.err
+	}
+	return p.mu.lastErr
+}
+
+func (p *Publisher) complete(id uint64, err error) {
+	p.mu.Lock()
+	pa := p.mu.pending[id]
+	delete(p.mu.pending, id)
+	p.mu.Unlock()
+	if pa == nil {
+		return
+	}
+	pa.err = err
+	pa.rtt = time.Since(pa.sent)
+	close(pa.done)
+}
+
+// readReplies completes pending publishes from acks until the stream ends.
+func (p *Publisher) readReplies() {
+	defer close(p.done)
+	var ack wire.PublishAck
+	for {
+		h, payload, err := p.ct.fr.Next()
+		if err == nil {
+			err = p.reply(h, payload, &ack)
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = ErrClosed
+			}
+			p.failAll(err)
+			return
+		}
+	}
+}
+
+func (p *Publisher) reply(h wire.Header, payload []byte, ack *wire.PublishAck) error {
+	if h.Kind() == wire.KindPublishAck {
+		if err := wire.DecodePublishAck(payload, ack); err != nil {
+			return err
+		}
+		var err error
+		if ack.Status != wire.AckOK {
+			err = &BrokerError{Message: ack.Message}
+		}
+		p.complete(ack.RequestID, err)
+		return nil
+	}
+	if h.Flags != 0 {
+		return fmt.Errorf("%w: unexpected frame %s on a publish stream", ErrProtocol, h.Flags)
+	}
+	m, err := wire.DecodeJSON(payload)
+	if err != nil {
+		return err
+	}
+	switch m := m.(type) {
+	case *wire.PublishOK:
+		p.complete(m.RequestID, nil)
+	case *wire.PublishError:
+		p.complete(m.RequestID, &BrokerError{Message: m.Message})
+	case *wire.ErrorMessage:
+		p.mu.Lock()
+		p.mu.lastErr = &BrokerError{Message: m.Message}
+		p.mu.Unlock()
+		p.c.cfg.Logger.Warn("broker error on publish stream", "message", m.Message)
+	default:
+		return fmt.Errorf("%w: %s on a publish stream", ErrProtocol, m.Type())
+	}
+	return nil
+}
+
+func (p *Publisher) failAll(err error) {
+	p.mu.Lock()
+	if p.mu.err == nil {
+		p.mu.err = err
+	}
+	pending := p.mu.pending
+	p.mu.pending = map[uint64]*PendingAck{}
+	p.mu.Unlock()
+	for _, pa := range pending {
+		pa.err = err
+		pa.rtt = time.Since(pa.sent)
+		close(pa.done)
+	}
+}
+
+// Close finishes the stream after the acks of every pending publish arrived
+// (or ctx ended), and waits for the reader.
+func (p *Publisher) Close(ctx context.Context) error {
+	p.wmu.Lock()
+	p.ct.str.Close()
+	p.wmu.Unlock()
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		p.ct.str.CancelRead(0)
+		<-p.done
+	}
+	return nil
+}

@@ -1,0 +1,103 @@
+package client
+
+import (
+	"sync"
+
+	"github.com/quic-go/quic-go"
+
+	"github.com/felixmq/felix/internal/frameio"
+	"github.com/felixmq/felix/wire"
+)
+
+// maxPendingEventStreams bounds event streams whose subscription the client
+// has not registered yet (the hello can overtake the `subscribed` reply).
+const maxPendingEventStreams = 1024
+
+type eventStream struct {
+	str *quic.ReceiveStream
+	fr  *frameio.Reader
+}
+
+// router accepts the broker's event streams and hands each to its
+// subscription by the id in its event_stream_hello.
+type router struct {
+	c  *Client
+	mu struct {
+		sync.Mutex
+		subs    map[uint64]*Subscription
+		pending map[uint64]eventStream
+	}
+}
+
+func (r *router) init(c *Client) {
+	r.c = c
+	r.mu.subs = map[uint64]*Subscription{}
+	r.mu.pending = map[uint64]eventStream{}
+}
+
+func (r *router) run() {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		str, err := r.c.qc.AcceptUniStream(r.c.qc.Context())
+		if err != nil {
+			r.mu.Lock()
+			for id, es := range r.mu.pending {
+				es.str.CancelRead(0)
+				delete(r.mu.pending, id)
+			}
+			r.mu.Unlock()
+			return
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); r.accept(str) }()
+	}
+}
+
+func (r *router) accept(str *quic.ReceiveStream) {
+	es := eventStream{str: str, fr: frameio.NewReader(str, r.c.cfg.MaxFrameBytes)}
+	h, payload, err := es.fr.Next()
+	if err != nil || h.Flags != 0 {
+		str.CancelRead(0)
+		return
+	}
+	m, err := wire.DecodeJSON(payload)
+	hello, ok := m.(*wire.EventStreamHello)
+	if err != nil || !ok {
+		r.c.cfg.Logger.Warn("event stream without hello", "err", err)
+		str.CancelRead(0)
+		return
+	}
+	r.mu.Lock()
+	sub := r.mu.subs[hello.SubscriptionID]
+	if sub == nil {
+		if len(r.mu.pending) >= maxPendingEventStreams {
+			r.mu.Unlock()
+			str.CancelRead(0)
+			return
+		}
+		r.mu.pending[hello.SubscriptionID] = es
+		r.mu.Unlock()
+		return
+	}
+	r.mu.Unlock()
+	sub.attach(es)
+}
+
+// register binds id to sub; a stream that arrived first is attached now.
+func (r *router) register(id uint64, sub *Subscription) {
+	r.mu.Lock()
+	es, ok := r.mu.pending[id]
+	delete(r.mu.pending, id)
+	r.mu.subs[id] = sub
+	r.mu.Unlock()
+	if ok {
+		sub.attach(es)
+	}
+}
+
+func (r *router) forget(id uint64) {
+	r.mu.Lock()
+	delete(r.mu.subs, id)
+	r.mu.Unlock()
+}

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/felixmq/felix/broker"
+)
+
+// parseStreamList parses FELIX_STREAMS: "t/ns/s[:shards],...".
+func parseStreamList(s string) ([]broker.StreamSpec, error) {
+	var out []broker.StreamSpec
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		name, shards, hasShards := strings.Cut(item, ":")
+		parts := strings.Split(name, "/")
+		if len(parts) != 3 {
+			return nil, fmt.Errorf("%q is not tenant/namespace/stream", item)
+		}
+		spec := broker.StreamSpec{StreamKey: broker.StreamKey{Tenant: parts[0], Namespace: parts[1], Stream: parts[2]}, Shards: 1}
+		if hasShards {
+			n, err := strconv.Atoi(shards)
+			if err != nil || n < 1 || n > broker.MaxShards {
+				return nil, fmt.Errorf("%q: shards must be in [1, %d]", item, broker.MaxShards)
+			}
+			spec.Shards = n
+		}
+		out = append(out, spec)
+	}
+	return out, nil
+}
+
+func checkStreamList(s string) error {
+	_, err := parseStreamList(s)
+	if err != nil {
+		return errors.New(err.Error())
+	}
+	return nil
+}
