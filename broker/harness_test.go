@@ -44,6 +44,7 @@ func startBroker(t testing.TB, cfg broker.Config, streams ...broker.StreamSpec) 
 	}
 	h := &harness{b: b, addr: pc.LocalAddr().String(), clientTLS: &tls.Config{RootCAs: pool}, served: make(chan error, 1)}
 	go func() { h.served <- b.Serve(pc) }()
+	<-b.Listening()
 	t.Cleanup(func() {
 		require.NoError(t, b.Close())
 		select {
@@ -58,10 +59,21 @@ func startBroker(t testing.TB, cfg broker.Config, streams ...broker.StreamSpec) 
 }
 
 func (h *harness) dial(t testing.TB) *client.Client {
+	return h.dialWith(t, client.Config{})
+}
+
+// dialWith dials with cfg; tenant, token and TLS are filled in when empty.
+func (h *harness) dialWith(t testing.TB, cfg client.Config) *client.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := client.Dial(ctx, h.addr, client.Config{Tenant: "t1", Token: "dev", TLS: h.clientTLS})
+	if cfg.Tenant == "" {
+		cfg.Tenant, cfg.Token = "t1", "dev"
+	}
+	if cfg.TLS == nil {
+		cfg.TLS = h.clientTLS
+	}
+	c, err := client.Dial(ctx, h.addr, cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
 	return c

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/felixmq/felix/fanout"
 
@@ -74,8 +75,15 @@ func (p *publisher) publish(k StreamKey, key []byte, payloads [][]byte, acked bo
 	case b.cfg.IngressDrop:
 		admit = expired
 	}
+	var start time.Time
+	if acked {
+		start = time.Now()
+	}
 	base, err := sh.publish(admit, payloads)
 	b.metrics.published(st, len(payloads), payloads, acked, err)
+	if acked {
+		b.metrics.ackLatency.Observe(time.Since(start).Seconds())
+	}
 	return base, err
 }
 

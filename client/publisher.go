@@ -30,6 +30,7 @@ type Publisher struct {
 		nextID  uint64
 		pending map[uint64]*PendingAck
 		err     error // terminal: the stream failed or was closed
+		closing bool  // Close finished our side
 		lastErr error // last uncorrelated broker error (fire-and-forget)
 	}
 	done chan struct{}
@@ -156,15 +157,20 @@ func (p *Publisher) write(appendFrame func([]byte) ([]byte, error)) error {
 }
 
 // Err returns the last uncorrelated error the broker reported on this
-// publisher's stream (a refused fire-and-forget publish), or the terminal
-// error.
+// publisher's stream (a refused fire-and-forget publish), else the error
+// that ended the stream, else nil. After Close has returned it is final:
+// the broker answered everything it read, so a refusal is never missed, and
+// a stream that ended because Close finished it is not an error.
 func (p *Publisher) Err() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.mu.err != nil {
+	if p.mu.lastErr != nil {
+		return p.mu.lastErr
+	}
+	if p.mu.err != nil && !(p.mu.closing && errors.Is(p.mu.err, ErrClosed)) {
 		return p.mu.err
 	}
-	return p.mu.lastErr
+	return nil
 }
 
 func (p *Publisher) complete(id uint64, err error) {
@@ -252,6 +258,9 @@ func (p *Publisher) failAll(err error) {
 // Close finishes the stream after the acks of every pending publish arrived
 // (or ctx ended), and waits for the reader.
 func (p *Publisher) Close(ctx context.Context) error {
+	p.mu.Lock()
+	p.mu.closing = true
+	p.mu.Unlock()
 	p.wmu.Lock()
 	p.ct.str.Close()
 	p.wmu.Unlock()

@@ -27,6 +27,7 @@ type command struct {
 // commands is the dispatch table; add new subcommands here.
 var commands = []command{
 	{name: "wire", summary: "check vector files and decode wire v1 frames", run: runWire},
+	{name: "pub", summary: "publish messages to a stream", run: runPub}, {name: "sub", summary: "print a stream's events", run: runSub},
 }
 
 func main() {

@@ -1,0 +1,31 @@
+package main
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Without a CA file or a pin the commands refuse to connect, and say how to
+// fix it: never an unverified connection.
+func TestMissingDefaultCA(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "cert.pem")
+	saved := defaultCAFile
+	defaultCAFile = missing
+	t.Cleanup(func() { defaultCAFile = saved })
+	want := "no CA: pass --ca or --fingerprint (make run writes " + missing + ")"
+	for _, args := range [][]string{{"pub", "x"}, {"sub"}} {
+		code, _, stderr := runCLI(args...)
+		require.Equal(t, exitFail, code, stderr)
+		require.Contains(t, stderr, want)
+	}
+}
+
+func TestExplicitCAMissingNamesTheFile(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nope.pem")
+	code, _, stderr := runCLI("pub", "--ca", missing, "x")
+	require.Equal(t, exitFail, code)
+	require.Contains(t, stderr, missing)
+	require.NotContains(t, stderr, "make run writes")
+}

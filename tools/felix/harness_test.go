@@ -1,0 +1,101 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/felixmq/felix/broker"
+	"github.com/felixmq/felix/internal/devtls"
+)
+
+// testBroker is a broker serving real QUIC on 127.0.0.1 in this process,
+// started the way broker/harness_test.go does, with its certificate written
+// where --ca can read it.
+type testBroker struct {
+	addr        string
+	caFile      string
+	fingerprint string
+}
+
+func startBroker(t *testing.T) *testBroker {
+	t.Helper()
+	cert, err := devtls.SelfSigned()
+	require.NoError(t, err)
+	caFile := filepath.Join(t.TempDir(), "cert.pem")
+	require.NoError(t, os.WriteFile(caFile, cert.PEM, 0o644))
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	require.NoError(t, err)
+	b, err := broker.New(broker.Config{
+		TLS:         &tls.Config{Certificates: []tls.Certificate{cert.TLS}},
+		ListenAddrs: []string{pc.LocalAddr().String()},
+	})
+	require.NoError(t, err)
+	require.NoError(t, b.CreateStream(broker.StreamSpec{
+		StreamKey: broker.StreamKey{Tenant: "t1", Namespace: "default", Stream: "demo"}, Shards: 1,
+	}))
+	served := make(chan error, 1)
+	go func() { served <- b.Serve(pc) }()
+	t.Cleanup(func() {
+		require.NoError(t, b.Close())
+		select {
+		case err := <-served:
+			require.NoError(t, err)
+		case <-time.After(10 * time.Second):
+			t.Error("Serve did not return after Close")
+		}
+		pc.Close()
+	})
+	return &testBroker{addr: pc.LocalAddr().String(), caFile: caFile, fingerprint: cert.Fingerprint}
+}
+
+// args puts the connection flags for this broker before extra.
+func (tb *testBroker) args(extra ...string) []string {
+	return append([]string{"--addr", tb.addr, "--ca", tb.caFile}, extra...)
+}
+
+// result is what a command printed and returned.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func runPubT(t *testing.T, input string, args ...string) result {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := pub(ctxT(t), args, strings.NewReader(input), &out, &errOut)
+	return result{code, out.String(), errOut.String()}
+}
+
+func runSubT(t *testing.T, args ...string) result {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := sub(ctxT(t), args, &out, &errOut)
+	return result{code, out.String(), errOut.String()}
+}
+
+// cancelOnWrite cancels a context once something was written to it.
+type cancelOnWrite struct {
+	io.Writer
+	cancel context.CancelFunc
+}
+
+func (w cancelOnWrite) Write(p []byte) (int, error) {
+	defer w.cancel()
+	return w.Writer.Write(p)
+}

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/felixmq/felix/client"
+)
+
+const subUsage = `usage: felix sub [flags] [--count N] [--from latest|earliest|OFFSET] [--shard S]
+Prints one line per event, "OFFSET PAYLOAD" (PAYLOAD as text, or 0x + hex when
+it is not printable UTF-8), and "GAP dropped=N" on stderr when the broker
+dropped events for this subscriber.`
+
+// runSub is `felix sub`; SIGINT and SIGTERM end it cleanly (exit 0).
+func runSub(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return sub(ctx, args, stdout, stderr)
+}
+
+type subFlags struct {
+	conn  *connFlags
+	count int
+	from  client.From
+	shard uint32
+}
+
+func parseSubFlags(args []string, stderr io.Writer) (*subFlags, error) {
+	set := flag.NewFlagSet("felix sub", flag.ContinueOnError)
+	set.SetOutput(stderr)
+	set.Usage = func() { fmt.Fprintln(stderr, subUsage); set.PrintDefaults() }
+	f := &subFlags{conn: addConnFlags(set)}
+	set.IntVar(&f.count, "count", 0, "exit after `N` events (0: until interrupted)")
+	from := set.String("from", "latest", "where to start: latest, earliest or an `OFFSET`")
+	shard := set.Uint("shard", 0, "shard `S` of the stream to follow")
+	if err := set.Parse(args); err != nil {
+		return nil, err
+	}
+	if err := f.conn.check(set); err != nil {
+		return nil, err
+	}
+	if set.NArg() != 0 {
+		return nil, fmt.Errorf("unexpected argument %q", set.Arg(0))
+	}
+	if f.count < 0 || *shard > 1<<32-1 {
+		return nil, errors.New("--count must be at least 0 and --shard fit 32 bits")
+	}
+	f.shard = uint32(*shard)
+	switch *from {
+	case "latest":
+		f.from = client.Latest()
+	case "earliest":
+		f.from = client.Earliest()
+	default:
+		n, err := strconv.ParseUint(*from, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("--from %q: want latest, earliest or an offset", *from)
+		}
+		f.from = client.Offset(n)
+	}
+	return f, nil
+}
+
+// sub follows one shard until --count events, an error, or ctx ends (an
+// interrupt, which is a clean exit).
+func sub(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	f, err := parseSubFlags(args, stderr)
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(stderr, "felix sub: %v\n%s\n", err, subUsage)
+		}
+		return exitUsage
+	}
+	c, err := f.conn.dial(ctx, nil)
+	if err != nil {
+		fmt.Fprintf(stderr, "felix sub: %v\n", err)
+		return exitFail
+	}
+	defer c.Close()
+	sctx, cancel := context.WithTimeout(ctx, f.conn.timeout)
+	s, err := c.Subscribe(sctx, f.conn.namespace, f.conn.stream, client.SubscribeOptions{Shard: f.shard, From: f.from})
+	cancel()
+	if err != nil {
+		fmt.Fprintf(stderr, "felix sub: %v\n", err)
+		return exitFail
+	}
+	defer s.Close()
+	for n := 0; f.count == 0 || n < f.count; {
+		ev, err := s.Next(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return exitOK
+			}
+			fmt.Fprintf(stderr, "felix sub: %v\n", err)
+			return exitFail
+		}
+		if ev.Dropped != 0 {
+			fmt.Fprintf(stderr, "GAP dropped=%d\n", ev.Dropped)
+			continue
+		}
+		offset := "-" // only a broker without offsets leaves it out
+		if ev.HasOffset {
+			offset = strconv.FormatUint(ev.Offset, 10)
+		}
+		if _, err := fmt.Fprintf(stdout, "%s %s\n", offset, printable(ev.Payload)); err != nil {
+			return exitFail // stdout is gone
+		}
+		n++
+	}
+	return exitOK
+}
+
+// printable is payload as text when it is valid UTF-8 without control
+// characters (so one event stays one line), else 0x and its hex.
+func printable(payload []byte) string {
+	if utf8.Valid(payload) {
+		ok := true
+		for _, r := range string(payload) {
+			if unicode.IsControl(r) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return string(payload)
+		}
+	}
+	return "0x" + hex.EncodeToString(payload)
+}
