@@ -29,6 +29,7 @@ type Broker struct {
 	nextSubID  atomic.Uint64
 	ready      atomic.Bool
 	draining   atomic.Bool
+	inflight   atomic.Int64  // publishes between their draining check and their return
 	listening  chan struct{} // closed when the first listener accepts
 	listenOnce sync.Once
 
@@ -199,6 +200,9 @@ func (b *Broker) Drain(ctx context.Context) error {
 	}
 	b.mu.Unlock()
 
+	if err := b.waitInflight(ctx); err != nil {
+		return err
+	}
 	conns := b.conns()
 	var wg sync.WaitGroup
 	for _, c := range conns {
@@ -214,6 +218,25 @@ func (b *Broker) Drain(ctx context.Context) error {
 		return fmt.Errorf("broker: drain: %w", ctx.Err())
 	}
 	b.closeShards()
+	return nil
+}
+
+// waitInflight waits for publishes that passed their draining check before
+// the flag was set. Subscribers are still served meanwhile, so a publish
+// waiting for room in a Block queue completes.
+func (b *Broker) waitInflight(ctx context.Context) error {
+	t := time.NewTicker(time.Millisecond)
+	defer t.Stop()
+	for b.inflight.Load() > 0 {
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			for _, c := range b.conns() {
+				c.qc.CloseWithError(connErrShutdown, "broker shutting down")
+			}
+			return fmt.Errorf("broker: drain: %w", ctx.Err())
+		}
+	}
 	return nil
 }
 

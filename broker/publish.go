@@ -56,6 +56,11 @@ var errTenantMismatch = fmt.Errorf("%w: tenant mismatch", ErrForbidden)
 // unless IngressDrop selects an immediate, counted drop.
 func (p *publisher) publish(k StreamKey, key []byte, payloads [][]byte, acked bool) (uint64, error) {
 	b := p.c.b
+	// Drain waits for inflight to reach zero after setting draining, so a
+	// publish either sees draining or is waited for: none can slip into a
+	// subscriber queue after that queue was flushed, and then be acked.
+	b.inflight.Add(1)
+	defer b.inflight.Add(-1)
 	if b.draining.Load() {
 		return 0, ErrDraining
 	}
