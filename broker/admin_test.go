@@ -83,7 +83,7 @@ func TestAdminHealthMetricsAndStats(t *testing.T) {
 	code, body := do(t, srv, "GET", "/metrics", "")
 	require.Equal(t, http.StatusOK, code)
 	for _, m := range []string{`felix_publish_requests_total{result="ok"} 1`, "felix_delivered_events_total 1", "felix_connections 1",
-		"felix_subscribers 1", "felix_streams 1", "felix_publish_ack_latency_seconds_bucket", "felix_subscriber_dropped_events_total 0"} {
+		"felix_subscribers 1", "felix_streams 1", "felix_publish_ack_latency_seconds_bucket", `felix_dropped_events_total{reason="subscriber_queue_full"} 0`, `felix_dropped_events_total{reason="ingress"} 0`} {
 		require.Contains(t, body, m)
 	}
 	code, body = do(t, srv, "GET", "/debug/felix/stats", "")

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,7 +17,7 @@ type metrics struct {
 	publishRequests   *prometheus.CounterVec
 	publishEvents     prometheus.Counter
 	bytesIn           prometheus.Counter
-	ingressDropped    prometheus.Counter
+	ingressDropped    atomic.Uint64
 	deliveredEvents   prometheus.Counter
 	bytesOut          prometheus.Counter
 	connections       prometheus.Gauge
@@ -37,9 +38,6 @@ func newMetrics(b *Broker) *metrics {
 		}),
 		bytesIn: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "felix_publish_bytes_total", Help: "Payload bytes accepted by publishes.",
-		}),
-		ingressDropped: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "felix_ingress_dropped_total", Help: "Fire-and-forget events dropped at ingress (only with FELIX_INGRESS_POLICY=drop).",
 		}),
 		deliveredEvents: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "felix_delivered_events_total", Help: "Events written to subscriber event streams.",
@@ -62,22 +60,22 @@ func newMetrics(b *Broker) *metrics {
 			Buckets: prometheus.ExponentialBuckets(1e-6, 2, 24),
 		}),
 	}
-	m.reg.MustRegister(m.publishRequests, m.publishEvents, m.bytesIn, m.ingressDropped,
+	m.reg.MustRegister(m.publishRequests, m.publishEvents, m.bytesIn, newDropCollector(b),
 		m.deliveredEvents, m.bytesOut, m.connections, m.subscribers, m.violations, m.ackLatency,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "felix_streams", Help: "Registered streams."},
 			func() float64 { return float64(len(b.streams.list())) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "felix_subscriber_dropped_events_total", Help: "Events dropped by full subscriber queues (policy drop_new or drop_old).",
-		}, func() float64 { return float64(b.droppedEvents()) }),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	return m
 }
 
-func (m *metrics) published(_ *stream, events int, payloads [][]byte, _ bool, err error) {
+func (m *metrics) published(_ *stream, events int, payloads [][]byte, acked bool, err error) {
 	if err != nil {
 		m.publishRequests.WithLabelValues("error").Inc()
+		if !acked && errors.Is(err, ErrOverloaded) {
+			m.ingressDropped.Add(uint64(events))
+		}
 		return
 	}
 	m.publishRequests.WithLabelValues("ok").Inc()
@@ -110,4 +108,29 @@ func (b *Broker) droppedEvents() uint64 {
 		}
 	}
 	return n
+}
+
+// dropDesc is every event Felix dropped, by reason: the subscriber queue
+// policy that dropped it (drop_new drops the incoming event, drop_old evicts
+// the oldest; block never drops) or ingress (FELIX_INGRESS_POLICY=drop).
+var dropDesc = prometheus.NewDesc("felix_dropped_events_total",
+	"Events dropped, by reason: subscriber_queue_full (drop_new), subscriber_queue_evicted (drop_old), ingress.",
+	[]string{"reason"}, nil)
+
+type dropCollector struct{ b *Broker }
+
+func newDropCollector(b *Broker) prometheus.Collector { return dropCollector{b} }
+
+func (d dropCollector) Describe(ch chan<- *prometheus.Desc) { ch <- dropDesc }
+
+func (d dropCollector) Collect(ch chan<- prometheus.Metric) {
+	full, evicted := 0.0, 0.0
+	if d.b.cfg.Queue.Policy == fanout.DropOld {
+		evicted = float64(d.b.droppedEvents())
+	} else {
+		full = float64(d.b.droppedEvents())
+	}
+	ch <- prometheus.MustNewConstMetric(dropDesc, prometheus.CounterValue, full, "subscriber_queue_full")
+	ch <- prometheus.MustNewConstMetric(dropDesc, prometheus.CounterValue, evicted, "subscriber_queue_evicted")
+	ch <- prometheus.MustNewConstMetric(dropDesc, prometheus.CounterValue, float64(d.b.metrics.ingressDropped.Load()), "ingress")
 }
