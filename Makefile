@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO ?= go
 TAGS := invariants
 # Packages with goroutines sharing state; they also run under -race.
-RACE_PKGS := $(shell $(GO) list ./fanout/... ./broker/... ./client/... ./internal/... 2>/dev/null)
+RACE_PKGS := $(shell $(GO) list ./fanout/... ./commit/... ./segment/... ./broker/... ./client/... ./internal/... 2>/dev/null)
 FUZZTIME ?= 10s
 
 .DEFAULT_GOAL := help

@@ -1,0 +1,261 @@
+package commit
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime/pprof"
+	"sync"
+	"time"
+)
+
+// GoroutineLabel is the pprof label (key "goroutine") of every Sequencer's
+// flusher goroutine, so CPU profiles and cpuprofile/ name it the same way.
+const GoroutineLabel = "felix-commit"
+
+// Sequencer is the group-commit sequencer of one log: writers reserve the
+// record ranges they appended, one flusher goroutine syncs and then runs
+// their callbacks strictly in reservation order. See core for the design.
+//
+// All methods are safe for concurrent use. Reserve must be called in append
+// order, which the caller guarantees by reserving under its append lock.
+type Sequencer struct {
+	syncer   Syncer
+	mode     Mode
+	interval time.Duration
+	maxDelay time.Duration
+	log      *slog.Logger
+
+	wake      chan struct{}   // capacity 1: something was staged
+	flushReq  chan chan error // Flush requests, served by run
+	closing   chan struct{}   // closed by the first Close
+	exited    chan struct{}   // closed when run returns
+	closeOnce sync.Once
+	closeErr  error // written by run before exited is closed
+
+	stats stats
+
+	mu struct {
+		sync.Mutex
+		core core
+	}
+}
+
+// New starts a Sequencer and its flusher goroutine. Close stops it.
+func New(cfg Config) (*Sequencer, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	s := &Sequencer{
+		syncer:   cfg.Syncer,
+		mode:     cfg.Mode,
+		interval: cfg.Interval,
+		maxDelay: cfg.MaxDelay,
+		log:      cfg.Logger,
+		wake:     make(chan struct{}, 1),
+		flushReq: make(chan chan error),
+		closing:  make(chan struct{}),
+		exited:   make(chan struct{}),
+	}
+	s.mu.core.mode = cfg.Mode
+	go pprof.Do(context.Background(), pprof.Labels("goroutine", GoroutineLabel), func(context.Context) {
+		s.run()
+	})
+	return s, nil
+}
+
+// Reserve registers the records [first, end) that the caller has just
+// appended. It must be called in append order (first no less than the end of
+// the previous reservation; it panics otherwise) and is cheap: no I/O, and no
+// allocation once the staging buffers have grown to the working set.
+//
+// If Reserve returns nil, done is called exactly once, later, from the
+// flusher goroutine, strictly in reservation order and never concurrently
+// with another callback of this Sequencer, so post-commit work done in it
+// (replay-ring append, fanout, ack) happens in disk order. done must not call
+// Flush or Close (they wait for the flusher) and should be quick: the next
+// callbacks and syncs wait for it. done receives:
+//   - OnCommit: nil after a Sync that started after the range was staged, so
+//     the range is durable;
+//   - Periodic, Never: nil without waiting for a sync;
+//   - any mode: an error wrapping ErrSyncFailed and its cause, once a sync
+//     has failed, for every reservation not yet completed with nil.
+//
+// After Close has begun, Reserve returns an error wrapping ErrClosed (and the
+// terminal error, if any) and done is never called: the caller must not ack.
+func (s *Sequencer) Reserve(first, end uint64, done func(error)) error {
+	s.mu.Lock()
+	if s.mu.core.closing {
+		err := s.closedErrLocked()
+		s.mu.Unlock()
+		return err
+	}
+	s.mu.core.reserve(first, end, done)
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default: // the flusher is already due to look
+	}
+	return nil
+}
+
+// Flush syncs now, completes every reservation staged before it, and waits.
+// It syncs even in Never mode and even if nothing was reserved. It returns
+// the terminal error if a sync has failed (without syncing again), and an
+// error wrapping ErrClosed once Close has begun.
+func (s *Sequencer) Flush() error {
+	if err := s.closedErr(); err != nil {
+		return err
+	}
+	reply := make(chan error, 1)
+	select {
+	case s.flushReq <- reply:
+		return <-reply
+	case <-s.exited: // Close won the race
+		return s.closedErr()
+	}
+}
+
+// Close syncs one last time (in every mode, unless a sync already failed),
+// completes every staged reservation, stops the flusher goroutine and waits
+// for it. It returns the terminal error, if any, and nil otherwise. Close is
+// idempotent: later calls wait for the first and return the same result.
+func (s *Sequencer) Close() error {
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.mu.core.closing = true
+		s.mu.Unlock()
+		close(s.closing)
+	})
+	<-s.exited
+	return s.closeErr
+}
+
+// Err returns the terminal error (wrapping ErrSyncFailed) if a sync has
+// failed, and nil otherwise.
+func (s *Sequencer) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.core.err
+}
+
+// Stats returns a snapshot of the counters and histograms.
+func (s *Sequencer) Stats() Stats { return s.stats.snapshot() }
+
+// closedErr returns nil before Close, and afterwards ErrClosed wrapped
+// with the terminal error if there is one.
+func (s *Sequencer) closedErr() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closedErrLocked()
+}
+
+func (s *Sequencer) closedErrLocked() error {
+	if !s.mu.core.closing {
+		return nil
+	}
+	if err := s.mu.core.err; err != nil {
+		return fmt.Errorf("%w after %w", ErrClosed, err)
+	}
+	return ErrClosed
+}
+
+// run is the flusher goroutine: it waits for work and runs rounds.
+func (s *Sequencer) run() {
+	defer close(s.exited)
+	var tick <-chan time.Time
+	if s.mode == Periodic {
+		t := time.NewTicker(s.interval)
+		defer t.Stop()
+		tick = t.C
+	}
+	delay := time.NewTimer(time.Hour)
+	delay.Stop()
+	for {
+		select {
+		case <-s.wake:
+			if s.mode == OnCommit && s.maxDelay > 0 {
+				delay.Reset(s.maxDelay)
+				select {
+				case <-delay.C:
+				case <-s.closing:
+				}
+			}
+			s.round(onReserve)
+		case <-tick:
+			s.round(onTick)
+		case reply := <-s.flushReq:
+			reply <- s.round(onFlush)
+		case <-s.closing:
+			// Reserve refuses from here on, so this round takes the last
+			// staged reservation.
+			s.closeErr = s.round(onFlush)
+			return
+		}
+	}
+}
+
+// round plans, syncs if planned, records the outcome and completes the
+// batch. It returns the error the batch was (or would be) completed with.
+func (s *Sequencer) round(t trigger) error {
+	s.mu.Lock()
+	st := s.mu.core.plan(t)
+	s.mu.Unlock()
+
+	if st.early && st.err == nil {
+		s.complete(st.batch, nil)
+	}
+	var syncErr error
+	if st.sync {
+		start := time.Now()
+		syncErr = s.syncer.Sync()
+		s.stats.syncLatency.Record(uint64(time.Since(start)))
+	}
+
+	s.mu.Lock()
+	res := s.mu.core.finish(st, syncErr)
+	s.mu.Unlock()
+
+	switch {
+	case syncErr != nil:
+		// Only the first failure reaches here: later rounds do not sync.
+		s.stats.syncErrors.Add(1)
+		s.log.Error("commit: sync failed; the log is read-only from now on",
+			"err", syncErr, "durable_upto", st.from, "tail", st.tail)
+	case st.sync:
+		s.stats.syncs.Add(1)
+		s.stats.recordsPerSync.Record(st.tail - st.from)
+		waiters := uint64(len(st.batch))
+		if st.early {
+			waiters = 0
+		}
+		s.stats.waitersPerSync.Record(waiters)
+	}
+	if !st.early || st.err != nil {
+		s.complete(st.batch, res)
+	}
+	if cap(st.batch) > 0 {
+		s.mu.Lock()
+		s.mu.core.recycle(st.batch)
+		s.mu.Unlock()
+	}
+	return res
+}
+
+// complete runs the callbacks of a batch in order.
+func (s *Sequencer) complete(batch []reservation, err error) {
+	if len(batch) == 0 {
+		return
+	}
+	var records uint64
+	for _, r := range batch {
+		r.done(err)
+		records += r.end - r.first
+	}
+	s.stats.reservations.Add(uint64(len(batch)))
+	s.stats.records.Add(records)
+	if err != nil {
+		s.stats.failed.Add(uint64(len(batch)))
+	}
+}
