@@ -1,0 +1,276 @@
+package segment
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// faultFS wraps OSFS and consults fault before every operation: a non-nil
+// error fails the operation (before it happens), errShortWrite makes a
+// WriteAt write half and report success for the half.
+type faultFS struct {
+	inner OSFS
+	mu    sync.Mutex
+	fault func(op, path string) error
+	// noSync makes every sync a successful no-op: for fuzzing, where
+	// durability is not under test and fsync latency dominates.
+	noSync bool
+}
+
+var errSkip = errors.New("skip the real operation")
+
+var (
+	errInjected   = errors.New("injected fault")
+	errNoSpace    = errors.New("no space left on device (injected ENOSPC)")
+	errShortWrite = errors.New("short write")
+)
+
+func (f *faultFS) check(op, path string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.noSync && (op == "sync" || op == "syncdata" || op == "syncdir" || op == "msync") {
+		return errSkip
+	}
+	if f.fault == nil {
+		return nil
+	}
+	return f.fault(op, filepath.Base(path))
+}
+
+func (f *faultFS) set(fn func(op, path string) error) {
+	f.mu.Lock()
+	f.fault = fn
+	f.mu.Unlock()
+}
+
+func (f *faultFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+	if err := f.check("open", name); err != nil {
+		return nil, err
+	}
+	file, err := f.inner.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return &faultFile{File: file, fs: f, name: name}, nil
+}
+
+func (f *faultFS) Remove(name string) error {
+	if err := f.check("remove", name); err != nil {
+		return err
+	}
+	return f.inner.Remove(name)
+}
+
+func (f *faultFS) ReadDir(dir string) ([]string, error) { return f.inner.ReadDir(dir) }
+func (f *faultFS) MkdirAll(dir string, perm os.FileMode) error {
+	return f.inner.MkdirAll(dir, perm)
+}
+
+func (f *faultFS) SyncDir(dir string) error {
+	if err := f.check("syncdir", dir); err != nil {
+		return skipped(err)
+	}
+	return f.inner.SyncDir(dir)
+}
+
+type faultFile struct {
+	File
+	fs   *faultFS
+	name string
+}
+
+func (f *faultFile) WriteAt(b []byte, off int64) (int, error) {
+	switch err := f.fs.check("write", f.name); {
+	case errors.Is(err, errShortWrite):
+		return f.File.WriteAt(b[:len(b)/2], off)
+	case err != nil:
+		return 0, err
+	}
+	return f.File.WriteAt(b, off)
+}
+
+func (f *faultFile) Truncate(size int64) error {
+	if err := f.fs.check("truncate", f.name); err != nil {
+		return err
+	}
+	return f.File.Truncate(size)
+}
+
+func (f *faultFile) Sync() error {
+	if err := f.fs.check("sync", f.name); err != nil {
+		return skipped(err)
+	}
+	return f.File.Sync()
+}
+
+func (f *faultFile) SyncData() error {
+	if err := f.fs.check("syncdata", f.name); err != nil {
+		return skipped(err)
+	}
+	return f.File.SyncData()
+}
+
+func (f *faultFile) Preallocate(size int64) error {
+	if err := f.fs.check("preallocate", f.name); err != nil {
+		return err
+	}
+	return f.File.Preallocate(size)
+}
+
+func (f *faultFile) Map(size int) (Mapping, error) {
+	if err := f.fs.check("map", f.name); err != nil {
+		return nil, err
+	}
+	m, err := f.File.Map(size)
+	if err != nil {
+		return nil, err
+	}
+	return &faultMapping{Mapping: m, f: f}, nil
+}
+
+type faultMapping struct {
+	Mapping
+	f *faultFile
+}
+
+func (m *faultMapping) Sync(off, n int64) error {
+	if err := m.f.fs.check("msync", m.f.name); err != nil {
+		return skipped(err)
+	}
+	if err := m.Mapping.Sync(off, n); err != nil {
+		return err
+	}
+	return m.f.fs.check("msynced", m.f.name) // a hook after the write-back
+}
+
+func skipped(err error) error {
+	if errors.Is(err, errSkip) {
+		return nil
+	}
+	return err
+}
+
+// failOn returns a fault function failing op (on any file) with err.
+func failOn(op string, err error) func(string, string) error {
+	return func(o, _ string) error {
+		if o == op {
+			return err
+		}
+		return nil
+	}
+}
+
+// TestFailedSyncIsTerminal: after a failed sync the log accepts no appends,
+// every later Sync fails too, and Durable never covers the unsynced records.
+func TestFailedSyncIsTerminal(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fd   bool
+		op   string
+	}{{"mapped msync", false, "msync"}, {"fd fdatasync", true, "syncdata"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			fsys := &faultFS{}
+			l := openLog(t, t.TempDir(), Config{SegmentBytes: 1 << 16, FS: fsys, WriteMode: writeMode(tc.fd)})
+			_, err := l.Append([][]byte{[]byte("a")}, 1)
+			require.NoError(t, err)
+			require.NoError(t, l.Sync())
+			require.Equal(t, uint64(1), l.Durable())
+
+			_, err = l.Append([][]byte{[]byte("b"), []byte("c")}, 1)
+			require.NoError(t, err)
+			fsys.set(failOn(tc.op, errInjected))
+			err = l.Sync()
+			require.ErrorIs(t, err, ErrLogFailed)
+			require.ErrorIs(t, err, errInjected)
+			require.Equal(t, uint64(1), l.Durable(), "nothing reported synced that was not")
+
+			fsys.set(nil) // even when the disk "recovers", the log stays failed
+			_, err = l.Append([][]byte{[]byte("d")}, 1)
+			require.ErrorIs(t, err, ErrLogFailed)
+			require.ErrorIs(t, l.Sync(), ErrLogFailed)
+			require.Equal(t, uint64(1), l.Durable())
+			st := l.Stats()
+			require.True(t, st.Failed)
+			require.Equal(t, uint64(1), st.SyncErrors)
+		})
+	}
+}
+
+// TestFailedSealOrRollIsTerminal injects each failure a roll can meet, in
+// both write modes.
+func TestFailedSealOrRollIsTerminal(t *testing.T) {
+	for _, fd := range []bool{false, true} {
+		writeBack := map[bool]string{false: "msync", true: "syncdata"}[fd]
+		for _, tc := range []struct {
+			name  string
+			fault func(op, path string) error
+		}{
+			{"write back of the old segment", failOn(writeBack, errInjected)},
+			{"truncate of the old segment", failOn("truncate", errInjected)},
+			{"fsync of the old segment", failOn("sync", errInjected)},
+			{"index write ENOSPC", func(op, p string) error {
+				if op == "write" && filepath.Ext(p) == ".index" {
+					return errNoSpace
+				}
+				return nil
+			}},
+			{"index short write", func(op, p string) error {
+				if op == "write" && filepath.Ext(p) == ".index" {
+					return errShortWrite
+				}
+				return nil
+			}},
+			{"preallocate of the new segment ENOSPC", failOn("preallocate", errNoSpace)},
+			{"directory fsync", failOn("syncdir", errInjected)},
+			{"mapping the new segment", failOn("map", errInjected)},
+		} {
+			t.Run(writeMode(fd).String()+"/"+tc.name, func(t *testing.T) {
+				fsys := &faultFS{}
+				l := openLog(t, t.TempDir(), Config{SegmentBytes: 1024, FS: fsys, WriteMode: writeMode(fd)})
+				_, err := l.Append([][]byte{payload(1, 600)}, 1)
+				require.NoError(t, err)
+				fsys.set(tc.fault)
+				_, err = l.Append([][]byte{payload(2, 600)}, 1) // needs a roll
+				require.ErrorIs(t, err, ErrLogFailed)
+				require.Equal(t, uint64(0), l.Durable())
+				fsys.set(nil)
+				_, err = l.Append([][]byte{[]byte("x")}, 1)
+				require.ErrorIs(t, err, ErrLogFailed, "terminal")
+				require.ErrorIs(t, l.Sync(), ErrLogFailed)
+				require.Equal(t, uint64(1), l.Next())
+				require.Len(t, readAll(t, l, 0), 1, "what was appended stays readable")
+			})
+		}
+	}
+}
+
+// TestFailedFDWriteIsTerminal covers ENOSPC and short writes on the
+// pwrite path.
+func TestFailedFDWriteIsTerminal(t *testing.T) {
+	for name, ferr := range map[string]error{"enospc": errNoSpace, "short": errShortWrite} {
+		t.Run(name, func(t *testing.T) {
+			fsys := &faultFS{}
+			l := openLog(t, t.TempDir(), Config{SegmentBytes: 1 << 16, FS: fsys, WriteMode: WriteModeFD})
+			fsys.set(failOn("write", ferr))
+			_, err := l.Append([][]byte{[]byte("abc")}, 1)
+			require.ErrorIs(t, err, ErrLogFailed)
+			require.Equal(t, uint64(0), l.Next(), "a failed batch gets no offsets")
+			fsys.set(nil)
+			_, err = l.Append([][]byte{[]byte("abc")}, 1)
+			require.ErrorIs(t, err, ErrLogFailed)
+		})
+	}
+}
+
+// TestOpenFailsCleanlyOnPreallocateError: no log, no leaked descriptor.
+func TestOpenFailsCleanlyOnPreallocateError(t *testing.T) {
+	fsys := &faultFS{}
+	fsys.set(failOn("preallocate", errNoSpace))
+	_, err := Open(t.TempDir(), Config{SegmentBytes: 4096, FS: fsys})
+	require.ErrorIs(t, err, errNoSpace)
+}

@@ -1,0 +1,96 @@
+package segment
+
+import (
+	"fmt"
+
+	"github.com/felixmq/felix/internal/linux"
+)
+
+// openActive opens the newest segment for appends: it extends a short file
+// back to the segment size, scans every record, and judges the tail
+// (classifyTail): a torn write is always cut, damage inside the written
+// extent only with RepairChecksumTail and only when nothing valid follows.
+func openActive(fsys FS, dir string, base uint64, cfg Config, st *RecoveryStats) (*segment, error) {
+	s, size, _, err := openSegmentFile(fsys, dir, base)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*segment, error) {
+		_ = s.release()
+		return nil, err
+	}
+	if size < cfg.SegmentBytes {
+		// A segment sealed by a roll that crashed before installing the next
+		// one: it is the newest again, so give it room. Zeros past the old
+		// end change nothing the scan sees.
+		if err := s.file.Preallocate(cfg.SegmentBytes); err != nil {
+			return fail(fmt.Errorf("segment: preallocate %s: %w", s.path, err))
+		}
+		if err := s.file.Sync(); err != nil {
+			return fail(fmt.Errorf("segment: sync %s: %w", s.path, err))
+		}
+		size = cfg.SegmentBytes
+	}
+	if err := s.mapFile(size); err != nil {
+		return fail(fmt.Errorf("segment: %w", err))
+	}
+	s.mapping.Advise(0, size, linux.MADV_SEQUENTIAL)
+	r := scan(s.data, SegmentHeaderBytes, size, base, s, cfg.IndexSpacingBytes)
+	st.RecordsScanned += r.records
+	st.BytesScanned += r.end - SegmentHeaderBytes
+	dataEnd, err := s.file.DataEnd(r.end)
+	if err != nil {
+		return fail(fmt.Errorf("segment: %s: %w", s.path, err))
+	}
+	extent := writtenExtent(s.data[:max(dataEnd, r.end)], r.end)
+	switch classifyTail(s.data, r, extent) {
+	case tailClean:
+	case tailTorn:
+		if err := s.cutTail(r.end, extent, st); err != nil {
+			return fail(err)
+		}
+	case tailDamage:
+		cerr := &CorruptionError{Path: s.path, Offset: r.end, Kind: r.kind(), Detail: r.detail(size)}
+		if validRecordAfter(s.data, r.end, extent, r.next) {
+			cerr.Detail += "; valid records follow, so this is not the tail"
+			return fail(cerr)
+		}
+		if !cfg.RepairChecksumTail {
+			cerr.Detail += "; at the tail of the newest segment: RepairChecksumTail would truncate it"
+			return fail(cerr)
+		}
+		cfg.Logger.Warn("segment: truncating damaged tail (RepairChecksumTail)", "err", cerr)
+		if err := s.cutTail(r.end, extent, st); err != nil {
+			return fail(err)
+		}
+	}
+	s.mapping.Advise(0, size, linux.MADV_NORMAL)
+	// What the scan accepted may still be only in the page cache (a
+	// process killed before its Sync). Write it back once, so that Durable
+	// starts out true.
+	if err := s.file.SyncData(); err != nil {
+		return fail(fmt.Errorf("segment: sync %s: %w", s.path, err))
+	}
+	s.next, s.lastTS = r.next, r.lastTS
+	s.written.Store(r.end)
+	s.synced.Store(r.end)
+	return s, nil
+}
+
+// cutTail zeroes [from, to): first the record header at from, synced, then
+// the rest, synced. A crash between the two leaves an all-zero header at
+// from, which a second recovery reads as the end of the data and cuts again.
+func (s *segment) cutTail(from, to int64, st *RecoveryStats) error {
+	head := min(from+RecordHeaderBytes, to)
+	clear(s.data[from:head])
+	if err := s.mapping.Sync(from, head-from); err != nil {
+		return fmt.Errorf("segment: cut tail of %s at %d: %w", s.path, from, err)
+	}
+	clear(s.data[head:to])
+	if err := s.mapping.Sync(head, to-head); err != nil {
+		return fmt.Errorf("segment: cut tail of %s at %d: %w", s.path, from, err)
+	}
+	st.TruncatedRecords++
+	st.TruncatedBytes += to - from
+	return nil
+}

@@ -1,0 +1,86 @@
+package segment
+
+import (
+	"fmt"
+	"os"
+)
+
+// rollLocked seals the active segment and installs a new one big enough for
+// a batch of need bytes. Any failure is terminal for the log and recorded
+// before rollLocked returns.
+//
+// Order (each step durable before the next, so recovery always finds either
+// the old segment as the newest or a fully installed new one):
+//  1. seal the old segment: write its data back (msync or fdatasync),
+//     truncate the file to its contents, fsync it (the size is metadata);
+//  2. write and fsync its index (a hint: a torn index is rebuilt);
+//  3. create the next segment: preallocate, write and fsync its header;
+//  4. fsync the directory (the new entry, and the old index's entry).
+func (l *Log) rollLocked(need int64) error {
+	old := l.mu.segs[len(l.mu.segs)-1]
+	if err := l.sealLocked(old); err != nil {
+		return l.failLocked(err)
+	}
+	size := max(l.cfg.SegmentBytes, SegmentHeaderBytes+need)
+	created := l.cfg.Now().UnixMicro()
+	s, err := createSegment(l.fs, l.dir, old.next, size, created)
+	if err != nil {
+		return l.failLocked(fmt.Errorf("roll: %w", err))
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		_ = s.release()
+		return l.failLocked(fmt.Errorf("roll: sync dir %s: %w", l.dir, err))
+	}
+	l.mu.segs = append(l.mu.segs, s)
+	advanceU(&l.durable, s.base)
+	l.stat.rolls.Add(1)
+	return nil
+}
+
+// sealLocked makes s immutable and durable: data written back, file
+// truncated to its contents, index written.
+func (l *Log) sealLocked(s *segment) error {
+	end := s.written.Load()
+	from := s.synced.Load()
+	var err error
+	if l.cfg.WriteMode == WriteModeFD {
+		err = s.file.SyncData()
+	} else {
+		err = s.mapping.Sync(from, end-from)
+	}
+	if err != nil {
+		return fmt.Errorf("seal %s: write back: %w", s.path, err)
+	}
+	if err := s.file.Truncate(end); err != nil {
+		return fmt.Errorf("seal %s: truncate to %d: %w", s.path, end, err)
+	}
+	if err := s.file.Sync(); err != nil {
+		return fmt.Errorf("seal %s: fsync: %w", s.path, err)
+	}
+	advance(&s.synced, end)
+	s.sealed = true
+	if err := writeIndex(l.fs, s.indexPath, s.base, s.index); err != nil {
+		return fmt.Errorf("seal %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// writeIndex writes and fsyncs an index file.
+func writeIndex(fsys FS, path string, base uint64, entries []IndexEntry) error {
+	b := encodeIndex(base, entries)
+	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("index %s: %w", path, err)
+	}
+	err = writeFull(f, b, 0)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("index %s: %w", path, err)
+	}
+	return nil
+}
