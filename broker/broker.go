@@ -39,6 +39,12 @@ type Broker struct {
 		listeners []*quic.Listener
 		closed    bool
 	}
+	catalogMu     sync.Mutex // serialises stream creation with catalog writes
+	stopRetention chan struct{}
+	retentionDone chan struct{}
+	closeOnce     sync.Once
+	closeErr      error
+
 	serving sync.WaitGroup // accept loops
 	work    sync.WaitGroup // connection handlers
 }
@@ -67,18 +73,58 @@ func New(cfg Config) (*Broker, error) {
 		b.log.Warn("auth: dev verifier accepts any token (loopback only)")
 	}
 	b.mu.conns = map[*conn]struct{}{}
-	b.streams = newRegistry(func(st *stream, id int) *shard { return newShard(b, st, id) })
+	b.streams = newRegistry(func(st *stream, id int) (*shard, error) { return newShard(b, st, id) })
+	if cfg.DataDir != "" {
+		if err := b.reopenCatalog(); err != nil {
+			b.closeShardsNow()
+			return nil, err
+		}
+	}
+	b.stopRetention = make(chan struct{})
+	b.retentionDone = make(chan struct{})
+	go b.retentionLoop()
 	b.metrics = newMetrics(b)
 	return b, nil
 }
 
-// CreateStream registers a stream (ErrStreamExists, ErrInvalidStream).
+// CreateStream registers a stream (ErrStreamExists, ErrInvalidStream). A
+// durable stream opens (or recovers) its shard logs and is recorded in the
+// data directory's catalog, so a restarted broker reopens it.
 func (b *Broker) CreateStream(spec StreamSpec) error {
-	_, err := b.streams.create(spec)
-	if err == nil {
-		b.log.Info("stream created", "stream", spec.String(), "shards", spec.Shards)
+	b.catalogMu.Lock()
+	defer b.catalogMu.Unlock()
+	st, err := b.streams.create(spec)
+	if err != nil {
+		return err
 	}
-	return err
+	if st.spec.Durable {
+		c, err := loadCatalog(b.cfg.DataDir)
+		if err == nil {
+			c.Streams = append(c.Streams, st.spec)
+			err = saveCatalog(b.cfg.DataDir, c)
+		}
+		if err != nil {
+			b.streams.remove(st)
+			return fmt.Errorf("broker: recording durable stream %s: %w", spec.StreamKey, err)
+		}
+	}
+	b.log.Info("stream created", "stream", spec.String(), "shards", spec.Shards, "durable", spec.Durable, "fsync", st.spec.Fsync)
+	return nil
+}
+
+// reopenCatalog recreates the durable streams recorded in the data
+// directory, recovering their logs.
+func (b *Broker) reopenCatalog() error {
+	c, err := loadCatalog(b.cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	for _, spec := range c.Streams {
+		if _, err := b.streams.create(spec); err != nil {
+			return fmt.Errorf("broker: reopening %s: %w", spec.StreamKey, err)
+		}
+	}
+	return nil
 }
 
 // Streams lists the registered streams.
@@ -217,8 +263,7 @@ func (b *Broker) Drain(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("broker: drain: %w", ctx.Err())
 	}
-	b.closeShards()
-	return nil
+	return b.closeShards()
 }
 
 // waitInflight waits for publishes that passed their draining check before
@@ -248,14 +293,58 @@ func (b *Broker) Close() error {
 	b.Drain(ctx) // a drain without budget always reports the cancelled context
 	b.work.Wait()
 	b.serving.Wait()
-	b.closeShards()
-	return nil
+	return b.closeShards()
 }
 
-func (b *Broker) closeShards() {
+// closeShardsNow closes the shards opened so far (a failed New).
+func (b *Broker) closeShardsNow() {
 	for _, st := range b.streams.list() {
 		for _, sh := range st.shards {
 			sh.close()
+		}
+	}
+}
+
+// closeShards stops retention and closes every shard once: durable shards
+// get their final sync. Errors are kept for Close and Drain to report.
+func (b *Broker) closeShards() error {
+	b.closeOnce.Do(func() {
+		close(b.stopRetention)
+		<-b.retentionDone
+		var errs []error
+		for _, st := range b.streams.list() {
+			for _, sh := range st.shards {
+				errs = append(errs, sh.close())
+			}
+		}
+		b.closeErr = errors.Join(errs...)
+	})
+	return b.closeErr
+}
+
+// retentionLoop applies the durable shards' retention bounds off the append
+// path.
+func (b *Broker) retentionLoop() {
+	defer close(b.retentionDone)
+	t := time.NewTicker(b.cfg.RetentionInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stopRetention:
+			return
+		case now := <-t.C:
+			for _, st := range b.streams.list() {
+				for _, sh := range st.shards {
+					if sh.d == nil {
+						continue
+					}
+					if n, err := sh.d.enforceRetention(now); err != nil {
+						b.log.Error("retention failed", "stream", st.spec.String(), "shard", sh.id, "err", err)
+					} else if n > 0 {
+						b.log.Info("retention removed segments", "stream", st.spec.String(), "shard", sh.id, "segments", n)
+					}
+				}
+			}
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/felixmq/felix/fanout"
+	"github.com/felixmq/felix/segment"
 	"github.com/felixmq/felix/wire"
 )
 
@@ -48,6 +49,18 @@ type Config struct {
 	StreamReceiveWindow     uint64 // per stream, default 16 MiB
 	ConnectionReceiveWindow uint64 // per connection, default 64 MiB
 	MaxIncomingStreams      int64  // bidirectional and unidirectional, default 1024
+	// DataDir holds the logs of durable streams, one directory per shard
+	// (segment.ShardDirName). Empty: durable streams are refused.
+	DataDir string
+	// Storage is the segment configuration of every durable shard (segment
+	// size, index spacing, retention, recovery options).
+	Storage segment.Config
+	// FsyncInterval is the sync interval of "periodic" durable streams;
+	// 0 means 250 ms.
+	FsyncInterval time.Duration
+	// RetentionInterval is how often retention runs over durable shards;
+	// 0 means 60 s. Retention itself is off unless Storage sets a bound.
+	RetentionInterval time.Duration
 	// Logger receives the broker's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -82,6 +95,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxIncomingStreams == 0 {
 		c.MaxIncomingStreams = defaultMaxStreams
+	}
+	if c.RetentionInterval == 0 {
+		c.RetentionInterval = time.Minute
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -171,18 +171,35 @@ func (ct *control) jsonPublish(k StreamKey, key *string, payloads [][]byte, reqI
 		ct.fail("missing request_id for acked publish")
 		return true
 	}
-	_, err := ct.publish(k, keyBytes(key), payloads, acked)
 	if !acked {
-		return ct.unackedResult(err)
+		return ct.publishUnacked(k, keyBytes(key), payloads)
 	}
 	id := *reqID
-	ct.out.send(func(b []byte) []byte {
+	reply := func(_ uint64, err error) {
+		ct.out.send(func(b []byte) []byte {
+			if err != nil {
+				return wire.AppendJSONFrame(b, &wire.PublishError{RequestID: id, Message: err.Error()})
+			}
+			return wire.AppendJSONFrame(b, &wire.PublishOK{RequestID: id})
+		})
+	}
+	if err := ct.publish(k, keyBytes(key), payloads, true, reply); err != nil {
+		reply(0, err)
+		return !errors.Is(err, ErrForbidden)
+	}
+	return true
+}
+
+// publishUnacked starts a fire-and-forget publish. A failure cannot be
+// answered per request, so the stream gets an uncorrelated error message
+// (whenever the outcome is known); authorisation failures end the stream.
+func (ct *control) publishUnacked(k StreamKey, key []byte, payloads [][]byte) bool {
+	err := ct.publish(k, key, payloads, false, func(_ uint64, err error) {
 		if err != nil {
-			return wire.AppendJSONFrame(b, &wire.PublishError{RequestID: id, Message: err.Error()})
+			ct.fail(err.Error())
 		}
-		return wire.AppendJSONFrame(b, &wire.PublishOK{RequestID: id})
 	})
-	return !errors.Is(err, ErrForbidden)
+	return ct.unackedResult(err)
 }
 
 // unackedResult reports a failed fire-and-forget publish: it cannot be
@@ -201,8 +218,7 @@ func (ct *control) binaryPublish(payload []byte) bool {
 		ct.fail("malformed publish batch: " + err.Error())
 		return true
 	}
-	_, err := ct.publish(streamKey(ct.batch.TenantID, ct.batch.Namespace, ct.batch.Stream), nil, ct.batch.Payloads, false)
-	return ct.unackedResult(err)
+	return ct.publishUnacked(streamKey(ct.batch.TenantID, ct.batch.Namespace, ct.batch.Stream), nil, ct.batch.Payloads)
 }
 
 // binaryAckedPublish answers with a binary ack. The request id is decoded
@@ -213,24 +229,29 @@ func (ct *control) binaryAckedPublish(payload []byte) bool {
 		ct.fail("malformed publish batch: " + derr.Error())
 		return true
 	}
-	var err error
-	if derr != nil {
-		err = errors.New("malformed publish batch: " + derr.Error())
-	} else {
-		b := &ct.acked.PublishBatch
-		_, err = ct.publish(streamKey(b.TenantID, b.Namespace, b.Stream), nil, b.Payloads, true)
-	}
-	ack := wire.PublishAck{Status: wire.AckOK, RequestID: ct.acked.RequestID}
-	if err != nil {
-		ack.Status, ack.Message = wire.AckError, err.Error()
-	}
-	ct.out.send(func(b []byte) []byte {
-		out, aerr := wire.AppendPublishAckFrame(b, ack)
-		if aerr != nil { // a message over 64 KiB: send it cut
-			ack.Message = ack.Message[:1024]
-			out, _ = wire.AppendPublishAckFrame(b, ack)
+	id := ct.acked.RequestID
+	reply := func(_ uint64, err error) {
+		ack := wire.PublishAck{Status: wire.AckOK, RequestID: id}
+		if err != nil {
+			ack.Status, ack.Message = wire.AckError, err.Error()
 		}
-		return out
-	})
-	return !errors.Is(err, ErrForbidden)
+		ct.out.send(func(b []byte) []byte {
+			out, aerr := wire.AppendPublishAckFrame(b, ack)
+			if aerr != nil { // a message over 64 KiB: send it cut
+				ack.Message = ack.Message[:1024]
+				out, _ = wire.AppendPublishAckFrame(b, ack)
+			}
+			return out
+		})
+	}
+	if derr != nil {
+		reply(0, errors.New("malformed publish batch: "+derr.Error()))
+		return true
+	}
+	pb := &ct.acked.PublishBatch
+	if err := ct.publish(streamKey(pb.TenantID, pb.Namespace, pb.Stream), nil, pb.Payloads, true, reply); err != nil {
+		reply(0, err)
+		return !errors.Is(err, ErrForbidden)
+	}
+	return true
 }

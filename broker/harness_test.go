@@ -26,6 +26,16 @@ var demo = broker.StreamSpec{StreamKey: broker.StreamKey{Tenant: "t1", Namespace
 
 func startBroker(t testing.TB, cfg broker.Config, streams ...broker.StreamSpec) *harness {
 	t.Helper()
+	if len(streams) == 0 {
+		streams = []broker.StreamSpec{demo}
+	}
+	return serveBroker(t, cfg, streams...)
+}
+
+// serveBroker starts a broker with exactly the given streams (plus what a
+// data directory's catalog reopens).
+func serveBroker(t testing.TB, cfg broker.Config, streams ...broker.StreamSpec) *harness {
+	t.Helper()
 	cert, err := devtls.SelfSigned()
 	require.NoError(t, err)
 	pool, err := devtls.Pool(cert.PEM)
@@ -36,9 +46,6 @@ func startBroker(t testing.TB, cfg broker.Config, streams ...broker.StreamSpec) 
 	cfg.ListenAddrs = []string{pc.LocalAddr().String()}
 	b, err := broker.New(cfg)
 	require.NoError(t, err)
-	if len(streams) == 0 {
-		streams = []broker.StreamSpec{demo}
-	}
 	for _, s := range streams {
 		require.NoError(t, b.CreateStream(s))
 	}

@@ -70,7 +70,7 @@ func newMetrics(b *Broker) *metrics {
 	return m
 }
 
-func (m *metrics) published(_ *stream, events int, payloads [][]byte, acked bool, err error) {
+func (m *metrics) published(events, bytes int, acked bool, err error) {
 	if err != nil {
 		m.publishRequests.WithLabelValues("error").Inc()
 		if !acked && errors.Is(err, ErrOverloaded) {
@@ -80,11 +80,7 @@ func (m *metrics) published(_ *stream, events int, payloads [][]byte, acked bool
 	}
 	m.publishRequests.WithLabelValues("ok").Inc()
 	m.publishEvents.Add(float64(events))
-	n := 0
-	for _, p := range payloads {
-		n += len(p)
-	}
-	m.bytesIn.Add(float64(n))
+	m.bytesIn.Add(float64(bytes))
 }
 
 func (m *metrics) delivered(_ int, bufs []*fanout.Buffer) {

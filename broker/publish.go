@@ -50,23 +50,29 @@ func (p *publisher) resolve(k StreamKey, action Action) (*stream, error) {
 
 var errTenantMismatch = fmt.Errorf("%w: tenant mismatch", ErrForbidden)
 
-// publish appends payloads to the stream's shard for key (nil: the sticky
-// shard). acked publishes wait at most AdmitTimeout for Block subscribers;
+// publish hands payloads to the stream's shard for key (nil: the sticky
+// shard). It returns an error without calling done when the publish cannot
+// start (draining, tenant, permission, unknown stream); otherwise it returns
+// nil and done is called exactly once with the outcome, before publish
+// returns for ephemeral streams, from the commit goroutine for durable ones.
+//
+// Acked publishes wait at most AdmitTimeout for Block subscribers;
 // fire-and-forget ones wait as long as the connection lives (backpressure)
 // unless IngressDrop selects an immediate, counted drop.
-func (p *publisher) publish(k StreamKey, key []byte, payloads [][]byte, acked bool) (uint64, error) {
+func (p *publisher) publish(k StreamKey, key []byte, payloads [][]byte, acked bool, done func(uint64, error)) error {
 	b := p.c.b
 	// Drain waits for inflight to reach zero after setting draining, so a
-	// publish either sees draining or is waited for: none can slip into a
-	// subscriber queue after that queue was flushed, and then be acked.
+	// publish either sees draining or is waited for until done: none can
+	// reach a subscriber queue after that queue was flushed, and be acked.
 	b.inflight.Add(1)
-	defer b.inflight.Add(-1)
 	if b.draining.Load() {
-		return 0, ErrDraining
+		b.inflight.Add(-1)
+		return ErrDraining
 	}
 	st, err := p.resolve(k, ActionPublish)
 	if err != nil {
-		return 0, err
+		b.inflight.Add(-1)
+		return err
 	}
 	sh := st.shardFor(key, p.hint)
 	admit := p.c.ctx
@@ -76,7 +82,7 @@ func (p *publisher) publish(k StreamKey, key []byte, payloads [][]byte, acked bo
 	case acked:
 		var cancel context.CancelFunc
 		admit, cancel = context.WithTimeout(p.c.ctx, b.cfg.AdmitTimeout)
-		defer cancel()
+		defer cancel() // admission completes before shard.publish returns
 	case b.cfg.IngressDrop:
 		admit = expired
 	}
@@ -84,12 +90,25 @@ func (p *publisher) publish(k StreamKey, key []byte, payloads [][]byte, acked bo
 	if acked {
 		start = time.Now()
 	}
-	base, err := sh.publish(admit, payloads)
-	b.metrics.published(st, len(payloads), payloads, acked, err)
-	if acked {
-		b.metrics.ackLatency.Observe(time.Since(start).Seconds())
+	events := len(payloads)
+	bytes := payloadBytes(payloads)
+	sh.publish(admit, payloads, func(base uint64, err error) {
+		b.metrics.published(events, bytes, acked, err)
+		if acked {
+			b.metrics.ackLatency.Observe(time.Since(start).Seconds())
+		}
+		done(base, err)
+		b.inflight.Add(-1)
+	})
+	return nil
+}
+
+func payloadBytes(payloads [][]byte) int {
+	n := 0
+	for _, p := range payloads {
+		n += len(p)
 	}
-	return base, err
+	return n
 }
 
 // expired is an already-cancelled context: an admission that must not wait.

@@ -69,8 +69,7 @@ func (ps *publishStream) dispatch(h wire.Header, payload []byte) error {
 			return err
 		}
 		b := &ps.batch
-		_, err := ps.publish(streamKey(b.TenantID, b.Namespace, b.Stream), nil, b.Payloads, false)
-		return err
+		return ps.publishUnacked(streamKey(b.TenantID, b.Namespace, b.Stream), nil, b.Payloads)
 	case wire.KindJSON:
 		m, err := wire.DecodeJSON(payload)
 		if err != nil {
@@ -79,14 +78,22 @@ func (ps *publishStream) dispatch(h wire.Header, payload []byte) error {
 		switch m := m.(type) {
 		case *wire.Publish:
 			ps.one[0] = m.Payload
-			_, err = ps.publish(streamKey(m.TenantID, m.Namespace, m.Stream), keyBytes(m.Key), ps.one[:], false)
-			return err
+			return ps.publishUnacked(streamKey(m.TenantID, m.Namespace, m.Stream), keyBytes(m.Key), ps.one[:])
 		case *wire.PublishBatchMessage:
-			_, err = ps.publish(streamKey(m.TenantID, m.Namespace, m.Stream), keyBytes(m.Key), m.Payloads, false)
-			return err
+			return ps.publishUnacked(streamKey(m.TenantID, m.Namespace, m.Stream), keyBytes(m.Key), m.Payloads)
 		}
 	}
 	return errUniViolation
+}
+
+// publishUnacked publishes without a reply channel: a failure known at once
+// ends the stream; one known later (a failed sync) can only be logged.
+func (ps *publishStream) publishUnacked(k StreamKey, key []byte, payloads [][]byte) error {
+	return ps.publish(k, key, payloads, false, func(_ uint64, err error) {
+		if err != nil {
+			ps.c.b.log.Debug("fire-and-forget publish failed", "conn", ps.c.id, "stream", k.String(), "err", err)
+		}
+	})
 }
 
 func keyBytes(k *string) []byte {

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/felixmq/felix/commit"
 )
 
 // StreamKey names a stream.
@@ -23,6 +25,13 @@ func (k StreamKey) String() string { return k.Tenant + "/" + k.Namespace + "/" +
 type StreamSpec struct {
 	StreamKey
 	Shards int `json:"shards"`
+	// Durable streams keep their records in a segment log under
+	// Config.DataDir; ephemeral ones only in the in-memory ring.
+	Durable bool `json:"durable,omitempty"`
+	// Fsync is the durable stream's commit mode: "on_commit" (an ack means
+	// the record survives kill -9 and power loss), "periodic" (default; one
+	// FsyncInterval of loss window) or "never" (the OS decides).
+	Fsync string `json:"fsync,omitempty"`
 }
 
 // MaxShards bounds the shard count of one stream.
@@ -39,6 +48,14 @@ func (s StreamSpec) validate() error {
 	}
 	if s.Shards < 1 || s.Shards > MaxShards {
 		return fmt.Errorf("%w: shards %d not in [1, %d]", ErrInvalidStream, s.Shards, MaxShards)
+	}
+	if !s.Durable && s.Fsync != "" {
+		return fmt.Errorf("%w: fsync %q applies to durable streams only", ErrInvalidStream, s.Fsync)
+	}
+	if s.Durable {
+		if _, err := commit.ParseMode(s.Fsync); err != nil {
+			return fmt.Errorf("%w: fsync %q: want on_commit, periodic or never", ErrInvalidStream, s.Fsync)
+		}
 	}
 	return nil
 }
@@ -69,20 +86,23 @@ func (s *stream) shardFor(key []byte, hint uint32) *shard {
 
 // registry holds the streams of this broker.
 type registry struct {
-	newShard func(st *stream, id int) *shard
+	newShard func(st *stream, id int) (*shard, error)
 	mu       struct {
 		sync.RWMutex
 		streams map[StreamKey]*stream
 	}
 }
 
-func newRegistry(newShard func(st *stream, id int) *shard) *registry {
+func newRegistry(newShard func(st *stream, id int) (*shard, error)) *registry {
 	r := &registry{newShard: newShard}
 	r.mu.streams = map[StreamKey]*stream{}
 	return r
 }
 
 func (r *registry) create(spec StreamSpec) (*stream, error) {
+	if spec.Durable && spec.Fsync == "" {
+		spec.Fsync = commit.Periodic.String()
+	}
 	if err := spec.validate(); err != nil {
 		return nil, err
 	}
@@ -93,10 +113,28 @@ func (r *registry) create(spec StreamSpec) (*stream, error) {
 	}
 	st := &stream{spec: spec, created: time.Now()}
 	for i := range spec.Shards {
-		st.shards = append(st.shards, r.newShard(st, i))
+		sh, err := r.newShard(st, i)
+		if err != nil {
+			for _, opened := range st.shards {
+				opened.close()
+			}
+			return nil, fmt.Errorf("%s shard %d: %w", spec.StreamKey, i, err)
+		}
+		st.shards = append(st.shards, sh)
 	}
 	r.mu.streams[spec.StreamKey] = st
 	return st, nil
+}
+
+// remove unregisters st and closes its shards (a creation that could not
+// be recorded).
+func (r *registry) remove(st *stream) {
+	r.mu.Lock()
+	delete(r.mu.streams, st.spec.StreamKey)
+	r.mu.Unlock()
+	for _, sh := range st.shards {
+		sh.close()
+	}
 }
 
 func (r *registry) lookup(k StreamKey) (*stream, error) {

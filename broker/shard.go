@@ -28,18 +28,30 @@ type shard struct {
 	b  *Broker
 	st *stream
 	id int
+	d  *durable // nil for an ephemeral shard
 	mu struct {
 		sync.Mutex
-		next uint64 // offset the next event gets
+		// next is the offset after the last batch delivered to subscribers
+		// (for a durable shard: committed per its fsync mode; the log may
+		// hold appended records beyond it that are still in commit).
+		next uint64
 		ring ring
 		subs []*subscription // copy-on-write: replaced, never mutated in place
 	}
 }
 
-func newShard(b *Broker, st *stream, id int) *shard {
+func newShard(b *Broker, st *stream, id int) (*shard, error) {
 	sh := &shard{b: b, st: st, id: id}
 	sh.mu.ring.capacity = b.cfg.RingEvents
-	return sh
+	if st.spec.Durable {
+		d, err := openDurable(b, st.spec, id)
+		if err != nil {
+			return nil, err
+		}
+		sh.d = d
+		sh.mu.next = d.log.Next()
+	}
+	return sh, nil
 }
 
 // encode lays payloads out as one shared event batch frame with a zero base
@@ -62,36 +74,57 @@ func (sh *shard) encode(payloads [][]byte) (*fanout.Buffer, error) {
 	return buf, nil
 }
 
-// publish appends payloads as one atomic batch and returns the offset of the
-// first. The payloads are copied; the caller may reuse them on return.
+// publish appends payloads as one atomic batch and calls done exactly once
+// with the offset of the first or an error. The payloads are copied before
+// publish returns; the caller may reuse them.
+//
+// Ephemeral shards call done before publish returns. Durable shards append
+// to the log and reserve the range with the commit sequencer under the shard
+// lock (so reservation order is offset order), and done runs later on the
+// sequencer's goroutine, once the batch is durable per the stream's fsync
+// mode and has reached every subscriber queue: disk order = delivery order =
+// ack order. A batch whose sync failed is never delivered nor acked.
 //
 // admit bounds how long a publish may wait for Block subscribers to make
 // room; when it expires the batch is refused whole (ErrOverloaded) before it
 // gets offsets, so a refused publish never leaves a partial trace.
-func (sh *shard) publish(admit context.Context, payloads [][]byte) (uint64, error) {
+func (sh *shard) publish(admit context.Context, payloads [][]byte, done func(uint64, error)) {
 	if len(payloads) == 0 {
-		return 0, fmt.Errorf("%w: empty batch", wire.ErrMissingField)
+		done(0, fmt.Errorf("%w: empty batch", wire.ErrMissingField))
+		return
 	}
 	buf, err := sh.encode(payloads)
 	if err != nil {
-		return 0, err
+		done(0, err)
+		return
 	}
-	defer buf.Release()
 	if err := sh.admit(admit, buf.Events); err != nil {
-		return 0, err
+		buf.Release()
+		done(0, err)
+		return
 	}
-
+	if sh.d != nil {
+		sh.d.publish(sh, buf, payloads, done)
+		return
+	}
 	sh.mu.Lock()
-	defer sh.mu.Unlock()
 	base := sh.mu.next
+	sh.deliverLocked(buf, base)
+	sh.mu.Unlock()
+	buf.Release()
+	done(base, nil)
+}
+
+// deliverLocked numbers buf from base, appends it to the ring and offers it
+// to every subscriber. The shard lock is held.
+func (sh *shard) deliverLocked(buf *fanout.Buffer, base uint64) {
 	binary.BigEndian.PutUint64(buf.B[baseOffsetAt:], base)
 	buf.BaseOffset = base
-	sh.mu.next += uint64(buf.Events)
+	sh.mu.next = base + uint64(buf.Events)
 	sh.mu.ring.push(buf)
 	for _, sub := range sh.mu.subs {
 		sub.offer(buf)
 	}
-	return base, nil
 }
 
 // admit waits until every Block subscriber has room for events, or ctx ends.
@@ -111,15 +144,19 @@ func (sh *shard) admit(ctx context.Context, events int) error {
 	return nil
 }
 
-// attach registers sub on this shard starting at start and hands it the ring
-// buffers it must replay first. Registration and the replay snapshot happen
-// under one lock, so the replay and the live queue meet with no gap and no
-// duplicate.
+// attach registers sub on this shard starting at start and hands it what it
+// must replay first: records from the log (durable shards, below the ring)
+// and ring buffers. Registration and the replay bounds are fixed under one
+// lock, so replay and the live queue meet with no gap and no duplicate.
 func (sh *shard) attach(sub *subscription, start wire.Start, hasStart bool) error {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	next := sh.mu.next
-	first := sh.mu.ring.first(next)
+	ringFirst := sh.mu.ring.first(next)
+	first := ringFirst
+	if sh.d != nil {
+		first = min(sh.d.log.First(), ringFirst)
+	}
 	from := next
 	if hasStart {
 		switch start.Kind {
@@ -135,7 +172,10 @@ func (sh *shard) attach(sub *subscription, start wire.Start, hasStart bool) erro
 			from = start.Offset
 		}
 	}
-	sub.replay, sub.replayFrom = sh.mu.ring.from(from), from
+	if from < ringFirst {
+		sub.history = historyRange{from: from, to: ringFirst}
+	}
+	sub.replay, sub.replayFrom = sh.mu.ring.from(max(from, ringFirst)), max(from, ringFirst)
 	subs := make([]*subscription, 0, len(sh.mu.subs)+1)
 	sh.mu.subs = append(append(subs, sh.mu.subs...), sub)
 	return nil
@@ -157,8 +197,14 @@ func (sh *shard) stats() (next, first uint64, subs int) {
 	return sh.mu.next, sh.mu.ring.first(sh.mu.next), len(sh.mu.subs)
 }
 
-func (sh *shard) close() {
+// close ends the shard: a durable one gets its final sync first.
+func (sh *shard) close() error {
+	var err error
+	if sh.d != nil {
+		err = sh.d.close()
+	}
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	sh.mu.ring.clear()
+	return err
 }

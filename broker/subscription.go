@@ -23,7 +23,9 @@ type subscription struct {
 	offsets bool // the peer negotiated EVENT_BATCH_OFFSETS
 	gaps    bool // the peer negotiated gap notices
 
-	// Set by shard.attach under the shard lock, read only by run.
+	// Set by shard.attach under the shard lock, read only by run: records
+	// to read from the log first (durable shards), then ring buffers.
+	history    historyRange
 	replay     []*fanout.Buffer
 	replayFrom uint64
 
@@ -70,7 +72,10 @@ func (s *subscription) run() {
 	defer s.end()
 	w := eventWriter{s: s}
 	defer w.release()
-	err := w.writeReplay()
+	err := w.writeHistory()
+	if err == nil {
+		err = w.writeReplay()
+	}
 	if err == nil {
 		err = w.writeLive()
 	}
