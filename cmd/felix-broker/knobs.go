@@ -26,12 +26,36 @@ var (
 
 // Streams, shards, ring.
 var (
-	knobStreams = registry.String("FELIX_STREAMS", "t1/default/demo:1", "comma list of tenant/namespace/stream[:shards], or empty",
-		"streams created at start-up (more through POST /v1/streams)", checkStreamList)
+	knobStreams = registry.String("FELIX_STREAMS", "t1/default/demo:1", "comma list of tenant/namespace/stream[:shards[:fsync]], or empty",
+		"streams created at start-up (more through POST /v1/streams); an fsync mode (on_commit|periodic|never) makes one durable", checkStreamList)
 	knobRingEvents = registry.Int("FELIX_STREAM_RING_EVENTS", 1024, 0, 1<<24,
 		"recent events each shard keeps in memory for subscribers starting in the past")
 	knobMaxFrameBytes = registry.Bytes("FELIX_MAX_FRAME_BYTES", 16<<20, 1<<10, 1<<30,
 		"largest wire frame accepted; checked from the header before any allocation")
+)
+
+// Durable storage.
+var (
+	knobDataDir = registry.String("FELIX_DATA_DIR", "", "a directory path, or empty",
+		"where durable streams keep their logs (one directory per shard); empty refuses durable streams", nil)
+	knobFsyncInterval = registry.Duration("FELIX_FSYNC_INTERVAL_MS", 250, 1, 3600000, time.Millisecond,
+		"sync interval of durable streams in fsync mode periodic (the loss window on power failure)")
+	knobSegmentBytes = registry.Bytes("FELIX_DURABLE_SEGMENT_BYTES", 256<<20, 64<<10, 64<<30,
+		"size a durable shard's segment is preallocated to and rolled at")
+	knobIndexSpacing = registry.Bytes("FELIX_DURABLE_INDEX_SPACING_BYTES", 4096, 64, 64<<20,
+		"bytes of log between two sparse index entries")
+	knobRetentionBytes = registry.Bytes("FELIX_DURABLE_RETENTION_BYTES", 0, 0, 1<<50,
+		"per shard: remove whole sealed segments from the head beyond this size; 0 keeps everything")
+	knobRetentionMS = registry.Duration("FELIX_DURABLE_RETENTION_MS", 0, 0, 1<<40, time.Millisecond,
+		"per shard: remove sealed segments whose newest record is older; 0 keeps everything")
+	knobRetentionInterval = registry.Duration("FELIX_DURABLE_RETENTION_INTERVAL_MS", 60000, 100, 86400000, time.Millisecond,
+		"how often retention runs (off the append path)")
+	knobRepairTail = registry.Bool("FELIX_DURABLE_REPAIR_CHECKSUM_TAIL", false,
+		"let recovery truncate a damaged (not merely torn) record at the very tail of the active segment")
+	knobVerifyAll = registry.Bool("FELIX_DURABLE_VERIFY_ALL_ON_OPEN", false,
+		"check every record of every segment at start-up, not only the active segment")
+	knobWriteMode = registry.Enum("FELIX_DURABLE_WRITE_MODE", "fd", []string{"fd", "mapped"},
+		"appends through pwrite+fdatasync (measured faster) or copies into the mapping+msync")
 )
 
 // Publish ingress.

@@ -16,6 +16,7 @@ import (
 	"github.com/felixmq/felix/fanout"
 	"github.com/felixmq/felix/internal/devtls"
 	"github.com/felixmq/felix/internal/knob"
+	"github.com/felixmq/felix/segment"
 )
 
 // errConfig marks failures that a deployment change fixes (a bind that cannot
@@ -37,7 +38,9 @@ func serve(ctx context.Context, vals *knob.Values, log *slog.Logger) error {
 	}
 	specs, _ := parseStreamList(knobStreams.Get(vals)) // validated by the registry
 	for _, s := range specs {
-		if err := b.CreateStream(s); err != nil {
+		// A durable stream from an earlier run was reopened from the data
+		// directory's catalog already.
+		if err := b.CreateStream(s); err != nil && !errors.Is(err, broker.ErrStreamExists) {
 			return fmt.Errorf("%w: FELIX_STREAMS: %v", errConfig, err)
 		}
 	}
@@ -105,7 +108,19 @@ func brokerConfig(vals *knob.Values, log *slog.Logger) broker.Config {
 		MaxSubscriptionsPerConn: int(knobMaxSubs.Get(vals)),
 		StreamReceiveWindow:     uint64(knobStreamWindow.Get(vals)),
 		ConnectionReceiveWindow: uint64(knobConnWindow.Get(vals)),
-		Logger:                  log,
+		DataDir:                 knobDataDir.Get(vals),
+		FsyncInterval:           knobFsyncInterval.Get(vals),
+		RetentionInterval:       knobRetentionInterval.Get(vals),
+		Storage: segment.Config{
+			SegmentBytes:       knobSegmentBytes.Get(vals),
+			IndexSpacingBytes:  knobIndexSpacing.Get(vals),
+			RetentionBytes:     knobRetentionBytes.Get(vals),
+			RetentionAge:       knobRetentionMS.Get(vals),
+			RepairChecksumTail: knobRepairTail.Get(vals),
+			VerifyAllOnOpen:    knobVerifyAll.Get(vals),
+			WriteMode:          map[string]segment.WriteMode{"fd": segment.WriteModeFD, "mapped": segment.WriteModeMapped}[knobWriteMode.Get(vals)],
+		},
+		Logger: log,
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/felixmq/felix/broker"
+	"github.com/felixmq/felix/commit"
 )
 
 // parseStreamList parses FELIX_STREAMS: "t/ns/s[:shards],...".
@@ -17,7 +18,8 @@ func parseStreamList(s string) ([]broker.StreamSpec, error) {
 		if item == "" {
 			continue
 		}
-		name, shards, hasShards := strings.Cut(item, ":")
+		name, opts, hasShards := strings.Cut(item, ":")
+		shards, fsync, durable := strings.Cut(opts, ":")
 		parts := strings.Split(name, "/")
 		if len(parts) != 3 {
 			return nil, fmt.Errorf("%q is not tenant/namespace/stream", item)
@@ -29,6 +31,12 @@ func parseStreamList(s string) ([]broker.StreamSpec, error) {
 				return nil, fmt.Errorf("%q: shards must be in [1, %d]", item, broker.MaxShards)
 			}
 			spec.Shards = n
+		}
+		if durable {
+			if _, err := commit.ParseMode(fsync); err != nil {
+				return nil, fmt.Errorf("%q: fsync mode must be on_commit, periodic or never", item)
+			}
+			spec.Durable, spec.Fsync = true, fsync
 		}
 		out = append(out, spec)
 	}

@@ -1,0 +1,26 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/felixmq/felix/broker"
+)
+
+func TestParseStreamList(t *testing.T) {
+	specs, err := parseStreamList(" t1/default/demo:1, t1/ns/orders:4:on_commit,t2/a/b ")
+	require.NoError(t, err)
+	require.Equal(t, []broker.StreamSpec{
+		{StreamKey: broker.StreamKey{Tenant: "t1", Namespace: "default", Stream: "demo"}, Shards: 1},
+		{StreamKey: broker.StreamKey{Tenant: "t1", Namespace: "ns", Stream: "orders"}, Shards: 4, Durable: true, Fsync: "on_commit"},
+		{StreamKey: broker.StreamKey{Tenant: "t2", Namespace: "a", Stream: "b"}, Shards: 1},
+	}, specs)
+	for _, bad := range []string{"t1/demo", "t1/a/b:0", "t1/a/b:x", "t1/a/b:2:sometimes"} {
+		_, err := parseStreamList(bad)
+		require.Error(t, err, bad)
+	}
+	empty, err := parseStreamList("")
+	require.NoError(t, err)
+	require.Empty(t, empty)
+}
