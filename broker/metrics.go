@@ -60,7 +60,7 @@ func newMetrics(b *Broker) *metrics {
 			Buckets: prometheus.ExponentialBuckets(1e-6, 2, 24),
 		}),
 	}
-	m.reg.MustRegister(m.publishRequests, m.publishEvents, m.bytesIn, newDropCollector(b),
+	m.reg.MustRegister(m.publishRequests, m.publishEvents, m.bytesIn, newDropCollector(b), storageCollector{b},
 		m.deliveredEvents, m.bytesOut, m.connections, m.subscribers, m.violations, m.ackLatency,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "felix_streams", Help: "Registered streams."},
 			func() float64 { return float64(len(b.streams.list())) }),
