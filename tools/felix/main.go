@@ -28,6 +28,7 @@ type command struct {
 var commands = []command{
 	{name: "wire", summary: "check vector files and decode wire v1 frames", run: runWire},
 	{name: "pub", summary: "publish messages to a stream", run: runPub}, {name: "sub", summary: "print a stream's events", run: runSub},
+	{name: "log", summary: "verify, dump and stat a shard's log directory offline", run: runLog},
 }
 
 func main() {

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/felixmq/felix/segment"
+)
+
+var logTestTime = time.Date(2026, 1, 2, 3, 4, 5, 123456000, time.UTC)
+
+// logPayload is the payload of record i: text for even i, binary for odd.
+func logPayload(i int) []byte {
+	if i%2 == 0 {
+		return fmt.Appendf(nil, "event %d", i)
+	}
+	return []byte{0, byte(i), 0xff, 'x'}
+}
+
+// writeTestLog writes n records in batches of four into a log of small
+// segments (so several are sealed) and returns the directory.
+func writeTestLog(t *testing.T, n int) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "shard")
+	l, err := segment.Open(dir, segment.Config{SegmentBytes: 512, IndexSpacingBytes: 64})
+	require.NoError(t, err)
+	for i := 0; i < n; i += 4 {
+		var batch [][]byte
+		for j := i; j < min(i+4, n); j++ {
+			batch = append(batch, logPayload(j))
+		}
+		_, err := l.Append(batch, logTestTime.UnixMicro())
+		require.NoError(t, err)
+	}
+	require.NoError(t, l.Sync())
+	require.GreaterOrEqual(t, l.Stats().Segments, 3, "the test needs sealed segments")
+	require.NoError(t, l.Close())
+	return dir
+}
+
+// snapshotDir returns every file of dir with its contents.
+func snapshotDir(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	out := map[string][]byte{}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		require.NoError(t, err)
+		out[e.Name()] = b
+	}
+	return out
+}
+
+func runFelix(args ...string) (int, string, string) {
+	var stdout, stderr bytes.Buffer
+	code := run(args, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+func TestLogVerifyCleanLogPassesAndChangesNothing(t *testing.T) {
+	dir := writeTestLog(t, 40)
+	before := snapshotDir(t, dir)
+	code, out, errOut := runFelix("log", "verify", dir)
+	require.Equal(t, exitOK, code, "stdout: %s stderr: %s", out, errOut)
+	require.Contains(t, out, "ok "+dir)
+	require.Contains(t, out, "records [0, 40)")
+	require.Contains(t, out, "40 records", "VerifyAllOnOpen: every record checked")
+	require.Equal(t, before, snapshotDir(t, dir))
+}
+
+// A flipped payload byte in a sealed segment, before its last index entry
+// where a normal open does not look: verify scans everything, fails with
+// exit 1 and names the file and the byte where the damaged record starts.
+func TestLogVerifyCorruptSealedSegmentNamesFileAndByte(t *testing.T) {
+	dir := writeTestLog(t, 40)
+	sealed := filepath.Join(dir, fmt.Sprintf("%020d.log", 0))
+	b, err := os.ReadFile(sealed)
+	require.NoError(t, err)
+	b[segment.SegmentHeaderBytes+segment.RecordHeaderBytes+1] ^= 0x40 // payload of record 0
+	require.NoError(t, os.WriteFile(sealed, b, 0o644))
+	before := snapshotDir(t, dir)
+
+	code, out, _ := runFelix("log", "verify", dir)
+	require.Equal(t, exitFail, code, out)
+	require.Contains(t, out, fmt.Sprintf("FAIL %s: %s at %s byte %d", dir, segment.KindRecordChecksum, sealed, segment.SegmentHeaderBytes))
+	require.Equal(t, before, snapshotDir(t, dir))
+
+	// dump reads through the same record and stops on it the same way.
+	code, out, _ = runFelix("log", "dump", dir)
+	require.Equal(t, exitFail, code)
+	require.Contains(t, out, fmt.Sprintf("at %s byte %d", sealed, segment.SegmentHeaderBytes))
+}
+
+// A torn write at the tail of the active segment is what a crash leaves;
+// recovery cuts it. verify reports the cut and leaves the bytes in place.
+func TestLogVerifyReportsTornTailWithoutCuttingIt(t *testing.T) {
+	dir := writeTestLog(t, 40)
+	files, err := segmentFiles(dir)
+	require.NoError(t, err)
+	active := files[len(files)-1].path
+	b, err := os.ReadFile(active)
+	require.NoError(t, err)
+	end := bytes.LastIndexByte(b, 'x') + 1 // the last record (i=39) ends in 'x'
+	torn := segment.AppendRecord(nil, 40, logTestTime.UnixMicro(), []byte("never acked"))
+	copy(b[end:], torn[:segment.RecordHeaderBytes+3])
+	require.NoError(t, os.WriteFile(active, b, 0o644))
+	before := snapshotDir(t, dir)
+
+	code, out, errOut := runFelix("log", "verify", dir)
+	require.Equal(t, exitOK, code, "stdout: %s stderr: %s", out, errOut)
+	require.Contains(t, out, "records [0, 40)")
+	require.Contains(t, out, "recovery would cut a torn tail: 1 records")
+	require.Contains(t, out, "recovery would write back bytes")
+	require.Equal(t, before, snapshotDir(t, dir), "verify changes nothing")
+}
+
+func TestLogDumpPrintsRecordsFromOffset(t *testing.T) {
+	dir := writeTestLog(t, 40)
+	code, out, errOut := runFelix("log", "dump", dir, "--from", "6", "--count", "2")
+	require.Equal(t, exitOK, code, errOut)
+	require.Equal(t, "offset=6 time=2026-01-02T03:04:05.123456Z len=7 payload=event 6\n"+
+		"offset=7 time=2026-01-02T03:04:05.123456Z len=4 payload=0x0007ff78\n", out)
+
+	code, out, _ = runFelix("log", "dump", "--count", "0", dir)
+	require.Equal(t, exitOK, code)
+	require.Len(t, strings.Split(strings.TrimSuffix(out, "\n"), "\n"), 40, "count 0 is all")
+
+	code, out, _ = runFelix("log", "dump", dir, "--from", "40")
+	require.Equal(t, exitOK, code)
+	require.Empty(t, out, "from Next: nothing")
+}
+
+func TestLogStatListsSegmentsAndIndexHealth(t *testing.T) {
+	dir := writeTestLog(t, 40)
+	files, err := segmentFiles(dir)
+	require.NoError(t, err)
+	missing := files[1].indexPath
+	require.NoError(t, os.Remove(missing))
+	before := snapshotDir(t, dir)
+
+	code, out, errOut := runFelix("log", "stat", dir)
+	require.Equal(t, exitOK, code, errOut)
+	for _, f := range files {
+		require.Contains(t, out, filepath.Base(f.path))
+	}
+	require.Contains(t, out, "entries, ok")
+	require.Contains(t, out, "recovery would rebuild it")
+	require.Contains(t, out, "none (active")
+	require.Contains(t, out, "first 0\nnext 40\n")
+	require.Contains(t, out, fmt.Sprintf("segments %d\n", len(files)))
+	require.Contains(t, out, "indexes_rebuilt 1\n")
+	require.Equal(t, before, snapshotDir(t, dir), "stat does not write the rebuilt index")
+}
+
+func TestLogUsageAndMissingDirectory(t *testing.T) {
+	code, _, errOut := runFelix("log")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, errOut, "felix log verify DIR")
+	code, _, _ = runFelix("log", "fsck", "x")
+	require.Equal(t, exitUsage, code)
+	code, _, _ = runFelix("log", "verify", "a", "b")
+	require.Equal(t, exitUsage, code)
+	code, _, _ = runFelix("log", "dump", "--from", "x", "d")
+	require.Equal(t, exitUsage, code)
+
+	missing := filepath.Join(t.TempDir(), "nope")
+	code, _, errOut = runFelix("log", "stat", missing)
+	require.Equal(t, exitFail, code)
+	require.Contains(t, errOut, missing)
+	require.NoDirExists(t, missing, "no log is created")
+
+	empty := t.TempDir()
+	code, _, errOut = runFelix("log", "verify", empty)
+	require.Equal(t, exitFail, code)
+	require.Contains(t, errOut, "no segment files")
+	require.Empty(t, snapshotDir(t, empty))
+}
