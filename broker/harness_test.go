@@ -3,7 +3,6 @@ package broker_test
 import (
 	"context"
 	"crypto/tls"
-	"net"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/felixmq/felix/broker"
 	"github.com/felixmq/felix/client"
 	"github.com/felixmq/felix/internal/devtls"
+	"github.com/felixmq/felix/udp"
 )
 
 // harness is a broker serving real QUIC on 127.0.0.1 in this process.
@@ -40,7 +40,8 @@ func serveBroker(t testing.TB, cfg broker.Config, streams ...broker.StreamSpec) 
 	require.NoError(t, err)
 	pool, err := devtls.Pool(cert.PEM)
 	require.NoError(t, err)
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	// The broker's default packet conn, as felix-broker serves on it.
+	pc, err := udp.Listen("udp", "127.0.0.1:0", udp.Config{})
 	require.NoError(t, err)
 	cfg.TLS = &tls.Config{Certificates: []tls.Certificate{cert.TLS}}
 	cfg.ListenAddrs = []string{pc.LocalAddr().String()}

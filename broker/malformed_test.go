@@ -174,8 +174,13 @@ func TestMalformedFramesDoNotDisturbOtherConnections(t *testing.T) {
 	close(stopPub)
 	require.NoError(t, <-pubDone)
 	n := published.Load()
-	require.NoError(t, expectSequence(ctx, sub, 0, n), "the good connection kept publishing and receiving")
-	t.Logf("1000 malformed frames: %d answered with an error, the rest closed; good publisher sent %d", errorsSeen.Load(), n)
+	// The good subscriber reads only now, so on a loaded machine its queue
+	// may have dropped under drop_new: every event is delivered or reported.
+	delivered, dropped := drainUntil(ctx, t, sub, int(n), 0)
+	require.Equal(t, n, delivered+dropped, "the good connection kept publishing and receiving")
+	require.NotZero(t, delivered)
+	t.Logf("1000 malformed frames: %d answered with an error, the rest closed; good publisher sent %d, subscriber got %d (+%d reported dropped)",
+		errorsSeen.Load(), n, delivered, dropped)
 	require.Greater(t, errorsSeen.Load(), int64(500))
 
 	require.NoError(t, sub.Close())

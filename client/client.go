@@ -10,6 +10,7 @@ import (
 	"github.com/quic-go/quic-go"
 
 	"github.com/felixmq/felix/internal/frameio"
+	"github.com/felixmq/felix/udp"
 	"github.com/felixmq/felix/wire"
 )
 
@@ -34,7 +35,7 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client: resolve %s: %w", addr, err)
 	}
-	pc, err := net.ListenUDP("udp", nil)
+	pc, err := listen(cfg, raddr)
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
@@ -61,6 +62,23 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Client, error) {
 	c.wg.Add(1)
 	go func() { defer c.wg.Done(); c.router.run() }()
 	return c, nil
+}
+
+// listen opens the client's UDP socket, on the wildcard address of the
+// broker's family.
+func listen(cfg Config, raddr *net.UDPAddr) (net.PacketConn, error) {
+	laddr := "0.0.0.0:0"
+	if raddr.IP.To4() == nil {
+		laddr = "[::]:0"
+	}
+	if cfg.PlainUDP {
+		return net.ListenPacket("udp", laddr)
+	}
+	ucfg := cfg.UDP
+	if ucfg.Logger == nil {
+		ucfg.Logger = cfg.Logger
+	}
+	return udp.Listen("udp", laddr, ucfg)
 }
 
 // Close closes the connection (and with it every publisher and

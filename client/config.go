@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/felixmq/felix/udp"
 	"github.com/felixmq/felix/wire"
 )
 
@@ -35,6 +36,11 @@ type Config struct {
 	// control pushes back on the broker (the broker's queue, not the client,
 	// decides what to drop, so every drop is reported).
 	SubscriptionBuffer int
+	// UDP configures the client's packet conn (batched receive with GRO,
+	// GSO sends; see package udp). PlainUDP uses a stock *net.UDPConn
+	// instead, for comparison and as an escape hatch.
+	UDP      udp.Config
+	PlainUDP bool
 	// Logger; nil discards.
 	Logger *slog.Logger
 }

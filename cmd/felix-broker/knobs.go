@@ -82,6 +82,22 @@ var (
 		"live subscriptions one connection may hold")
 )
 
+// Packet path.
+var (
+	knobUDPGRO = registry.Bool("FELIX_UDP_GRO", true,
+		"receive with UDP GRO (coalesced datagrams split for quic-go); false reads one packet per datagram")
+	knobUDPGSO = registry.Bool("FELIX_UDP_GSO", true,
+		"send with UDP GSO; false makes quic-go send one packet per sendmsg")
+	knobSocketBuffer = registry.Bytes("FELIX_SOCKET_BUFFER_BYTES", 8<<20, 64<<10, 1<<30,
+		"UDP socket receive and send buffers (forced when root; one warning if the kernel clamps)")
+	knobIOThreads = registry.Int("FELIX_IO_RUNTIME_THREADS", 0, 0, 64,
+		"dedicated locked I/O threads for socket reads; 0 reads inline on quic-go's goroutine")
+	knobIOPinCPUs = registry.String("FELIX_IO_PIN_CPUS", "", "comma list of CPU numbers, or empty",
+		"CPUs the I/O threads are pinned to (round robin); empty: no affinity", checkCPUList)
+	knobPlainUDP = registry.Bool("FELIX_UDP_PLAIN", false,
+		"serve on a stock *net.UDPConn instead of the batched udp conn (for comparison)")
+)
+
 // QUIC.
 var (
 	knobStreamWindow = registry.Bytes("FELIX_QUIC_STREAM_RECV_WINDOW", 16<<20, 64<<10, 1<<30,

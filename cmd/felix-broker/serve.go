@@ -16,7 +16,9 @@ import (
 	"github.com/felixmq/felix/fanout"
 	"github.com/felixmq/felix/internal/devtls"
 	"github.com/felixmq/felix/internal/knob"
+	"github.com/felixmq/felix/ioruntime"
 	"github.com/felixmq/felix/segment"
+	"github.com/felixmq/felix/udp"
 )
 
 // errConfig marks failures that a deployment change fixes (a bind that cannot
@@ -45,11 +47,11 @@ func serve(ctx context.Context, vals *knob.Values, log *slog.Logger) error {
 		}
 	}
 	// The broker takes any net.PacketConn: this is the transport seam.
-	pc, err := net.ListenPacket("udp", knobQUICBind.Get(vals))
+	pc, closeConn, err := listenPacket(vals, log)
 	if err != nil {
-		return fmt.Errorf("%w: FELIX_QUIC_BIND: %v", errConfig, err)
+		return err
 	}
-	defer pc.Close()
+	defer closeConn()
 	ln, err := net.Listen("tcp", knobAdminBind.Get(vals))
 	if err != nil {
 		return fmt.Errorf("%w: FELIX_ADMIN_BIND: %v", errConfig, err)
@@ -154,4 +156,40 @@ func loadTLS(vals *knob.Values, log *slog.Logger) (*tls.Config, error) {
 	}
 	log.Info("tls: generated a self-signed certificate", "sha256", c.Fingerprint, "written_to", path)
 	return &tls.Config{Certificates: []tls.Certificate{c.TLS}}, nil
+}
+
+// listenPacket opens the QUIC socket: the batched udp conn (recvmmsg, GRO
+// split, GSO) by default, a stock *net.UDPConn with FELIX_UDP_PLAIN.
+func listenPacket(vals *knob.Values, log *slog.Logger) (net.PacketConn, func(), error) {
+	addr := knobQUICBind.Get(vals)
+	if knobPlainUDP.Get(vals) {
+		pc, err := net.ListenPacket("udp", addr)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: FELIX_QUIC_BIND: %v", errConfig, err)
+		}
+		return pc, func() { pc.Close() }, nil
+	}
+	if !knobUDPGSO.Get(vals) {
+		// quic-go decides GSO from this variable when a Transport wraps its
+		// conn; a wrapped socket cannot fail quic-go's UDP_SEGMENT probe, so
+		// the binary (never a library) sets it. See udp/doc.go.
+		os.Setenv("QUIC_GO_DISABLE_GSO", "true")
+	}
+	cpus, _ := parseCPUList(knobIOPinCPUs.Get(vals)) // validated by the registry
+	rt, err := ioruntime.New(ioruntime.Config{Threads: int(knobIOThreads.Get(vals)), CPUs: cpus, Logger: log})
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: FELIX_IO_RUNTIME_THREADS: %v", errConfig, err)
+	}
+	pc, err := udp.Listen("udp", addr, udp.Config{
+		DisableGRO:        !knobUDPGRO.Get(vals),
+		DisableGSO:        !knobUDPGSO.Get(vals),
+		SocketBufferBytes: int(knobSocketBuffer.Get(vals)),
+		Reader:            rt.Assign(ioruntime.RoleServer, 0),
+		Logger:            log,
+	})
+	if err != nil {
+		rt.Close()
+		return nil, nil, fmt.Errorf("%w: FELIX_QUIC_BIND: %v", errConfig, err)
+	}
+	return pc, func() { pc.Close(); rt.Close() }, nil
 }

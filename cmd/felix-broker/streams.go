@@ -50,3 +50,25 @@ func checkStreamList(s string) error {
 	}
 	return nil
 }
+
+// parseCPUList parses FELIX_IO_PIN_CPUS: "0,1,3".
+func parseCPUList(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 0 || n > 4095 {
+			return nil, fmt.Errorf("%q is not a CPU number", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func checkCPUList(s string) error {
+	_, err := parseCPUList(s)
+	return err
+}
