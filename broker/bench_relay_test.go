@@ -103,8 +103,7 @@ func startRelay(b *testing.B) *benchRelay {
 	require.NoError(b, err)
 	pool, err := devtls.Pool(cert.PEM)
 	require.NoError(b, err)
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	require.NoError(b, err)
+	pc := benchListen(b, "127.0.0.1:0")
 	tr := &quic.Transport{Conn: pc}
 	ln, err := tr.Listen(&tls.Config{Certificates: []tls.Certificate{cert.TLS}, NextProtos: []string{relayALPN}}, relayServerQUIC())
 	require.NoError(b, err)
@@ -198,8 +197,7 @@ func (r *benchRelay) dial(b *testing.B, role byte) *quic.Stream {
 	b.Helper()
 	ctx, cancel := context.WithTimeout(r.ctx, 10*time.Second)
 	defer cancel()
-	pc, err := net.ListenUDP("udp", nil)
-	require.NoError(b, err)
+	pc := benchListen(b, "0.0.0.0:0")
 	tr := &quic.Transport{Conn: pc}
 	qc, err := tr.Dial(ctx, r.pc.LocalAddr(), r.clientTLS, relayClientQUIC())
 	require.NoError(b, err)

@@ -35,6 +35,7 @@ import (
 	"github.com/felixmq/felix/client"
 	"github.com/felixmq/felix/fanout"
 	"github.com/felixmq/felix/internal/devtls"
+	"github.com/felixmq/felix/udp"
 )
 
 const (
@@ -62,14 +63,32 @@ type benchBroker struct {
 	closeOnce sync.Once
 }
 
+// benchPlainUDP: FELIX_BENCH_CONN=plain runs broker, clients and relay on
+// stock *net.UDPConn sockets; the default is the udp conn felix-broker and
+// client.Dial use.
+func benchPlainUDP() bool { return os.Getenv("FELIX_BENCH_CONN") == "plain" }
+
+// benchListen opens a UDP socket of the selected kind.
+func benchListen(b *testing.B, addr string) net.PacketConn {
+	b.Helper()
+	var pc net.PacketConn
+	var err error
+	if benchPlainUDP() {
+		pc, err = net.ListenPacket("udp", addr)
+	} else {
+		pc, err = udp.Listen("udp", addr, udp.Config{})
+	}
+	require.NoError(b, err)
+	return pc
+}
+
 func startBenchBroker(b *testing.B, cfg broker.Config) *benchBroker {
 	b.Helper()
 	cert, err := devtls.SelfSigned()
 	require.NoError(b, err)
 	pool, err := devtls.Pool(cert.PEM)
 	require.NoError(b, err)
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	require.NoError(b, err)
+	pc := benchListen(b, "127.0.0.1:0")
 	cfg.TLS = &tls.Config{Certificates: []tls.Certificate{cert.TLS}}
 	cfg.ListenAddrs = []string{pc.LocalAddr().String()}
 	br, err := broker.New(cfg)
@@ -106,6 +125,7 @@ func (bb *benchBroker) dial(b *testing.B, cfg client.Config) *client.Client {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	cfg.Tenant, cfg.Token, cfg.TLS = "t1", "dev", bb.clientTLS
+	cfg.PlainUDP = benchPlainUDP()
 	c, err := client.Dial(ctx, bb.addr, cfg)
 	require.NoError(b, err)
 	bb.clients = append(bb.clients, c)
