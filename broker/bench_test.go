@@ -435,6 +435,22 @@ var isoClient = client.Config{StreamReceiveWindow: 64 << 10, ConnectionReceiveWi
 // drops: per slow subscriber in B, and summed over the fast subscribers of
 // each run (a fast subscriber drops only when the machine cannot keep up
 // with the publisher).
+// BenchmarkIsolationRun is one side of the isolation comparison per fresh
+// process: slow=0 or slow=2 of 10 subscribers at 5 ms per event. The ratio
+// of the two p50 medians across processes is the isolation figure.
+func BenchmarkIsolationRun(b *testing.B) {
+	for _, slow := range []int{0, isoSlow} {
+		b.Run(fmt.Sprintf("slow=%d", slow), func(b *testing.B) {
+			b.StopTimer()
+			r := isolationRun(b, slow)
+			b.ReportMetric(micros(percentile(r.lat, 0.5)), "p50_us")
+			b.ReportMetric(micros(percentile(r.lat, 0.99)), "p99_us")
+			b.ReportMetric(float64(r.slowDropped), "slow_dropped")
+			b.ReportMetric(float64(r.fastDropped), "fast_dropped")
+		})
+	}
+}
+
 func BenchmarkIsolation(b *testing.B) {
 	b.StopTimer()
 	a := isolationRun(b, 0)
@@ -444,13 +460,12 @@ func BenchmarkIsolation(b *testing.B) {
 	b.ReportMetric(micros(p50w), "p50_with_us")
 	b.ReportMetric(micros(percentile(a.lat, 0.99)), "p99_without_us")
 	b.ReportMetric(micros(percentile(w.lat, 0.99)), "p99_with_us")
-	ratio := float64(p50w) / float64(p50a)
-	b.ReportMetric(ratio, "ratio")
-	// Issue 3's bar: two slow subscribers of ten may cost the publisher at
-	// most 20 % of its ack p50. Only a full run has enough samples to judge.
-	if os.Getenv("FELIX_BENCH_FULL") != "" && ratio > 1.2 {
-		b.Errorf("isolation: ack p50 with 2 slow subscribers is %.2f× the p50 without (bar: 1.2×)", ratio)
-	}
+	b.ReportMetric(float64(p50w)/float64(p50a), "ratio")
+	// No 1.2 bar here: a control with no slow subscriber in either run
+	// (A then A' in one process) was bimodal too (ratios 1.28 and 3.45 in 2
+	// of 8 fresh runs), so a within-process ratio measures a state the
+	// second broker sometimes latches into, not isolation. The bar is judged
+	// on BenchmarkIsolationRun medians across fresh processes (bench-broker.sh).
 	b.ReportMetric(float64(w.slowDropped)/isoSlow, "slow_dropped")
 	b.ReportMetric(float64(a.fastDropped), "fast_dropped_without")
 	b.ReportMetric(float64(w.fastDropped), "fast_dropped_with")

@@ -57,6 +57,8 @@ cases=(
 	"^BenchmarkDelivered256B\$/^subs=10\$ 100000x"
 	"^BenchmarkDelivered256B\$/^subs=50\$ 20000x"
 	"^BenchmarkDelivered256B\$/^subs=100\$ 10000x"
+	"^BenchmarkIsolationRun\$/^slow=0\$ 3000x"
+	"^BenchmarkIsolationRun\$/^slow=2\$ 3000x"
 	"^BenchmarkIsolation\$ 3000x"
 )
 tput='^BenchmarkThroughput4KiBx64$'
