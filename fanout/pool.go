@@ -51,16 +51,16 @@ type Pool struct {
 // read together are not one atomic snapshot while buffers are in flight.
 type PoolStats struct {
 	// Gets counts calls to Get.
-	Gets uint64
+	Gets uint64 `json:"gets"`
 	// Allocs counts Gets that allocated new memory (pool miss or a size
 	// above MaxPooledSize).
-	Allocs uint64
+	Allocs uint64 `json:"allocs"`
 	// BuffersOutstanding is Gets minus final Releases: buffers somebody
 	// still holds. It returns to zero when the broker is idle.
-	BuffersOutstanding int64
+	BuffersOutstanding int64 `json:"buffers_outstanding"`
 	// BytesOutstanding is the capacity of the outstanding buffers (the size
 	// class, not the requested size): the memory they pin.
-	BytesOutstanding int64
+	BytesOutstanding int64 `json:"bytes_outstanding"`
 }
 
 // Stats returns the pool's counters without taking a lock.

@@ -98,21 +98,21 @@ const (
 // holds exactly, and after Close Depth is 0.
 type Stats struct {
 	// Pushed counts events offered to Push, kept or not.
-	Pushed uint64
+	Pushed uint64 `json:"pushed"`
 	// Enqueued counts events that entered the queue.
-	Enqueued uint64
+	Enqueued uint64 `json:"enqueued"`
 	// Delivered counts events handed to the consumer.
-	Delivered uint64
+	Delivered uint64 `json:"delivered"`
 	// DroppedEvents counts events that will never be delivered: dropped on
 	// push, evicted by DropOld, cancelled Block pushes, and buffers still
 	// queued when the queue was closed.
-	DroppedEvents uint64
+	DroppedEvents uint64 `json:"dropped_events"`
 	// DroppedBuffers counts the buffers behind DroppedEvents.
-	DroppedBuffers uint64
+	DroppedBuffers uint64 `json:"dropped_buffers"`
 	// Depth is the number of queued events.
-	Depth int
+	Depth int `json:"depth"`
 	// DepthBuffers is the number of queued buffers.
-	DepthBuffers int
+	DepthBuffers int `json:"depth_buffers"`
 }
 
 // Queue is a bounded per-subscriber queue of Buffer references.
