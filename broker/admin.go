@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/felixmq/felix/fanout"
+	"github.com/felixmq/felix/udp"
 )
 
 // AdminHandler serves the admin endpoints: /live, /ready (503 while starting
@@ -97,17 +98,20 @@ type ShardStats struct {
 
 // ConnectionStats is one client connection with quic-go's statistics.
 type ConnectionStats struct {
-	ID            uint64              `json:"id"`
-	Remote        string              `json:"remote"`
-	GSO           bool                `json:"gso"`
-	MinRTT        time.Duration       `json:"min_rtt_ns"`
-	SmoothedRTT   time.Duration       `json:"smoothed_rtt_ns"`
-	CongestionWnd uint64              `json:"congestion_window"`
-	BytesSent     uint64              `json:"bytes_sent"`
-	BytesReceived uint64              `json:"bytes_received"`
-	PacketsSent   uint64              `json:"packets_sent"`
-	PacketsLost   uint64              `json:"packets_lost"`
-	BytesLost     uint64              `json:"bytes_lost"`
+	ID            uint64        `json:"id"`
+	Remote        string        `json:"remote"`
+	GSO           bool          `json:"gso"`
+	MinRTT        time.Duration `json:"min_rtt_ns"`
+	SmoothedRTT   time.Duration `json:"smoothed_rtt_ns"`
+	CongestionWnd uint64        `json:"congestion_window"`
+	BytesSent     uint64        `json:"bytes_sent"`
+	BytesReceived uint64        `json:"bytes_received"`
+	PacketsSent   uint64        `json:"packets_sent"`
+	PacketsLost   uint64        `json:"packets_lost"`
+	BytesLost     uint64        `json:"bytes_lost"`
+	// Path is what the connection's trace recorded: MTU, losses,
+	// congestion and ECN state.
+	Path          udp.ConnSnapshot    `json:"path"`
 	Subscriptions []SubscriptionStats `json:"subscriptions"`
 }
 
@@ -143,6 +147,9 @@ func (c *conn) stats() ConnectionStats {
 		MinRTT: qs.MinRTT, SmoothedRTT: qs.SmoothedRTT, CongestionWnd: uint64(qs.CongestionWindow),
 		BytesSent: qs.BytesSent, BytesReceived: qs.BytesReceived, PacketsSent: qs.PacketsSent,
 		PacketsLost: qs.PacketsLost, BytesLost: qs.BytesLost,
+	}
+	if ps := udp.ConnStatsFrom(c.qc.Context()); ps != nil {
+		cs.Path = ps.Snapshot()
 	}
 	for _, sub := range c.subscriptions() {
 		cs.Subscriptions = append(cs.Subscriptions, SubscriptionStats{

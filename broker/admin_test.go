@@ -5,9 +5,11 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/felixmq/felix/broker"
 	"github.com/felixmq/felix/client"
 	"github.com/felixmq/felix/internal/devtls"
+	"github.com/felixmq/felix/internal/testutil"
 )
 
 func do(t *testing.T, srv *httptest.Server, method, path, body string) (int, string) {
@@ -94,6 +97,8 @@ func TestAdminHealthMetricsAndStats(t *testing.T) {
 	require.Len(t, st.Connections[0].Subscriptions, 1)
 	require.Equal(t, uint64(1), st.Streams[0].Shards[0].NextOffset)
 	require.NotZero(t, st.Connections[0].BytesReceived)
+	require.Equal(t, 1452, st.Connections[0].Path.MTU, "loopback peers start at 1452 (MTU policy)")
+	require.True(t, st.Connections[0].GSO)
 	code, _ = do(t, srv, "GET", "/debug/pprof/", "")
 	require.Equal(t, http.StatusOK, code)
 
@@ -118,4 +123,34 @@ func h0TLS(t *testing.T) *tls.Config {
 	cert, err := devtls.SelfSigned()
 	require.NoError(t, err)
 	return &tls.Config{Certificates: []tls.Certificate{cert.TLS}}
+}
+
+// FELIX_CONN_STATS_MS: every connection logs its QUIC statistics.
+func TestConnStatsAreLogged(t *testing.T) {
+	var buf syncBuffer
+	h := startBroker(t, broker.Config{ConnStatsInterval: 10 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(&buf, nil))})
+	c := h.dial(t)
+	pub, err := c.NewPublisher(ctxT(t, 10*time.Second), "default", "demo")
+	require.NoError(t, err)
+	require.NoError(t, pub.Publish(ctxT(t, 10*time.Second), []byte("x")))
+	testutil.Eventually(t, 5*time.Second, func() bool { return strings.Contains(buf.String(), "conn stats") }, "no conn stats line")
+	require.Contains(t, buf.String(), "mtu=1452")
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/quic-go/quic-go"
 
 	"github.com/felixmq/felix/fanout"
+	"github.com/felixmq/felix/udp"
 )
 
 // Broker serves Felix over QUIC.
@@ -136,8 +138,27 @@ func (b *Broker) Streams() []StreamSpec {
 	return out
 }
 
+// quicConfig is the server's QUIC configuration. Per connection,
+// GetConfigForClient applies the MTU policy for the peer's address (quic-go
+// skips its own validation there; udp.MTUPolicy clamps), and every
+// connection records MTU, losses and congestion through udp.StatsTracer.
 func (b *Broker) quicConfig() *quic.Config {
+	c := b.baseQUICConfig()
+	c.GetConfigForClient = func(ci *quic.ClientInfo) (*quic.Config, error) {
+		pc := b.baseQUICConfig()
+		b.mtuFor(ci.RemoteAddr).Apply(pc)
+		return pc, nil
+	}
+	return c
+}
+
+func (b *Broker) mtuFor(peer net.Addr) udp.MTUSettings {
+	return udp.MTUPolicy(runtime.GOOS, peer, udp.MTUKnobs{InitialMTU: b.cfg.InitialMTU})
+}
+
+func (b *Broker) baseQUICConfig() *quic.Config {
 	return &quic.Config{
+		Tracer:                         udp.StatsTracer,
 		MaxIdleTimeout:                 30 * time.Second,
 		KeepAlivePeriod:                10 * time.Second,
 		InitialStreamReceiveWindow:     uint64(b.cfg.StreamReceiveWindow),
@@ -155,7 +176,9 @@ func (b *Broker) quicConfig() *quic.Config {
 func (b *Broker) Serve(pc net.PacketConn) error {
 	tlsConf := b.cfg.TLS.Clone()
 	tlsConf.NextProtos = []string{ALPN}
-	tr := &quic.Transport{Conn: pc}
+	tr := &quic.Transport{Conn: pc, ConnContext: func(ctx context.Context, ci *quic.ClientInfo) (context.Context, error) {
+		return udp.WithConnStats(ctx, udp.NewConnStats(b.mtuFor(ci.RemoteAddr).InitialPacketSize)), nil
+	}}
 	ln, err := tr.Listen(tlsConf, b.quicConfig())
 	if err != nil {
 		return fmt.Errorf("broker: listen: %w", err)

@@ -61,6 +61,13 @@ type Config struct {
 	// RetentionInterval is how often retention runs over durable shards;
 	// 0 means 60 s. Retention itself is off unless Storage sets a bound.
 	RetentionInterval time.Duration
+	// InitialMTU overrides the per-peer MTU policy (FELIX_INITIAL_MTU); 0
+	// means the policy: 1452 without discovery for loopback peers, 1280
+	// with path-MTU discovery otherwise.
+	InitialMTU int
+	// ConnStatsInterval logs every connection's QUIC statistics (RTT, MTU,
+	// losses, congestion, GSO) at this interval (FELIX_CONN_STATS_MS); 0 = off.
+	ConnStatsInterval time.Duration
 	// Logger receives the broker's logs; nil discards them.
 	Logger *slog.Logger
 }

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -46,6 +47,10 @@ func (c *conn) serve() {
 	log.Debug("connection accepted")
 	c.streams.Add(1)
 	go func() { defer c.streams.Done(); c.acceptUni() }()
+	if iv := c.b.cfg.ConnStatsInterval; iv > 0 {
+		c.streams.Add(1)
+		go func() { defer c.streams.Done(); c.logStats(log, iv) }()
+	}
 	for {
 		str, err := c.qc.AcceptStream(c.ctx)
 		if err != nil {
@@ -120,4 +125,24 @@ func (c *conn) drain(ctx context.Context) {
 		t.Stop()
 	}
 	c.qc.CloseWithError(connErrShutdown, "broker shutting down")
+}
+
+// logStats logs the connection's statistics every interval until it ends:
+// the diagnostic that finds a connection stuck in a bad state (a collapsed
+// MTU, a loss storm) while a benchmark runs.
+func (c *conn) logStats(log *slog.Logger, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-t.C:
+			s := c.stats()
+			log.Info("conn stats", "rtt", s.SmoothedRTT, "min_rtt", s.MinRTT, "cwnd", s.CongestionWnd,
+				"mtu", s.Path.MTU, "lost", s.PacketsLost, "congestion_events", s.Path.CongestionEvents,
+				"queue_drops", s.Path.QueueDrops, "ecn", s.Path.ECNState, "gso", s.GSO,
+				"bytes_sent", s.BytesSent, "bytes_received", s.BytesReceived)
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"runtime"
 	"sync"
 	"time"
 
@@ -42,7 +43,8 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Client, error) {
 	tlsConf := cfg.TLS.Clone()
 	tlsConf.NextProtos = []string{ALPN}
 	tr := &quic.Transport{Conn: pc}
-	qc, err := tr.Dial(ctx, raddr, tlsConf, &quic.Config{
+	qconf := &quic.Config{
+		Tracer:                         udp.StatsTracer,
 		HandshakeIdleTimeout:           10 * time.Second,
 		MaxIdleTimeout:                 handshakeIdle,
 		KeepAlivePeriod:                10 * time.Second,
@@ -51,7 +53,10 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Client, error) {
 		InitialConnectionReceiveWindow: cfg.ConnectionReceiveWindow,
 		MaxConnectionReceiveWindow:     cfg.ConnectionReceiveWindow,
 		MaxIncomingUniStreams:          cfg.MaxSubscriptions,
-	})
+	}
+	mtu := udp.MTUPolicy(runtime.GOOS, raddr, udp.MTUKnobs{InitialMTU: cfg.InitialMTU})
+	mtu.Apply(qconf)
+	qc, err := tr.Dial(udp.WithConnStats(ctx, udp.NewConnStats(mtu.InitialPacketSize)), raddr, tlsConf, qconf)
 	if err != nil {
 		tr.Close()
 		pc.Close()

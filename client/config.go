@@ -41,6 +41,9 @@ type Config struct {
 	// instead, for comparison and as an escape hatch.
 	UDP      udp.Config
 	PlainUDP bool
+	// InitialMTU overrides the MTU policy (udp.MTUPolicy): 0 means 1452
+	// without discovery to a loopback broker, 1280 with discovery otherwise.
+	InitialMTU int
 	// Logger; nil discards.
 	Logger *slog.Logger
 }

@@ -91,6 +91,7 @@ func brokerConfig(vals *knob.Values, log *slog.Logger) broker.Config {
 	if delay == 0 {
 		delay = fanout.NoDelay // the knob's 0 means "do not wait"; the Config's 0 means default
 	}
+	mtu, _ := parseMTU(knobInitialMTU.Get(vals)) // validated by the registry
 	ring := int(knobRingEvents.Get(vals))
 	if ring == 0 {
 		ring = -1 // the knob's 0 means none; the Config's 0 means default
@@ -110,6 +111,8 @@ func brokerConfig(vals *knob.Values, log *slog.Logger) broker.Config {
 		MaxSubscriptionsPerConn: int(knobMaxSubs.Get(vals)),
 		StreamReceiveWindow:     uint64(knobStreamWindow.Get(vals)),
 		ConnectionReceiveWindow: uint64(knobConnWindow.Get(vals)),
+		InitialMTU:              mtu,
+		ConnStatsInterval:       knobConnStats.Get(vals),
 		DataDir:                 knobDataDir.Get(vals),
 		FsyncInterval:           knobFsyncInterval.Get(vals),
 		RetentionInterval:       knobRetentionInterval.Get(vals),
