@@ -164,22 +164,31 @@ func (o *osFile) DataEnd(from int64) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	return DataEnd(o.f, from, size), nil
+}
+
+// DataEnd returns the end of the last data region of f (size bytes long) at
+// or after from, found with SEEK_DATA/SEEK_HOLE; where the file system does
+// not track holes it returns size (all of it may be data). Recovery uses it
+// to skip the never-written preallocated tail of an active segment; a File
+// implementation outside this package can call it for the same answer.
+func DataEnd(f *os.File, from, size int64) int64 {
 	end := from
 	for off := from; off < size; {
-		d, ok, err := linux.SeekData(o.f.Fd(), off)
+		d, ok, err := linux.SeekData(f.Fd(), off)
 		if err != nil {
-			return size, nil // no hole tracking: all of it may be data
+			return size
 		}
 		if !ok {
 			break
 		}
-		h, ok, err := linux.SeekHole(o.f.Fd(), d)
+		h, ok, err := linux.SeekHole(f.Fd(), d)
 		if err != nil || !ok {
-			return size, nil
+			return size
 		}
 		end, off = h, h
 	}
-	return min(max(end, from), size), nil
+	return min(max(end, from), size)
 }
 
 func (o *osFile) Map(size int) (Mapping, error) {

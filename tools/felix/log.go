@@ -15,7 +15,6 @@ import (
 
 	"github.com/edsrzf/mmap-go"
 
-	"github.com/felixmq/felix/internal/linux"
 	"github.com/felixmq/felix/segment"
 )
 
@@ -421,22 +420,7 @@ func (o *readOnlyFile) DataEnd(from int64) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	end := from
-	for off := from; off < size; {
-		d, ok, err := linux.SeekData(o.f.Fd(), off)
-		if err != nil {
-			return size, nil
-		}
-		if !ok {
-			break
-		}
-		h, ok, err := linux.SeekHole(o.f.Fd(), d)
-		if err != nil || !ok {
-			return size, nil
-		}
-		end, off = h, h
-	}
-	return min(max(end, from), size), nil
+	return segment.DataEnd(o.f, from, size), nil
 }
 
 type privateMapping struct {
