@@ -2,12 +2,10 @@ package broker_test
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -20,7 +18,6 @@ import (
 	"github.com/felixmq/felix/broker"
 	"github.com/felixmq/felix/client"
 	"github.com/felixmq/felix/commit"
-	"github.com/felixmq/felix/internal/devtls"
 	"github.com/felixmq/felix/internal/testutil"
 	"github.com/felixmq/felix/segment"
 )
@@ -205,38 +202,6 @@ func requireAckedInCrashImage(t *testing.T, fsys *faultFS, dir, imageDir string,
 		require.Equal(t, faultPayload(i), p, "offset %d", off)
 	}
 	t.Logf("acked %d records; crash image holds %d", len(acked), len(found))
-}
-
-// serveFaultyBroker is serveBroker for a broker whose Close is expected to
-// fail: the test closes it and checks the error; the cleanup only makes sure.
-func serveFaultyBroker(t *testing.T, cfg broker.Config, streams ...broker.StreamSpec) *harness {
-	t.Helper()
-	cert, err := devtls.SelfSigned()
-	require.NoError(t, err)
-	pool, err := devtls.Pool(cert.PEM)
-	require.NoError(t, err)
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	require.NoError(t, err)
-	cfg.TLS = &tls.Config{Certificates: []tls.Certificate{cert.TLS}}
-	cfg.ListenAddrs = []string{pc.LocalAddr().String()}
-	b, err := broker.New(cfg)
-	require.NoError(t, err)
-	for _, s := range streams {
-		require.NoError(t, b.CreateStream(s))
-	}
-	h := &harness{b: b, addr: pc.LocalAddr().String(), clientTLS: &tls.Config{RootCAs: pool}, served: make(chan error, 1)}
-	go func() { h.served <- b.Serve(pc) }()
-	<-b.Listening()
-	t.Cleanup(func() {
-		_ = b.Close()
-		select {
-		case <-h.served:
-		case <-time.After(10 * time.Second):
-			t.Error("Serve did not return after Close")
-		}
-		pc.Close()
-	})
-	return h
 }
 
 // DESIGN.md §7 through the broker: when the disk fails under an on_commit

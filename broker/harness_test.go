@@ -33,8 +33,20 @@ func startBroker(t testing.TB, cfg broker.Config, streams ...broker.StreamSpec) 
 }
 
 // serveBroker starts a broker with exactly the given streams (plus what a
-// data directory's catalog reopens).
+// data directory's catalog reopens); its cleanup requires a clean Close.
 func serveBroker(t testing.TB, cfg broker.Config, streams ...broker.StreamSpec) *harness {
+	t.Helper()
+	return serve(t, cfg, true, streams...)
+}
+
+// serveFaultyBroker is serveBroker for a broker whose Close is expected to
+// fail: the test closes it and checks the error; the cleanup only makes sure.
+func serveFaultyBroker(t testing.TB, cfg broker.Config, streams ...broker.StreamSpec) *harness {
+	t.Helper()
+	return serve(t, cfg, false, streams...)
+}
+
+func serve(t testing.TB, cfg broker.Config, cleanClose bool, streams ...broker.StreamSpec) *harness {
 	t.Helper()
 	cert, err := devtls.SelfSigned()
 	require.NoError(t, err)
@@ -54,10 +66,15 @@ func serveBroker(t testing.TB, cfg broker.Config, streams ...broker.StreamSpec) 
 	go func() { h.served <- b.Serve(pc) }()
 	<-b.Listening()
 	t.Cleanup(func() {
-		require.NoError(t, b.Close())
+		err := b.Close()
+		if cleanClose {
+			require.NoError(t, err)
+		}
 		select {
 		case err := <-h.served:
-			require.NoError(t, err)
+			if cleanClose {
+				require.NoError(t, err)
+			}
 		case <-time.After(10 * time.Second):
 			t.Error("Serve did not return after Close")
 		}
