@@ -15,11 +15,8 @@
 # About 6 minutes with 5 rounds on 2 cores.
 set -euo pipefail
 
-# busiest prints the three busiest processes over the last second.
-busiest() {
-	top -b -n2 -d1 -o %CPU -w 160 | awk '/^top -/ { i++ } i == 2' | sed -n '8,10p' |
-		awk '{ printf "#   %5s%% %s\n", $9, $12 }'
-}
+# shellcheck source=scripts/benchlib.sh
+source "$(dirname "$0")/benchlib.sh"
 
 rounds=${1:-5}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -27,14 +24,7 @@ out=${BENCH_OUT:-$(mktemp -d /tmp/felix-bench.XXXXXX)}
 mkdir -p "$out"
 cd "$root"
 
-# FELIX_BENCH_COMMIT names the commit when running from an exported tree.
-if [[ -n ${FELIX_BENCH_COMMIT:-} ]]; then
-	echo "# commit $FELIX_BENCH_COMMIT"
-else
-	echo "# commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . || echo ' (dirty tree)')"
-fi
-echo "# $(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
-echo "# kernel $(uname -r), $(go version | cut -d' ' -f3-)"
+header
 echo "# load at start: $(cut -d' ' -f1-3 /proc/loadavg); busiest processes:"
 busiest
 echo "# raw output in $out"
@@ -64,39 +54,20 @@ cases=(
 tput='^BenchmarkThroughput4KiBx64$'
 relay='^BenchmarkRelayBaseline4KiBx64$'
 
-# run ROUND PATTERN BENCHTIME: one fresh process; result lines go to
-# $out/results as "round name unit value".
-run() {
-	local res
-	if ! res=$(cd broker && "$out/broker.test" -test.run='^$' -test.bench="$2" -test.count=1 \
-		-test.benchtime="$3" 2>&1); then
-		printf '%s\n' "$res" >>"$out/round$1.txt"
-		echo "FAILED: round $1 $2" >&2
-		printf '%s\n' "$res" | tail -20 >&2
-		return 1
-	fi
-	printf '%s\n' "$res" >>"$out/round$1.txt"
-	printf '%s\n' "$res" | grep -i warning >&2 || true
-	printf '%s\n' "$res" | awk -v r="$1" '/^Benchmark/ && NF > 3 {
-		name = $1; sub(/-[0-9]+$/, "", name)
-		for (i = 3; i + 1 <= NF; i += 2) print r, name, $(i + 1), $i
-	}' >>"$out/results"
-}
-
 : >"$out/results"
 start=$(date +%s)
 for r in $(seq 1 "$rounds"); do
 	echo "# round $r/$rounds ($(($(date +%s) - start)) s, load $(cut -d' ' -f1 /proc/loadavg)), busiest before it:" >&2
 	busiest | head -2 >&2
 	if ((r % 2)); then
-		run "$r" "$tput" 1x
-		run "$r" "$relay" 1x
+		run "$r" broker.test "$tput" 1x
+		run "$r" broker.test "$relay" 1x
 	else
-		run "$r" "$relay" 1x
-		run "$r" "$tput" 1x
+		run "$r" broker.test "$relay" 1x
+		run "$r" broker.test "$tput" 1x
 	fi
 	for c in "${cases[@]}"; do
-		run "$r" "${c% *}" "${c##* }"
+		run "$r" broker.test "${c% *}" "${c##* }"
 	done
 done
 
@@ -109,13 +80,4 @@ cat "$out/ratio" >>"$out/results"
 
 echo "# $rounds rounds in $(($(date +%s) - start)) s; load at end: $(cut -d' ' -f1-3 /proc/loadavg); busiest processes:"
 busiest
-printf '%-58s %-16s %12s %12s %12s %3s\n' benchmark metric min median max n
-sort -k2,2 -k3,3 -k4,4g "$out/results" | awk '
-	function flush() {
-		if (n == 0) return
-		med = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
-		printf "%-58s %-16s %12.4g %12.4g %12.4g %3d\n", key1, key2, v[1], med, v[n], n
-		n = 0
-	}
-	{ if ($2 != key1 || $3 != key2) { flush(); key1 = $2; key2 = $3 } v[++n] = $4 }
-	END { flush() }'
+summarize 58

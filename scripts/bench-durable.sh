@@ -21,11 +21,8 @@
 # About 4-5 minutes per round on 2 cores.
 set -euo pipefail
 
-# busiest prints the three busiest processes over the last second.
-busiest() {
-	top -b -n2 -d1 -o %CPU -w 160 | awk '/^top -/ { i++ } i == 2' | sed -n '8,10p' |
-		awk '{ printf "#   %5s%% %s\n", $9, $12 }'
-}
+# shellcheck source=scripts/benchlib.sh
+source "$(dirname "$0")/benchlib.sh"
 
 # background names the benchmark-disturbing jobs running now (fuzzers, other
 # benchmarks), or "none".
@@ -41,14 +38,7 @@ out=${BENCH_OUT:-$(mktemp -d "${TMPDIR:-/tmp}/felix-bench-durable.XXXXXX")}
 mkdir -p "$out"
 cd "$root"
 
-if [[ -n ${FELIX_BENCH_COMMIT:-} ]]; then
-	echo "# commit $FELIX_BENCH_COMMIT"
-else
-	# untracked files count as dirty: a new benchmark file is part of what ran
-	echo "# commit $(git rev-parse --short HEAD)$([[ -z $(git status --porcelain -- .) ]] || echo ' (dirty tree)')"
-fi
-echo "# $(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
-echo "# kernel $(uname -r), $(go version | cut -d' ' -f3-)"
+header
 dev=$(df --output=source "$out" | tail -1)
 echo "# data on $dev ($(findmnt -no FSTYPE,OPTIONS -T "$out" 2>/dev/null || echo '?')), write cache: $(cat "/sys/block/$(basename "$dev")/queue/write_cache" 2>/dev/null || echo '?')"
 echo "# load at start: $(cut -d' ' -f1-3 /proc/loadavg); busiest processes:"
@@ -78,25 +68,6 @@ for mode in never periodic on_commit; do
 		done
 	done
 done
-
-# run ROUND BINARY PATTERN BENCHTIME: one fresh process; result lines go to
-# $out/results as "round name unit value".
-run() {
-	local res
-	if ! res=$(cd "$root/${2%.test}" && "$out/$2" -test.run='^$' -test.bench="$3" -test.count=1 \
-		-test.benchtime="$4" 2>&1); then
-		printf '%s\n' "$res" >>"$out/round$1.txt"
-		echo "FAILED: round $1 $3" >&2
-		printf '%s\n' "$res" | tail -20 >&2
-		return 1
-	fi
-	printf '%s\n' "$res" >>"$out/round$1.txt"
-	printf '%s\n' "$res" | grep -i warning >&2 || true
-	printf '%s\n' "$res" | awk -v r="$1" '/^Benchmark/ && NF > 3 {
-		name = $1; sub(/-[0-9]+$/, "", name)
-		for (i = 3; i + 1 <= NF; i += 2) print r, name, $(i + 1), $i
-	}' >>"$out/results"
-}
 
 # disk ROUND: sustained O_DIRECT write rate of 1 GiB next to the data.
 disk() {
@@ -158,13 +129,4 @@ echo "# $rounds rounds in $(($(date +%s) - start)) s; load at end: $(cut -d' ' -
 busiest
 echo "# fuzzers and benchmarks running at end:"
 background
-printf '%-72s %-14s %12s %12s %12s %3s\n' benchmark metric min median max n
-sort -k2,2 -k3,3 -k4,4g "$out/results" | awk '
-	function flush() {
-		if (n == 0) return
-		med = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
-		printf "%-72s %-14s %12.4g %12.4g %12.4g %3d\n", key1, key2, v[1], med, v[n], n
-		n = 0
-	}
-	{ if ($2 != key1 || $3 != key2) { flush(); key1 = $2; key2 = $3 } v[++n] = $4 }
-	END { flush() }'
+summarize 72
