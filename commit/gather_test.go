@@ -1,0 +1,66 @@
+package commit
+
+import (
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// slowLog is a Syncer whose every sync takes a fixed (bubble) time.
+type slowLog struct{ d time.Duration }
+
+func (l slowLog) Sync() error { time.Sleep(l.d); return nil }
+
+// TestOnCommitClosedLoopWritersShareEverySync proves gather: writers that
+// re-reserve as soon as their done runs must all share each sync, instead
+// of splitting into two halves that alternate between syncs (which was 4
+// waiters per sync for 8 writers before gather existed).
+func TestOnCommitClosedLoopWritersShareEverySync(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const writers, rounds = 8, 50
+		s := newSequencer(t, Config{Mode: OnCommit, Syncer: slowLog{time.Millisecond}})
+		var (
+			mu   sync.Mutex
+			next uint64
+			wg   sync.WaitGroup
+		)
+		for range writers {
+			wg.Go(func() {
+				ch := make(chan error, 1)
+				for range rounds {
+					mu.Lock()
+					err := s.Reserve(next, next+1, func(err error) { ch <- err })
+					next++
+					mu.Unlock()
+					require.NoError(t, err)
+					require.NoError(t, <-ch)
+				}
+			})
+		}
+		wg.Wait()
+		st := s.Stats()
+		require.NoError(t, s.Close())
+		mean := float64(st.WaitersPerSync.Sum) / float64(st.WaitersPerSync.Count)
+		require.Greater(t, mean, float64(writers)*0.9, "waiters per sync (syncs %d)", st.Syncs)
+	})
+}
+
+// TestOnCommitLoneWriterDoesNotWait proves gather costs a lone writer
+// nothing: with one waiter per sync it returns without yielding, so each
+// round is one sync long.
+func TestOnCommitLoneWriterDoesNotWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSequencer(t, Config{Mode: OnCommit, Syncer: slowLog{time.Millisecond}})
+		ch := make(chan error, 1)
+		start := time.Now()
+		for i := range uint64(20) {
+			require.NoError(t, s.Reserve(i, i+1, func(err error) { ch <- err }))
+			require.NoError(t, <-ch)
+		}
+		require.Equal(t, 20*time.Millisecond, time.Since(start))
+		require.NoError(t, s.Close())
+	})
+}
