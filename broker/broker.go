@@ -43,6 +43,7 @@ type Broker struct {
 	}
 	catalogMu     sync.Mutex // serialises stream creation with catalog writes
 	stopRetention chan struct{}
+	stalls        *stallMemory
 	retentionDone chan struct{}
 	closeOnce     sync.Once
 	closeErr      error
@@ -69,6 +70,7 @@ func New(cfg Config) (*Broker, error) {
 		verifier:  cfg.Verifier,
 		pool:      &fanout.Pool{},
 		listening: make(chan struct{}),
+		stalls:    newStallMemory(cfg.BlackHoleCooldown),
 	}
 	if b.verifier == nil {
 		b.verifier = DevVerifier{}
@@ -153,7 +155,7 @@ func (b *Broker) quicConfig() *quic.Config {
 }
 
 func (b *Broker) mtuFor(peer net.Addr) udp.MTUSettings {
-	return udp.MTUPolicy(runtime.GOOS, peer, udp.MTUKnobs{InitialMTU: b.cfg.InitialMTU})
+	return b.stalls.settings(peer, udp.MTUPolicy(runtime.GOOS, peer, udp.MTUKnobs{InitialMTU: b.cfg.InitialMTU}))
 }
 
 func (b *Broker) baseQUICConfig() *quic.Config {

@@ -65,6 +65,13 @@ type Config struct {
 	// means the policy: 1452 without discovery for loopback peers, 1280
 	// with path-MTU discovery otherwise.
 	InitialMTU int
+	// BlackHoleCooldown (FELIX_MTU_BLACK_HOLE_COOLDOWN_MS): after a client
+	// closes a connection because its path stalled (wire.ClosePathStalled),
+	// the broker answers that peer address at 1200 bytes with discovery off
+	// for this long, matching the client's redial, since quic-go sizes
+	// the server's packets from its own config, not the client's. 0 means
+	// udp.DefaultBlackHoleCooldown; negative ignores stall closes.
+	BlackHoleCooldown time.Duration
 	// ConnStatsInterval logs every connection's QUIC statistics (RTT, MTU,
 	// losses, congestion, GSO) at this interval (FELIX_CONN_STATS_MS); 0 = off.
 	ConnStatsInterval time.Duration

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/quic-go/quic-go"
+
+	"github.com/felixmq/felix/wire"
 )
 
 // QUIC application error codes. Stream codes travel in RESET_STREAM and
@@ -18,7 +20,7 @@ const (
 	streamErrSubscriptionEnded quic.StreamErrorCode = 0x12
 	streamErrShutdown          quic.StreamErrorCode = 0x13
 
-	connErrShutdown quic.ApplicationErrorCode = 0x1
+	connErrShutdown = quic.ApplicationErrorCode(wire.CloseShutdown)
 )
 
 // conn is one client connection and everything it opened.
@@ -63,7 +65,9 @@ func (c *conn) serve() {
 		s.end()
 	}
 	c.streams.Wait()
-	log.Debug("connection closed", "err", context.Cause(c.ctx))
+	cause := context.Cause(c.ctx)
+	log.Debug("connection closed", "err", cause)
+	c.b.stalls.noteClose(c.qc.RemoteAddr(), cause)
 }
 
 func (c *conn) acceptUni() {

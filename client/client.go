@@ -15,15 +15,25 @@ import (
 	"github.com/felixmq/felix/wire"
 )
 
-// Client is one QUIC connection to a broker.
+// Client is a connection to a broker. It owns one QUIC connection at a time
+// (a session); when the path stalls it redials and new publishers and
+// subscriptions use the new session (see Config.BlackHoleCooldown).
 type Client struct {
 	cfg    Config
+	raddr  *net.UDPAddr
 	pc     net.PacketConn
 	tr     *quic.Transport
-	qc     *quic.Conn
-	router router
+	normal udp.MTUSettings // the MTU policy for this broker
+	stop   chan struct{}   // closed by Close
 	wg     sync.WaitGroup
 	once   sync.Once
+
+	mu struct {
+		sync.Mutex
+		cur       *session
+		lastStall time.Time
+		redials   uint64
+	}
 }
 
 // Dial connects to the broker at addr ("host:port").
@@ -40,32 +50,20 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
-	tlsConf := cfg.TLS.Clone()
-	tlsConf.NextProtos = []string{ALPN}
-	tr := &quic.Transport{Conn: pc}
-	qconf := &quic.Config{
-		Tracer:                         udp.StatsTracer,
-		HandshakeIdleTimeout:           10 * time.Second,
-		MaxIdleTimeout:                 handshakeIdle,
-		KeepAlivePeriod:                10 * time.Second,
-		InitialStreamReceiveWindow:     cfg.StreamReceiveWindow,
-		MaxStreamReceiveWindow:         cfg.StreamReceiveWindow,
-		InitialConnectionReceiveWindow: cfg.ConnectionReceiveWindow,
-		MaxConnectionReceiveWindow:     cfg.ConnectionReceiveWindow,
-		MaxIncomingUniStreams:          cfg.MaxSubscriptions,
+	c := &Client{
+		cfg: cfg, raddr: raddr, pc: pc, tr: &quic.Transport{Conn: pc},
+		normal: udp.MTUPolicy(runtime.GOOS, raddr, udp.MTUKnobs{InitialMTU: cfg.InitialMTU}),
+		stop:   make(chan struct{}),
 	}
-	mtu := udp.MTUPolicy(runtime.GOOS, raddr, udp.MTUKnobs{InitialMTU: cfg.InitialMTU})
-	mtu.Apply(qconf)
-	qc, err := tr.Dial(udp.WithConnStats(ctx, udp.NewConnStats(mtu.InitialPacketSize)), raddr, tlsConf, qconf)
+	s, err := c.dial(ctx, c.normal)
 	if err != nil {
-		tr.Close()
+		c.tr.Close()
 		pc.Close()
-		return nil, fmt.Errorf("client: dial %s: %w", addr, err)
+		return nil, err
 	}
-	c := &Client{cfg: cfg, pc: pc, tr: tr, qc: qc}
-	c.router.init(c)
+	c.mu.cur = s
 	c.wg.Add(1)
-	go func() { defer c.wg.Done(); c.router.run() }()
+	go func() { defer c.wg.Done(); c.watch() }()
 	return c, nil
 }
 
@@ -86,11 +84,47 @@ func listen(cfg Config, raddr *net.UDPAddr) (net.PacketConn, error) {
 	return udp.Listen("udp", laddr, ucfg)
 }
 
+// dial opens a session with the given MTU settings and starts its router.
+func (c *Client) dial(ctx context.Context, mtu udp.MTUSettings) (*session, error) {
+	tlsConf := c.cfg.TLS.Clone()
+	tlsConf.NextProtos = []string{ALPN}
+	qconf := &quic.Config{
+		Tracer:                         udp.StatsTracer,
+		HandshakeIdleTimeout:           10 * time.Second,
+		MaxIdleTimeout:                 handshakeIdle,
+		KeepAlivePeriod:                10 * time.Second,
+		InitialStreamReceiveWindow:     c.cfg.StreamReceiveWindow,
+		MaxStreamReceiveWindow:         c.cfg.StreamReceiveWindow,
+		InitialConnectionReceiveWindow: c.cfg.ConnectionReceiveWindow,
+		MaxConnectionReceiveWindow:     c.cfg.ConnectionReceiveWindow,
+		MaxIncomingUniStreams:          c.cfg.MaxSubscriptions,
+	}
+	mtu.Apply(qconf)
+	stats := udp.NewConnStats(mtu.InitialPacketSize)
+	qc, err := c.tr.Dial(udp.WithConnStats(ctx, stats), c.raddr, tlsConf, qconf)
+	if err != nil {
+		return nil, fmt.Errorf("client: dial %s: %w", c.raddr, err)
+	}
+	s := &session{c: c, qc: qc, stats: stats, mtu: mtu}
+	s.router.init(s)
+	c.wg.Add(1)
+	go func() { defer c.wg.Done(); s.router.run() }()
+	return s, nil
+}
+
+// session returns the current session.
+func (c *Client) session() *session {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mu.cur
+}
+
 // Close closes the connection (and with it every publisher and
 // subscription) and waits for the client's goroutines.
 func (c *Client) Close() error {
 	c.once.Do(func() {
-		c.qc.CloseWithError(0, "client closed")
+		close(c.stop)
+		c.session().qc.CloseWithError(quic.ApplicationErrorCode(wire.CloseNormal), "client closed")
 		c.wg.Wait()
 		c.tr.Close()
 		c.pc.Close()
@@ -98,30 +132,41 @@ func (c *Client) Close() error {
 	return nil
 }
 
-// Conn exposes the QUIC connection, e.g. for ConnectionStats.
-func (c *Client) Conn() *quic.Conn { return c.qc }
+// Conn exposes the current QUIC connection, e.g. for ConnectionStats. After
+// a stall redial it is a different connection.
+func (c *Client) Conn() *quic.Conn { return c.session().qc }
+
+// Redials counts the connections this Client replaced after a stall.
+func (c *Client) Redials() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mu.redials
+}
 
 // control is an authenticated client-opened bidirectional stream.
 type control struct {
+	sess  *session
 	str   *quic.Stream
 	fr    *frameio.Reader
 	flags wire.Flags // negotiated: what both ends support
 }
 
-// openControl opens a stream and authenticates it. The broker answers
-// auth_ok with its capabilities (the client then uses the intersection), or
-// plain ok for a broker that predates capabilities (original v1 flags).
+// openControl opens a stream on the current session and authenticates it.
+// The broker answers auth_ok with its capabilities (the client then uses
+// the intersection), or plain ok for a broker that predates capabilities
+// (original v1 flags).
 func (c *Client) openControl(ctx context.Context) (*control, error) {
-	str, err := c.qc.OpenStreamSync(ctx)
+	sess := c.session()
+	str, err := sess.qc.OpenStreamSync(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("client: open stream: %w", err)
+		return nil, sess.wrap(fmt.Errorf("client: open stream: %w", err))
 	}
 	flags := uint16(c.cfg.Flags)
 	auth := wire.AppendJSONFrame(nil, &wire.Auth{TenantID: c.cfg.Tenant, Token: c.cfg.Token, ClientFlags: &flags})
 	if _, err := str.Write(auth); err != nil {
-		return nil, fmt.Errorf("client: write auth: %w", err)
+		return nil, sess.wrap(fmt.Errorf("client: write auth: %w", err))
 	}
-	ct := &control{str: str, fr: frameio.NewReader(str, c.cfg.MaxFrameBytes)}
+	ct := &control{sess: sess, str: str, fr: frameio.NewReader(str, c.cfg.MaxFrameBytes)}
 	m, err := ct.readJSON(ctx)
 	if err != nil {
 		str.CancelRead(0)
@@ -150,7 +195,7 @@ func (ct *control) readJSON(ctx context.Context) (wire.Message, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, fmt.Errorf("client: read reply: %w", err)
+		return nil, ct.sess.wrap(fmt.Errorf("client: read reply: %w", err))
 	}
 	if h.Flags != 0 {
 		return nil, fmt.Errorf("%w: binary frame %s where a JSON reply was due", ErrProtocol, h.Flags)

@@ -44,6 +44,16 @@ type Config struct {
 	// InitialMTU overrides the MTU policy (udp.MTUPolicy): 0 means 1452
 	// without discovery to a loopback broker, 1280 with discovery otherwise.
 	InitialMTU int
+	// BlackHoleCooldown is FELIX_MTU_BLACK_HOLE_COOLDOWN_MS: a connection
+	// whose path stalls (udp.Stalled: StallPTOs probe timeouts in a row) is
+	// closed and redialled at 1200 bytes with path MTU discovery off, and
+	// every redial within this long of the last stall uses that size too;
+	// later redials use the normal policy again. 0 means
+	// udp.DefaultBlackHoleCooldown; negative turns stall redials off.
+	BlackHoleCooldown time.Duration
+	// ConnStatsInterval is FELIX_CONN_STATS_MS: log the connection's QUIC
+	// statistics and MTU at this interval (Info level). 0 is off.
+	ConnStatsInterval time.Duration
 	// Logger; nil discards.
 	Logger *slog.Logger
 }
@@ -70,6 +80,9 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	if c.BlackHoleCooldown == 0 {
+		c.BlackHoleCooldown = udp.DefaultBlackHoleCooldown
+	}
 	return c
 }
 
@@ -79,6 +92,9 @@ func (c Config) validate() error {
 	}
 	if c.Tenant == "" {
 		return fmt.Errorf("%w: Tenant is empty", ErrInvalidConfig)
+	}
+	if c.ConnStatsInterval < 0 {
+		return fmt.Errorf("%w: ConnStatsInterval %v is negative", ErrInvalidConfig, c.ConnStatsInterval)
 	}
 	return nil
 }

@@ -12,6 +12,10 @@ var (
 	ErrProtocol = errors.New("client: protocol error")
 	// ErrAuth: the broker refused the stream's auth frame.
 	ErrAuth = errors.New("client: auth refused")
+	// ErrPathStalled: the connection this publisher or subscription ran on
+	// was closed because its path stalled (an MTU black hole, say); the
+	// Client has redialled, so open a new one (resuming by offset).
+	ErrPathStalled = errors.New("client: connection path stalled; redialled")
 	// ErrInvalidConfig: a Config that cannot be used.
 	ErrInvalidConfig = errors.New("client: invalid config")
 )

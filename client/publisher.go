@@ -151,7 +151,7 @@ func (p *Publisher) write(appendFrame func([]byte) ([]byte, error)) error {
 	}
 	p.wbuf = buf
 	if _, err := p.ct.str.Write(buf); err != nil {
-		return fmt.Errorf("client: publish: %w", err)
+		return p.ct.sess.wrap(fmt.Errorf("client: publish: %w", err))
 	}
 	return nil
 }
@@ -199,7 +199,7 @@ func (p *Publisher) readReplies() {
 			if errors.Is(err, io.EOF) {
 				err = ErrClosed
 			}
-			p.failAll(err)
+			p.failAll(p.ct.sess.wrap(err))
 			return
 		}
 	}

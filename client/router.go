@@ -21,7 +21,7 @@ type eventStream struct {
 // router accepts the broker's event streams and hands each to its
 // subscription by the id in its event_stream_hello.
 type router struct {
-	c  *Client
+	s  *session
 	mu struct {
 		sync.Mutex
 		subs    map[uint64]*Subscription
@@ -29,8 +29,8 @@ type router struct {
 	}
 }
 
-func (r *router) init(c *Client) {
-	r.c = c
+func (r *router) init(s *session) {
+	r.s = s
 	r.mu.subs = map[uint64]*Subscription{}
 	r.mu.pending = map[uint64]eventStream{}
 }
@@ -39,7 +39,7 @@ func (r *router) run() {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {
-		str, err := r.c.qc.AcceptUniStream(r.c.qc.Context())
+		str, err := r.s.qc.AcceptUniStream(r.s.qc.Context())
 		if err != nil {
 			r.mu.Lock()
 			for id, es := range r.mu.pending {
@@ -55,7 +55,7 @@ func (r *router) run() {
 }
 
 func (r *router) accept(str *quic.ReceiveStream) {
-	es := eventStream{str: str, fr: frameio.NewReader(str, r.c.cfg.MaxFrameBytes)}
+	es := eventStream{str: str, fr: frameio.NewReader(str, r.s.c.cfg.MaxFrameBytes)}
 	h, payload, err := es.fr.Next()
 	if err != nil || h.Flags != 0 {
 		str.CancelRead(0)
@@ -64,7 +64,7 @@ func (r *router) accept(str *quic.ReceiveStream) {
 	m, err := wire.DecodeJSON(payload)
 	hello, ok := m.(*wire.EventStreamHello)
 	if err != nil || !ok {
-		r.c.cfg.Logger.Warn("event stream without hello", "err", err)
+		r.s.c.cfg.Logger.Warn("event stream without hello", "err", err)
 		str.CancelRead(0)
 		return
 	}

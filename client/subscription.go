@@ -51,10 +51,11 @@ type Event struct {
 
 // Subscription follows one shard of a stream.
 type Subscription struct {
-	c   *Client
-	id  uint64
-	ch  chan []Event
-	cur []Event
+	c    *Client
+	sess *session // the connection it runs on
+	id   uint64
+	ch   chan []Event
+	cur  []Event
 
 	attached  chan struct{}
 	attachOne sync.Once
@@ -100,10 +101,10 @@ func (c *Client) Subscribe(ctx context.Context, namespace, stream string, opts S
 	switch m := m.(type) {
 	case *wire.Subscribed:
 		s := &Subscription{
-			c: c, id: m.SubscriptionID, ch: make(chan []Event, c.cfg.SubscriptionBuffer),
+			c: c, sess: ct.sess, id: m.SubscriptionID, ch: make(chan []Event, c.cfg.SubscriptionBuffer),
 			attached: make(chan struct{}), readDone: make(chan struct{}),
 		}
-		c.router.register(s.id, s)
+		ct.sess.router.register(s.id, s)
 		return s, nil
 	case *wire.SubscribeCursorError:
 		return nil, &CursorError{Reason: string(m.Reason), Requested: m.Requested, Available: m.Available}
@@ -143,7 +144,7 @@ func (s *Subscription) read() {
 			if errors.Is(err, io.EOF) {
 				err = ErrClosed
 			}
-			s.fail(err)
+			s.fail(s.sess.wrap(err))
 			return
 		}
 		evs, err := s.decode(h, payload, &batch)
@@ -154,8 +155,8 @@ func (s *Subscription) read() {
 		}
 		select {
 		case s.ch <- evs:
-		case <-s.c.qc.Context().Done():
-			s.fail(ErrClosed)
+		case <-s.sess.qc.Context().Done():
+			s.fail(s.sess.wrap(ErrClosed))
 			return
 		}
 	}
@@ -205,8 +206,8 @@ func (s *Subscription) Next(ctx context.Context) (Event, error) {
 		case <-s.attached:
 		case <-ctx.Done():
 			return Event{}, ctx.Err()
-		case <-s.c.qc.Context().Done():
-			return Event{}, ErrClosed
+		case <-s.sess.qc.Context().Done():
+			return Event{}, s.sess.wrap(ErrClosed)
 		}
 		select {
 		case evs, ok := <-s.ch:
@@ -233,7 +234,7 @@ func (s *Subscription) Next(ctx context.Context) (Event, error) {
 // releases the subscription. Close waits for the subscription's reader.
 func (s *Subscription) Close() error {
 	s.closeOnce.Do(func() {
-		s.c.router.forget(s.id)
+		s.sess.router.forget(s.id)
 		select {
 		case <-s.attached:
 			s.es.str.CancelRead(0)

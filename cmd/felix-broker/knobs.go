@@ -98,6 +98,8 @@ var (
 		"start (and floor) packet size for every peer; empty: 1452 without discovery on loopback, 1280 with path-MTU discovery elsewhere", checkMTU)
 	knobConnStats = registry.Duration("FELIX_CONN_STATS_MS", 0, 0, 3600000, time.Millisecond,
 		"log every connection's QUIC stats (RTT, MTU, losses, congestion, GSO) at this interval; 0 = off")
+	knobBlackHoleCooldown = registry.Duration("FELIX_MTU_BLACK_HOLE_COOLDOWN_MS", 2000, 100, 600000, time.Millisecond,
+		"after a client closes a connection because its path stalled, answer that peer at 1200 bytes without discovery for this long (clients redial at 1200 for the same time)")
 	knobPlainUDP = registry.Bool("FELIX_UDP_PLAIN", false,
 		"serve on a stock *net.UDPConn instead of the batched udp conn (for comparison)")
 )

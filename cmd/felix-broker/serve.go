@@ -113,6 +113,7 @@ func brokerConfig(vals *knob.Values, log *slog.Logger) broker.Config {
 		ConnectionReceiveWindow: uint64(knobConnWindow.Get(vals)),
 		InitialMTU:              mtu,
 		ConnStatsInterval:       knobConnStats.Get(vals),
+		BlackHoleCooldown:       knobBlackHoleCooldown.Get(vals),
 		DataDir:                 knobDataDir.Get(vals),
 		FsyncInterval:           knobFsyncInterval.Get(vals),
 		RetentionInterval:       knobRetentionInterval.Get(vals),

@@ -1,0 +1,152 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/quic-go/quic-go"
+
+	"github.com/felixmq/felix/udp"
+	"github.com/felixmq/felix/wire"
+)
+
+// stallCheck is how often the watchdog looks at the path. quic-go's probe
+// timeouts back off from ~25 ms on loopback, so udp.StallPTOs of them take
+// a few hundred milliseconds; checking every 50 ms adds little to that.
+const stallCheck = 50 * time.Millisecond
+
+// closeGrace is the least time between closing a stalled session and
+// redialling; redialTimeout bounds one redial attempt (a handshake that
+// still meets the black hole is retried rather than waited out).
+const (
+	closeGrace    = 10 * time.Millisecond
+	redialTimeout = 2 * time.Second
+)
+
+// session is one QUIC connection of a Client. Publishers and subscriptions
+// stay on the session they were opened on: quic-go can neither move
+// streams to another connection nor lower a live connection's packet size,
+// so after a stall they end with ErrPathStalled and the caller reopens them
+// (a durable subscription resumes by offset).
+type session struct {
+	c       *Client
+	qc      *quic.Conn
+	stats   *udp.ConnStats
+	mtu     udp.MTUSettings
+	router  router
+	stalled atomic.Bool // closed by the watchdog because its path stalled
+}
+
+// wrap marks errors of a session the watchdog closed as ErrPathStalled.
+func (s *session) wrap(err error) error {
+	if err != nil && s.stalled.Load() {
+		return fmt.Errorf("%w: %w", ErrPathStalled, err)
+	}
+	return err
+}
+
+// watch is the Client's watchdog: it logs connection statistics every
+// ConnStatsInterval and replaces a session whose path stalled. quic-go has
+// no black-hole detection and never lowers a live connection's packet size
+// (reference/quic-go.md section 3), so the cure is a new connection.
+func (c *Client) watch() {
+	t := time.NewTicker(stallCheck)
+	defer t.Stop()
+	var lastLog time.Time
+	for {
+		s := c.session()
+		select {
+		case <-c.stop:
+			return
+		case <-s.qc.Context().Done():
+			if !s.stalled.Load() {
+				return // the broker or the network ended it: nothing to redial
+			}
+		case now := <-t.C:
+			snap := s.stats.Snapshot()
+			if iv := c.cfg.ConnStatsInterval; iv > 0 && now.Sub(lastLog) >= iv {
+				lastLog = now
+				c.logStats(s, snap)
+			}
+			if c.cfg.BlackHoleCooldown > 0 && udp.Stalled(snap) {
+				c.redial(s, snap)
+			}
+		}
+	}
+}
+
+func (c *Client) logStats(s *session, snap udp.ConnSnapshot) {
+	st := s.qc.ConnectionStats()
+	c.cfg.Logger.Info("connection stats", "remote", c.raddr.String(),
+		"mtu", snap.MTU, "gso", s.qc.ConnectionState().GSO,
+		"rtt", st.SmoothedRTT, "min_rtt", st.MinRTT,
+		"packets_sent", st.PacketsSent, "packets_received", st.PacketsReceived,
+		"packets_lost", snap.PacketsLost, "congestion_events", snap.CongestionEvents,
+		"congestion_window", snap.CongestionWindow, "pto_count", snap.PTOCount)
+}
+
+// redial closes the stalled session and dials a new one at the black-hole
+// size, retrying until it succeeds or the Client closes.
+func (c *Client) redial(old *session, snap udp.ConnSnapshot) {
+	now := time.Now()
+	c.mu.Lock()
+	c.mu.lastStall = now
+	c.mu.Unlock()
+	mtu := c.redialMTU()
+	c.cfg.Logger.Warn("connection path stalled; redialling", "remote", c.raddr.String(),
+		"pto_count", snap.PTOCount, "mtu", snap.MTU, "packets_lost", snap.PacketsLost,
+		"new_mtu", mtu.InitialPacketSize, "cooldown", c.cfg.BlackHoleCooldown)
+	old.stalled.Store(true)
+	old.qc.CloseWithError(quic.ApplicationErrorCode(wire.ClosePathStalled), "path stalled")
+	// The broker answers this peer at the black-hole size only once it has
+	// processed that close; a handshake overtaking it would get full-size
+	// packets back and stall again. Give the close a few round trips.
+	select {
+	case <-c.stop:
+		return
+	case <-time.After(max(closeGrace, 4*old.stats.Snapshot().SmoothedRTT)):
+	}
+	backoff := 50 * time.Millisecond
+	for {
+		s, err := c.dialStoppable(mtu)
+		if err == nil {
+			c.mu.Lock()
+			c.mu.cur = s
+			c.mu.redials++
+			c.mu.Unlock()
+			return
+		}
+		c.cfg.Logger.Warn("redial failed", "remote", c.raddr.String(), "err", err, "retry_in", backoff)
+		select {
+		case <-c.stop:
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+// dialStoppable dials with a redialTimeout bound that Close cuts short.
+func (c *Client) dialStoppable(mtu udp.MTUSettings) (*session, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), redialTimeout)
+	defer cancel()
+	go func() {
+		select {
+		case <-c.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return c.dial(ctx, mtu)
+}
+
+// redialMTU is the size for a redial: the black-hole size within the
+// cooldown of the last stall, the normal policy after it.
+func (c *Client) redialMTU() udp.MTUSettings {
+	c.mu.Lock()
+	last := c.mu.lastStall
+	c.mu.Unlock()
+	return udp.BlackHoleMTU(time.Now(), last, c.cfg.BlackHoleCooldown, c.normal)
+}

@@ -1,0 +1,17 @@
+package wire
+
+// QUIC application error codes Felix closes connections with (the
+// CONNECTION_CLOSE frame's error code; QUIC leaves their meaning to the
+// application). They are not part of wire v1's frames, so the published
+// Felix neither sends nor expects them.
+const (
+	// CloseNormal: the peer is done.
+	CloseNormal uint64 = 0x0
+	// CloseShutdown: the broker is shutting down or draining.
+	CloseShutdown uint64 = 0x1
+	// ClosePathStalled: the client saw its path stall (probe timeouts in a
+	// row, an MTU black hole) and is redialling at the black-hole size; the
+	// broker answers that peer's next connections at the same size for the
+	// black-hole cooldown.
+	ClosePathStalled uint64 = 0x10
+)
