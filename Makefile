@@ -6,6 +6,10 @@ TAGS := invariants
 RACE_DIRS := ioruntime udp fanout commit segment broker client internal
 RACE_PKGS = $(shell $(GO) list $(addprefix ./,$(addsuffix /...,$(wildcard $(RACE_DIRS)))))
 FUZZTIME ?= 10s
+# Major version of the clang that built the committed cpuprofile/*_bpfel.o.
+# Same clang, same bytes (bpf2go maps the source path away and drops the
+# clang ident); another version emits different but equally valid code.
+BPF_CLANG_MAJOR := 14
 
 .DEFAULT_GOAL := help
 
@@ -22,7 +26,7 @@ build: ## build every binary into bin/
 	$(GO) build -o bin/ ./cmd/... ./tools/...
 
 .PHONY: test
-test: fmt-check vet cross tidy-check unit race fuzz-smoke bench-smoke ## everything CI runs
+test: fmt-check vet cross tidy-check generate-check unit race fuzz-smoke bench-smoke ## everything CI runs
 	@echo "make test: all checks passed"
 
 .PHONY: fmt-check
@@ -43,6 +47,30 @@ cross: ## vet for darwin and windows: Linux-only code must have honest fallbacks
 .PHONY: tidy-check
 tidy-check: ## fail if go.mod/go.sum are not tidy
 	$(GO) mod tidy -diff
+
+.PHONY: generate
+generate: ## rebuild the eBPF objects with bpf2go (needs clang)
+	$(GO) generate ./cpuprofile/...
+
+# Regenerates into a copy of the module, so the tree is never touched, and
+# compares every generated file. The Go bindings are compared always; the
+# objects byte for byte only under the clang major version that built them.
+.PHONY: generate-check
+generate-check: ## fail if the committed eBPF objects or bindings are stale (skipped without clang)
+	@if ! command -v clang >/dev/null; then echo "generate-check: clang not found, skipped"; exit 0; fi; \
+	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	cp go.mod go.sum "$$tmp/" && mkdir "$$tmp/cpuprofile" && \
+	cp -r cpuprofile/bpf cpuprofile/*.go "$$tmp/cpuprofile/" && rm -f "$$tmp"/cpuprofile/*_bpfel.* && \
+	(cd "$$tmp" && $(GO) generate ./cpuprofile/...) || exit 1; \
+	major=$$(clang -dumpversion | cut -d. -f1); objs=1; \
+	if [ "$$major" != "$(BPF_CLANG_MAJOR)" ]; then objs=0; \
+		echo "generate-check: clang $$major is not clang $(BPF_CLANG_MAJOR), which built the objects: comparing the Go bindings only"; fi; \
+	status=0; \
+	for f in $$( (cd cpuprofile && ls *_bpfel.go *_bpfel.o; cd "$$tmp/cpuprofile" && ls *_bpfel.go *_bpfel.o) 2>/dev/null | sort -u); do \
+		case "$$f" in *.o) [ "$$objs" = 1 ] || continue;; esac; \
+		if ! cmp -s "cpuprofile/$$f" "$$tmp/cpuprofile/$$f"; then echo "generate-check: cpuprofile/$$f is stale or missing: run make generate"; status=1; fi; \
+	done; \
+	[ "$$status" = 0 ] && echo "generate-check: cpuprofile eBPF objects and bindings up to date"; exit $$status
 
 .PHONY: unit
 unit: ## go test ./... with invariant checks on (includes the layering check)

@@ -3,6 +3,7 @@ module github.com/felixmq/felix
 go 1.26.0
 
 require (
+	github.com/cilium/ebpf v0.22.0
 	github.com/edsrzf/mmap-go v1.2.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/quic-go/quic-go v0.65.0
