@@ -351,14 +351,29 @@ func BenchmarkThroughput4KiBx64(b *testing.B) {
 	require.Equal(b, uint64(msgs), delivered, "Block is lossless: delivered == published")
 	require.Zero(b, dropped)
 	reportRate(b, bytes, msgs, last.Sub(start), cpu)
+	if cpu > 0 {
+		b.ReportMetric(cpu.Seconds()/(float64(bytes)/(1<<30)), "cpu-s/GiB")
+	}
 	b.ReportMetric(float64(bb.lost()), "lost_pkts")
 	gso := 0
 	for _, cs := range bb.b.Stats().Connections {
 		if cs.GSO {
 			gso++
 		}
+		// The per-connection picture behind a slow or fast run (issue 5's
+		// bimodality check compares them side by side).
+		b.Logf("broker conn %s: rtt=%v min_rtt=%v cwnd=%d lost=%d sent=%d congestion_events=%d mtu=%d gso=%v",
+			cs.Remote, cs.SmoothedRTT, cs.MinRTT, cs.CongestionWnd, cs.PacketsLost, cs.PacketsSent,
+			cs.Path.CongestionEvents, cs.Path.MTU, cs.GSO)
 	}
 	b.ReportMetric(float64(gso), "gso_conns") // of 2: publisher and subscriber
+	if uc, ok := bb.pc.(*udp.Conn); ok {
+		st := uc.Stats()
+		if st.RecvCalls > 0 {
+			b.ReportMetric(float64(st.DatagramsIn)/float64(st.RecvCalls), "dgrams/call")
+			b.ReportMetric(float64(st.PacketsIn)/float64(max(st.DatagramsIn, 1)), "pkts/dgram")
+		}
+	}
 }
 
 // lost sums the packets quic-go declared lost on every connection of the
