@@ -23,7 +23,8 @@ run: ## run a broker on localhost with the embedded defaults
 
 .PHONY: build
 build: ## build every binary into bin/
-	$(GO) build -o bin/ ./cmd/... ./tools/...
+	$(GO) build -o bin/ ./cmd/... ./tools/felix
+	$(GO) build -o bin/felix-loadgen ./tools/loadgen
 
 .PHONY: test
 test: fmt-check vet cross tidy-check generate-check unit race fuzz-smoke bench-smoke ## everything CI runs

@@ -17,6 +17,10 @@ import (
 // a few hundred milliseconds; checking every 50 ms adds little to that.
 const stallCheck = 50 * time.Millisecond
 
+// stallQuietChecks is how many checks in a row must see nothing arrive from
+// the broker before probe timeouts count as a stalled path.
+const stallQuietChecks = 2
+
 // closeGrace is the least time between closing a stalled session and
 // redialling; redialTimeout bounds one redial attempt (a handshake that
 // still meets the black hole is retried rather than waited out).
@@ -54,9 +58,17 @@ func (s *session) wrap(err error) error {
 func (c *Client) watch() {
 	t := time.NewTicker(stallCheck)
 	defer t.Stop()
-	var lastLog time.Time
+	var (
+		lastLog  time.Time
+		watched  *session
+		lastRecv uint64
+		quiet    int // checks in a row in which nothing arrived from the broker
+	)
 	for {
 		s := c.session()
+		if s != watched {
+			watched, lastRecv, quiet = s, 0, 0
+		}
 		select {
 		case <-c.stop:
 			return
@@ -70,7 +82,15 @@ func (c *Client) watch() {
 				lastLog = now
 				c.logStats(s, snap)
 			}
-			if c.cfg.BlackHoleCooldown > 0 && udp.Stalled(snap) {
+			// Probe timeouts alone also come from a peer starved of CPU; a
+			// black hole also silences the peer, whose replies and acks are
+			// as large as ours or wait on ours. A busy broker still sends.
+			if recv := s.qc.ConnectionStats().PacketsReceived; recv != lastRecv {
+				lastRecv, quiet = recv, 0
+			} else {
+				quiet++
+			}
+			if c.cfg.BlackHoleCooldown > 0 && udp.Stalled(snap) && quiet >= stallQuietChecks {
 				c.redial(s, snap)
 			}
 		}

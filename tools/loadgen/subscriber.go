@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"sync/atomic"
+	"time"
+
+	"github.com/felixmq/felix/client"
+)
+
+// subWorker is one subscriber: its own connection, one subscription per
+// shard of its stream.
+type subWorker struct {
+	id      int
+	stream  int // index into round.streams
+	slow    bool
+	c       *client.Client
+	readers []*shardReader
+
+	delivered atomic.Uint64 // this run's events received, all shards
+	dropped   atomic.Uint64 // events the broker reported dropped, all shards
+	failed    atomic.Bool   // a subscription ended with an error: nothing more will come
+}
+
+// shardReader follows one shard. Its plain fields belong to its goroutine
+// until that ends.
+type shardReader struct {
+	shard      int
+	sub        *client.Subscription
+	lastSeq    []int64 // per publisher index; -1 before its first event
+	measured   uint64  // delivered events past their publisher's warm-up boundary
+	outOfOrder uint64  // a sequence at or below one already seen (a re-sent publish)
+	foreign    uint64  // events another writer of the stream published
+	hist       Histogram
+	last       time.Time // arrival of the last measured event
+	err        error
+}
+
+func newShardReader(shard int, sub *client.Subscription, publishers int) *shardReader {
+	sr := &shardReader{shard: shard, sub: sub, lastSeq: make([]int64, publishers)}
+	for i := range sr.lastSeq {
+		sr.lastSeq[i] = -1
+	}
+	return sr
+}
+
+// read consumes events until ctx ends or the subscription fails. Slow
+// subscribers spend --slow-delay per event while publishers run, then drain
+// at full speed so the accounting can complete.
+func (sr *shardReader) read(ctx context.Context, r *round, w *subWorker) {
+	var timer *time.Timer
+	for {
+		ev, err := sr.sub.Next(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				sr.err = err
+				w.failed.Store(true)
+			}
+			return
+		}
+		if ev.Dropped > 0 {
+			w.dropped.Add(ev.Dropped)
+			continue
+		}
+		if !sr.account(r, ev.Payload, time.Now()) {
+			continue
+		}
+		w.delivered.Add(1)
+		if !w.slow {
+			continue
+		}
+		select {
+		case <-r.pubsDone:
+			continue
+		default:
+		}
+		if timer == nil {
+			timer = time.NewTimer(r.cfg.SlowDelay)
+		} else {
+			timer.Reset(r.cfg.SlowDelay)
+		}
+		select {
+		case <-timer.C:
+		case <-r.pubsDone:
+		case <-ctx.Done():
+		}
+	}
+}
+
+// account checks one event's header and records its latency; false means
+// the event is not this round's (another writer of the same stream).
+func (sr *shardReader) account(r *round, payload []byte, now time.Time) bool {
+	if len(payload) < headerBytes {
+		// Nothing to check: count it, by arrival time for the rate.
+		if !now.Before(r.warmupEnd) {
+			sr.measured++
+			sr.last = now
+		}
+		return true
+	}
+	id := binary.BigEndian.Uint32(payload[0:])
+	seq := binary.BigEndian.Uint32(payload[4:])
+	sent := int64(binary.BigEndian.Uint64(payload[8:]))
+	pub, ok := r.pubIndex(id)
+	if !ok {
+		sr.foreign++
+		return false
+	}
+	if int64(seq) <= sr.lastSeq[pub] {
+		sr.outOfOrder++
+	} else {
+		sr.lastSeq[pub] = int64(seq)
+	}
+	if seq >= r.boundary[pub].Load() {
+		sr.measured++
+		sr.hist.Record(now.UnixNano() - sent)
+		sr.last = now
+	}
+	return true
+}
