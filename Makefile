@@ -25,6 +25,7 @@ run: ## run a broker on localhost with the embedded defaults
 build: ## build every binary into bin/
 	$(GO) build -o bin/ ./cmd/... ./tools/felix
 	$(GO) build -o bin/felix-loadgen ./tools/loadgen
+	$(GO) build -o bin/felixtrace ./tools/felixtrace
 
 .PHONY: test
 test: fmt-check vet cross tidy-check generate-check unit race fuzz-smoke bench-smoke ## everything CI runs

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/felixmq/felix/cpuprofile"
 	"github.com/felixmq/felix/fanout"
 	"github.com/felixmq/felix/udp"
 )
@@ -80,6 +81,12 @@ type Stats struct {
 	DroppedEvents uint64            `json:"dropped_events"`
 	Streams       []StreamStats     `json:"streams"`
 	Connections   []ConnectionStats `json:"connections"`
+	// CPU is this process's CPU per OS thread and the machine's split
+	// (user, system, softirq, iowait, idle ...), cumulative: rates come
+	// from two scrapes (cpuprofile.Delta). Absent where cpuprofile cannot
+	// read them (non-Linux); CPUUnavailable then says why.
+	CPU            *cpuprofile.Snapshot `json:"cpu,omitempty"`
+	CPUUnavailable string               `json:"cpu_unavailable,omitempty"`
 }
 
 // StreamStats describes one stream and its shards.
@@ -94,6 +101,9 @@ type ShardStats struct {
 	NextOffset  uint64 `json:"next_offset"`
 	FirstOffset uint64 `json:"first_offset"`
 	Subscribers int    `json:"subscribers"`
+	// Commit is the group-commit account of a durable shard; absent for an
+	// ephemeral one.
+	Commit *CommitStats `json:"commit,omitempty"`
 }
 
 // ConnectionStats is one client connection with quic-go's statistics.
@@ -121,6 +131,10 @@ type SubscriptionStats struct {
 	Stream string       `json:"stream"`
 	Shard  int          `json:"shard"`
 	Queue  fanout.Stats `json:"queue"`
+	// Capacity bounds Queue.Depth (events); a queue at capacity drops per
+	// Policy.
+	Capacity int    `json:"capacity"`
+	Policy   string `json:"policy"`
 }
 
 // Stats returns a snapshot of the broker's state.
@@ -130,13 +144,18 @@ func (b *Broker) Stats() Stats {
 		ss := StreamStats{StreamSpec: st.spec}
 		for _, sh := range st.shards {
 			next, first, subs := sh.stats()
-			ss.Shards = append(ss.Shards, ShardStats{Shard: sh.id, NextOffset: next, FirstOffset: first, Subscribers: subs})
+			shs := ShardStats{Shard: sh.id, NextOffset: next, FirstOffset: first, Subscribers: subs}
+			if sh.d != nil {
+				shs.Commit = commitStats(sh.d.seq.Stats())
+			}
+			ss.Shards = append(ss.Shards, shs)
 		}
 		s.Streams = append(s.Streams, ss)
 	}
 	for _, c := range b.conns() {
 		s.Connections = append(s.Connections, c.stats())
 	}
+	s.CPU, s.CPUUnavailable = cpuStats()
 	return s
 }
 
@@ -154,6 +173,7 @@ func (c *conn) stats() ConnectionStats {
 	for _, sub := range c.subscriptions() {
 		cs.Subscriptions = append(cs.Subscriptions, SubscriptionStats{
 			ID: sub.id, Stream: sub.sh.st.spec.String(), Shard: sub.sh.id, Queue: sub.queue.Stats(),
+			Capacity: sub.queue.Capacity(), Policy: sub.queue.Policy().String(),
 		})
 	}
 	return cs

@@ -19,8 +19,9 @@
 //     (the optional eBPF Probes: time per softirq vector per CPU, and a log2
 //     histogram of block request latency)?
 //
-// The broker serves Sample in /debug/felix/stats and felixtrace prints it;
-// the JSON names of the exported result types are part of that interface.
+// The broker serves a cumulative Snapshot in /debug/felix/stats (no state
+// per scraper) and felixtrace turns two of them into rates with Delta; the
+// JSON names of the exported result types are part of that interface.
 //
 // # What it must not do
 //

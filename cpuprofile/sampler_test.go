@@ -84,7 +84,7 @@ func TestDeltaWithoutIntervalHasNoRates(t *testing.T) {
 	require.Equal(t, Sample{}, s)
 }
 
-// The broker serves Samples in /debug/felix/stats and felixtrace prints
+// felixtrace prints Samples (Delta of two broker Snapshots) and writes
 // them: the JSON names are part of that interface.
 func TestSampleJSONNames(t *testing.T) {
 	s := Sample{
