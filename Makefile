@@ -94,6 +94,10 @@ fuzz: ## run every fuzz target for 10 minutes
 bench: ## run every benchmark (see docs/BENCHMARKS.md for the recorded runs)
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
 
+.PHONY: bench-matrix
+bench-matrix: ## issue 6 matrix: felix-loadgen against fresh brokers, JSON + SVG into docs/bench/<date> (~12 min)
+	scripts/bench-matrix.sh
+
 .PHONY: bench-smoke
 bench-smoke: ## run each benchmark once so they keep compiling and working
 	$(GO) test -run='^$$' -bench=. -benchtime=1x ./... > /dev/null

@@ -14,7 +14,7 @@ import (
 
 // stallCheck is how often the watchdog looks at the path. quic-go's probe
 // timeouts back off from ~25 ms on loopback, so udp.StallPTOs of them take
-// a few hundred milliseconds; checking every 50 ms adds little to that.
+// most of a second; checking every 50 ms adds little to that.
 const stallCheck = 50 * time.Millisecond
 
 // stallQuietChecks is how many checks in a row must see nothing arrive from
@@ -85,7 +85,7 @@ func (c *Client) watch() {
 			// Probe timeouts alone also come from a peer starved of CPU; a
 			// black hole also silences the peer, whose replies and acks are
 			// as large as ours or wait on ours. A busy broker still sends.
-			if recv := s.qc.ConnectionStats().PacketsReceived; recv != lastRecv {
+			if recv := c.received(s); recv != lastRecv {
 				lastRecv, quiet = recv, 0
 			} else {
 				quiet++
@@ -95,6 +95,17 @@ func (c *Client) watch() {
 			}
 		}
 	}
+}
+
+// received counts what arrived from the broker: quic-go's processed
+// packets, plus, on the udp conn, datagrams the socket took in, so that a
+// client too busy to process what arrived is not mistaken for a silent path.
+func (c *Client) received(s *session) uint64 {
+	n := s.qc.ConnectionStats().PacketsReceived
+	if uc, ok := c.pc.(*udp.Conn); ok {
+		n += uc.Stats().DatagramsIn
+	}
+	return n
 }
 
 func (c *Client) logStats(s *session, snap udp.ConnSnapshot) {

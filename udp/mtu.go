@@ -23,8 +23,11 @@ const (
 	// idle gap).
 	DefaultBlackHoleCooldown = 2 * time.Second
 	// StallPTOs is the number of consecutive probe timeouts that count as a
-	// stalled path (quic-go has no black-hole detection of its own).
-	StallPTOs = 3
+	// stalled path (quic-go has no black-hole detection of its own). The
+	// timeouts double from ~25 ms on loopback, so 5 of them are ~0.8 s of
+	// silence: 3 (~0.2 s) also fired on live loopback connections of a
+	// 2-core machine overloaded by 500 subscribers.
+	StallPTOs = 5
 )
 
 // MTUKnobs are the operator's MTU settings.

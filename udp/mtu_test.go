@@ -73,6 +73,6 @@ func TestBlackHoleMTU(t *testing.T) {
 			require.Equal(t, tc.want, udp.BlackHoleMTU(tc.now, tc.stalledAt, tc.cooldown, normal))
 		})
 	}
-	require.False(t, udp.Stalled(udp.ConnSnapshot{PTOCount: 2}))
-	require.True(t, udp.Stalled(udp.ConnSnapshot{PTOCount: 3}))
+	require.False(t, udp.Stalled(udp.ConnSnapshot{PTOCount: udp.StallPTOs - 1}))
+	require.True(t, udp.Stalled(udp.ConnSnapshot{PTOCount: udp.StallPTOs}))
 }

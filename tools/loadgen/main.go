@@ -52,6 +52,9 @@ func main() {
 // cli runs the command line: progress and warnings on stderr, the table on
 // stdout, --json to its file.
 func cli(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "report" {
+		return runReport(args[1:], stdout, stderr)
+	}
 	cfg, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# bench-matrix.sh [ROUNDS] — issue 6's benchmark matrix with felix-loadgen
+# against real felix-broker processes on 127.0.0.1, watched by felixtrace.
+#
+# Three brokers are started in turn, each a fresh process with its own
+# ports and directories:
+#   latency  FELIX_EVENT_BATCH_MAX_EVENTS=1, MAX_DELAY_US=0 (the latency
+#            profile): acked publish p50/p99 by payload x fanout, fanout
+#            1->500 paced, 50 subscribers with 10 slow, publish->delivery;
+#   default  default batching: publish->delivery, ingest by publishers;
+#   durable  FELIX_DATA_DIR set: durable on_commit vs ephemeral by publishers.
+# Every loadgen run does ROUNDS rounds (default 3; fresh connections, same
+# broker process) and writes its JSON; felixtrace samples the broker
+# during each phase (CPU per thread, commit batching, softirq). Charts are
+# drawn with `felix-loadgen report`. Output: $BENCH_OUT (default
+# docs/bench/<date>), a summary table on stdout. About 12 minutes.
+set -euo pipefail
+
+rounds=${1:-3}
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${BENCH_OUT:-$root/docs/bench/$(date -u +%Y-%m-%d)}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+work=$(mktemp -d /tmp/felix-matrix.XXXXXX)
+cd "$root"
+# shellcheck source=scripts/benchlib.sh
+source scripts/benchlib.sh
+{ header; echo "# load at start: $(cut -d' ' -f1-3 /proc/loadavg)"; echo "# rounds per run: $rounds"; } | tee "$out/MACHINE.txt"
+
+go build -o "$work/felix-broker" ./cmd/felix-broker
+go build -o "$work/felix-loadgen" ./tools/loadgen
+go build -o "$work/felixtrace" ./tools/felixtrace
+
+bpf=()
+[ "$(id -u)" = 0 ] && bpf=(--bpf)
+broker_pid= trace_pid=
+stop_broker() {
+	[ -n "$trace_pid" ] && kill -INT "$trace_pid" 2>/dev/null && wait "$trace_pid" 2>/dev/null || true
+	[ -n "$broker_pid" ] && kill -TERM "$broker_pid" 2>/dev/null && wait "$broker_pid" 2>/dev/null || true
+	broker_pid= trace_pid=
+}
+trap 'stop_broker; rm -rf "$work"' EXIT
+
+# start_broker NAME [VAR=VALUE...]: a fresh broker and a felixtrace on it.
+start_broker() {
+	local name=$1
+	shift
+	env FELIX_QUIC_BIND=127.0.0.1:15000 FELIX_ADMIN_BIND=127.0.0.1:18080 FELIX_DEV_DIR="$work/dev-$name" \
+		FELIX_STREAMS= "$@" "$work/felix-broker" >"$out/broker-$name.log" 2>&1 &
+	broker_pid=$!
+	for _ in $(seq 100); do
+		curl -fs http://127.0.0.1:18080/ready >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+	curl -fs http://127.0.0.1:18080/ready >/dev/null || { echo "broker $name did not become ready" >&2; cat "$out/broker-$name.log" >&2; exit 1; }
+	"$work/felixtrace" --admin 127.0.0.1:18080 --interval 1s "${bpf[@]}" --json "$out/trace-$name.jsonl" \
+		>"$out/trace-$name.txt" 2>&1 &
+	trace_pid=$!
+}
+
+# lg NAME ARGS...: one loadgen run, its table appended to the phase log.
+lg() {
+	local name=$1
+	shift
+	echo "## $name: felix-loadgen $*" | tee -a "$out/runs.txt" >&2
+	"$work/felix-loadgen" --addr 127.0.0.1:15000 --admin 127.0.0.1:18080 --ca "$work/dev-$phase/cert.pem" \
+		--repeat "$rounds" --json "$out/$name.json" "$@" >>"$out/runs.txt" 2>>"$out/runs-stderr.txt" ||
+		echo "FAILED: $name (see runs-stderr.txt)" | tee -a "$out/runs.txt" >&2
+}
+
+: >"$out/runs.txt"
+: >"$out/runs-stderr.txt"
+lat=(--profile latency --duration 3s --warmup 1s)
+
+phase=latency
+start_broker latency FELIX_EVENT_BATCH_MAX_EVENTS=1 FELIX_EVENT_BATCH_MAX_DELAY_US=0
+for p in 0 256 4096; do
+	for f in 1 10 50; do
+		lg "lat-p$p-f$f" "${lat[@]}" --payload "$p" --subscribers "$f"
+	done
+done
+for s in 1 10 50 100 500; do
+	lg "fanout-s$s" "${lat[@]}" --payload 256 --subscribers "$s" --rate 1000 --inflight 64
+done
+lg slow-none "${lat[@]}" --payload 256 --subscribers 50 --rate 1000 --inflight 64
+lg slow-10 "${lat[@]}" --payload 256 --subscribers 50 --slow 10 --slow-delay 20ms --slow-window 64KiB --rate 1000 --inflight 64
+stop_broker
+
+phase=default
+start_broker default
+lg delivery-default "${lat[@]}" --payload 256 --subscribers 1
+for n in 1 2 4 8; do
+	lg "ingest-4k-n$n" --profile throughput --payload 4KiB --publishers "$n" --duration 5s --warmup 1s
+	lg "ingest-256-n$n" --profile throughput --payload 256 --publishers "$n" --duration 5s --warmup 1s
+done
+stop_broker
+
+phase=durable
+start_broker durable FELIX_DATA_DIR="$work/data"
+for n in 1 8 16; do
+	lg "eph-n$n" --profile throughput --ack batch --payload 4KiB --publishers "$n" --duration 5s --warmup 1s
+	lg "dur-n$n" --profile throughput --ack batch --payload 4KiB --publishers "$n" --duration 5s --warmup 1s --durable --fsync on_commit
+done
+stop_broker
+
+"$work/felix-loadgen" report --chart fanout --svg "$out/latency-fanout.svg" "$out"/lat-p*-f*.json >"$out/charts.txt"
+"$work/felix-loadgen" report --chart publishers --svg "$out/throughput-publishers.svg" "$out"/ingest-*.json >>"$out/charts.txt"
+"$work/felix-loadgen" report --chart publishers --svg "$out/durable-publishers.svg" "$out"/eph-n*.json "$out"/dur-n*.json >>"$out/charts.txt"
+cat "$out/charts.txt"
+echo "# finished; load $(cut -d' ' -f1-3 /proc/loadavg); results in $out"
