@@ -35,6 +35,13 @@ func startBroker(t *testing.T, cfg broker.Config, streams ...broker.StreamSpec) 
 	t.Helper()
 	cert, err := devtls.SelfSigned()
 	require.NoError(t, err)
+	return startBrokerWithCert(t, cfg, cert, streams...)
+}
+
+// startBrokerWithCert is startBroker with a given certificate, for a
+// client in another process that needs its PEM.
+func startBrokerWithCert(t *testing.T, cfg broker.Config, cert *devtls.Cert, streams ...broker.StreamSpec) *testBroker {
+	t.Helper()
 	pool, err := devtls.Pool(cert.PEM)
 	require.NoError(t, err)
 	pc, err := udp.Listen("udp", "127.0.0.1:0", udp.Config{})
