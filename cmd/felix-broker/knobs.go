@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/felixmq/felix/internal/knob"
+	"github.com/felixmq/felix/internal/netknobs"
 )
 
 // registry declares every FELIX_* knob the broker reads. Each is declared
@@ -94,12 +95,9 @@ var (
 		"dedicated locked I/O threads for socket reads; 0 reads inline on quic-go's goroutine")
 	knobIOPinCPUs = registry.String("FELIX_IO_PIN_CPUS", "", "comma list of CPU numbers, or empty",
 		"CPUs the I/O threads are pinned to (round robin); empty: no affinity", checkCPUList)
-	knobInitialMTU = registry.String("FELIX_INITIAL_MTU", "", "empty, or a UDP payload size in [1200, 1452]",
-		"start (and floor) packet size for every peer; empty: 1452 without discovery on loopback, 1280 with path-MTU discovery elsewhere", checkMTU)
-	knobConnStats = registry.Duration("FELIX_CONN_STATS_MS", 0, 0, 3600000, time.Millisecond,
-		"log every connection's QUIC stats (RTT, MTU, losses, congestion, GSO) at this interval; 0 = off")
-	knobBlackHoleCooldown = registry.Duration("FELIX_MTU_BLACK_HOLE_COOLDOWN_MS", 2000, 100, 600000, time.Millisecond,
-		"after a client closes a connection because its path stalled, answer that peer at 1200 bytes without discovery for this long (clients redial at 1200 for the same time)")
+	// FELIX_INITIAL_MTU, FELIX_CONN_STATS_MS, FELIX_MTU_BLACK_HOLE_COOLDOWN_MS:
+	// declared with the client tools, which read them too.
+	netKnobs     = netknobs.Declare(registry)
 	knobPlainUDP = registry.Bool("FELIX_UDP_PLAIN", false,
 		"serve on a stock *net.UDPConn instead of the batched udp conn (for comparison)")
 )

@@ -91,7 +91,7 @@ func brokerConfig(vals *knob.Values, log *slog.Logger) broker.Config {
 	if delay == 0 {
 		delay = fanout.NoDelay // the knob's 0 means "do not wait"; the Config's 0 means default
 	}
-	mtu, _ := parseMTU(knobInitialMTU.Get(vals)) // validated by the registry
+	nk := netKnobs.Get(vals)
 	ring := int(knobRingEvents.Get(vals))
 	if ring == 0 {
 		ring = -1 // the knob's 0 means none; the Config's 0 means default
@@ -111,9 +111,9 @@ func brokerConfig(vals *knob.Values, log *slog.Logger) broker.Config {
 		MaxSubscriptionsPerConn: int(knobMaxSubs.Get(vals)),
 		StreamReceiveWindow:     uint64(knobStreamWindow.Get(vals)),
 		ConnectionReceiveWindow: uint64(knobConnWindow.Get(vals)),
-		InitialMTU:              mtu,
-		ConnStatsInterval:       knobConnStats.Get(vals),
-		BlackHoleCooldown:       knobBlackHoleCooldown.Get(vals),
+		InitialMTU:              nk.InitialMTU,
+		ConnStatsInterval:       nk.ConnStatsInterval,
+		BlackHoleCooldown:       nk.BlackHoleCooldown,
 		DataDir:                 knobDataDir.Get(vals),
 		FsyncInterval:           knobFsyncInterval.Get(vals),
 		RetentionInterval:       knobRetentionInterval.Get(vals),

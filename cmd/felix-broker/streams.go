@@ -72,20 +72,3 @@ func checkCPUList(s string) error {
 	_, err := parseCPUList(s)
 	return err
 }
-
-// parseMTU parses FELIX_INITIAL_MTU: empty (policy) or a size in [1200, 1452].
-func parseMTU(s string) (int, error) {
-	if strings.TrimSpace(s) == "" {
-		return 0, nil
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(s))
-	if err != nil || n < 1200 || n > 1452 {
-		return 0, fmt.Errorf("%q is not a packet size in [1200, 1452]", s)
-	}
-	return n, nil
-}
-
-func checkMTU(s string) error {
-	_, err := parseMTU(s)
-	return err
-}

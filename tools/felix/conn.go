@@ -15,6 +15,7 @@ import (
 
 	"github.com/felixmq/felix/client"
 	"github.com/felixmq/felix/internal/devtls"
+	"github.com/felixmq/felix/internal/netknobs"
 )
 
 // defaultCAFile is where a broker with a generated certificate (`make run`)
@@ -88,9 +89,15 @@ func (f *connFlags) dial(ctx context.Context, log *slog.Logger) (*client.Client,
 	if err != nil {
 		return nil, err
 	}
+	nk, err := netknobs.Load(os.LookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	cfg := client.Config{Tenant: f.tenant, Token: f.token, TLS: tlsConf, Logger: log}
+	nk.Apply(&cfg.InitialMTU, &cfg.ConnStatsInterval, &cfg.BlackHoleCooldown)
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
-	c, err := client.Dial(ctx, f.addr, client.Config{Tenant: f.tenant, Token: f.token, TLS: tlsConf, Logger: log})
+	c, err := client.Dial(ctx, f.addr, cfg)
 	if errors.Is(err, context.DeadlineExceeded) {
 		// QUIC gets no "connection refused": silence is all a missing
 		// broker looks like, so say what it probably means.

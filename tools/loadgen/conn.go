@@ -48,10 +48,12 @@ func dial(ctx context.Context, cfg *Config, slow bool) (*client.Client, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
 	defer cancel()
 	sw, cw := cfg.windows(slow)
-	c, err := client.Dial(ctx, cfg.Addr, client.Config{
+	cc := client.Config{
 		Tenant: cfg.Tenant, Token: cfg.Token, TLS: cfg.TLS,
-		StreamReceiveWindow: uint64(sw), ConnectionReceiveWindow: uint64(cw),
-	})
+		StreamReceiveWindow: uint64(sw), ConnectionReceiveWindow: uint64(cw), Logger: cfg.logger(),
+	}
+	cfg.Net.Apply(&cc.InitialMTU, &cc.ConnStatsInterval, &cc.BlackHoleCooldown)
+	c, err := client.Dial(ctx, cfg.Addr, cc)
 	if errors.Is(err, context.DeadlineExceeded) {
 		// QUIC gets no "connection refused": silence is all a missing
 		// broker looks like.

@@ -6,12 +6,23 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"strings"
 	"time"
 
 	"github.com/felixmq/felix/internal/knob"
+	"github.com/felixmq/felix/internal/netknobs"
 )
+
+// logger is where the clients' connection stats and warnings go: the
+// progress writer, as text.
+func (c *Config) logger() *slog.Logger {
+	if c.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return slog.New(slog.NewTextHandler(c.Log, nil))
+}
 
 // Config is one load generator invocation: what run needs, already
 // validated (parseFlags and tests build it).
@@ -58,6 +69,9 @@ type Config struct {
 
 	JSONFile string
 	Log      io.Writer // progress lines each second and notes; nil: none
+	// Net are FELIX_INITIAL_MTU, FELIX_CONN_STATS_MS and
+	// FELIX_MTU_BLACK_HOLE_COOLDOWN_MS from the environment (main loads them).
+	Net netknobs.Values
 }
 
 // profile holds what --profile sets; explicit flags override each field.

@@ -33,6 +33,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/felixmq/felix/internal/netknobs"
 )
 
 const (
@@ -64,6 +66,10 @@ func cli(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	cfg.Log = stderr
+	if cfg.Net, err = netknobs.Load(os.LookupEnv); err != nil {
+		fmt.Fprintf(stderr, "felix-loadgen: %v\n", err)
+		return exitUsage
+	}
 	res, err := run(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "felix-loadgen: %v\n", err)
