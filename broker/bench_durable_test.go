@@ -299,7 +299,9 @@ func benchStreamSpec(durable bool) broker.StreamSpec {
 // last ack. For the durable stream it also reports the broker's group
 // commit (waiters/sync, records/sync, sync_us, syncs) and the rate the log
 // took bytes at (disk_MB/s, record headers included). iowait_pct is the
-// machine's iowait share of CPU time during the run (/proc/stat).
+// machine's iowait share of CPU time during the run (/proc/stat);
+// machine_cores the CPUs busy machine-wide, other_cores those outside this
+// process (kernel writeback, journal, softirq, anything else running).
 func BenchmarkDurableVsEphemeral(b *testing.B) {
 	for _, pubs := range []int{1, 8, 16} {
 		for _, stream := range []string{"ephemeral", "durable_on_commit"} {
@@ -357,6 +359,12 @@ func benchDurableVsEphemeral(b *testing.B, pubs int, durable bool) {
 	reportRate(b, bytes, msgs, elapsed, cpu)
 	b.ReportMetric(float64(bytes)/acked.Seconds()/1e6, "ack_MB/s")
 	b.ReportMetric(io.iowaitPct(), "iowait_pct")
+	if elapsed >= 500*time.Millisecond && cpu >= 0 {
+		busy := io.busyCores(elapsed)
+		b.ReportMetric(busy, "machine_cores")
+		b.ReportMetric(busy-cpu.Seconds()/elapsed.Seconds(), "other_cores") // outside this process
+		b.ReportMetric(100*float64(io.softirq)/float64(max(io.total, 1)), "softirq_pct")
+	}
 	var lost uint64
 	for _, cs := range h.b.Stats().Connections {
 		lost += cs.PacketsLost
@@ -471,7 +479,7 @@ func (m durableMetrics) report(b *testing.B, elapsed time.Duration) {
 }
 
 // cpuStat is the machine-wide first line of /proc/stat, in clock ticks.
-type cpuStat struct{ total, iowait uint64 }
+type cpuStat struct{ total, idle, iowait, softirq uint64 }
 
 func readCPUStat() cpuStat {
 	raw, err := os.ReadFile("/proc/stat")
@@ -484,14 +492,28 @@ func readCPUStat() cpuStat {
 	for i := 1; i < len(f) && i <= 8; i++ { // user .. steal; guest is in user
 		v, _ := strconv.ParseUint(f[i], 10, 64)
 		s.total += v
-		if i == 5 {
+		switch i {
+		case 4:
+			s.idle = v
+		case 5:
 			s.iowait = v
+		case 7:
+			s.softirq = v
 		}
 	}
 	return s
 }
 
-func (s cpuStat) sub(o cpuStat) cpuStat { return cpuStat{s.total - o.total, s.iowait - o.iowait} }
+func (s cpuStat) sub(o cpuStat) cpuStat {
+	return cpuStat{s.total - o.total, s.idle - o.idle, s.iowait - o.iowait, s.softirq - o.softirq}
+}
+
+// busyCores is the machine's CPUs busy (not idle, not in iowait) over
+// elapsed, at 100 ticks per second: with the process's own cpu_cores it
+// shows what the kernel's threads (writeback, jbd2, softirq) took.
+func (s cpuStat) busyCores(elapsed time.Duration) float64 {
+	return float64(s.total-s.idle-s.iowait) / 100 / elapsed.Seconds()
+}
 
 func (s cpuStat) iowaitPct() float64 {
 	if s.total == 0 {
