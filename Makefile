@@ -94,6 +94,10 @@ fuzz: ## run every fuzz target for 10 minutes
 bench: ## run every benchmark (see docs/BENCHMARKS.md for the recorded runs)
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
 
+.PHONY: reliability
+reliability: ## long fault scenarios (kill -9 x50 under load; short versions run in make test)
+	FELIX_KILL_ROUNDS=50 $(GO) test -count=1 -v -run 'TestKill9' ./cmd/felix-broker
+
 .PHONY: bench-matrix
 bench-matrix: ## issue 6 matrix: felix-loadgen against fresh brokers, JSON + SVG into docs/bench/<date> (~12 min)
 	scripts/bench-matrix.sh

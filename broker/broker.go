@@ -169,6 +169,10 @@ func (b *Broker) baseQUICConfig() *quic.Config {
 		MaxConnectionReceiveWindow:     uint64(b.cfg.ConnectionReceiveWindow),
 		MaxIncomingStreams:             b.cfg.MaxIncomingStreams,
 		MaxIncomingUniStreams:          b.cfg.MaxIncomingStreams,
+		// Only so clients may send liveness probes (DATAGRAM frames, see
+		// client's session.probe); the broker never reads them, and
+		// quic-go drops what exceeds its small receive queue.
+		EnableDatagrams: true,
 	}
 }
 
@@ -178,9 +182,10 @@ func (b *Broker) baseQUICConfig() *quic.Config {
 func (b *Broker) Serve(pc net.PacketConn) error {
 	tlsConf := b.cfg.TLS.Clone()
 	tlsConf.NextProtos = []string{ALPN}
-	tr := &quic.Transport{Conn: pc, ConnContext: func(ctx context.Context, ci *quic.ClientInfo) (context.Context, error) {
-		return udp.WithConnStats(ctx, udp.NewConnStats(b.mtuFor(ci.RemoteAddr).InitialPacketSize)), nil
-	}}
+	tr := &quic.Transport{Conn: pc, StatelessResetKey: statelessResetKey(tlsConf),
+		ConnContext: func(ctx context.Context, ci *quic.ClientInfo) (context.Context, error) {
+			return udp.WithConnStats(ctx, udp.NewConnStats(b.mtuFor(ci.RemoteAddr).InitialPacketSize)), nil
+		}}
 	ln, err := tr.Listen(tlsConf, b.quicConfig())
 	if err != nil {
 		return fmt.Errorf("broker: listen: %w", err)

@@ -98,6 +98,7 @@ func (c *Client) dial(ctx context.Context, mtu udp.MTUSettings) (*session, error
 		InitialConnectionReceiveWindow: c.cfg.ConnectionReceiveWindow,
 		MaxConnectionReceiveWindow:     c.cfg.ConnectionReceiveWindow,
 		MaxIncomingUniStreams:          c.cfg.MaxSubscriptions,
+		EnableDatagrams:                true, // liveness probes (session.probe)
 	}
 	mtu.Apply(qconf)
 	stats := udp.NewConnStats(mtu.InitialPacketSize)

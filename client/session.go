@@ -29,6 +29,14 @@ const (
 	redialTimeout = 2 * time.Second
 )
 
+// probeAfter is how long the broker may stay silent before the watchdog
+// sends a liveness probe, and then how often it sends one.
+const probeAfter = time.Second
+
+// probePayload pads a probe past quic-go's smallest packet that earns a
+// stateless reset (protocol.MinStatelessResetSize, 42 bytes).
+var probePayload = make([]byte, 48)
+
 // session is one QUIC connection of a Client. Publishers and subscriptions
 // stay on the session they were opened on: quic-go can neither move
 // streams to another connection nor lower a live connection's packet size,
@@ -42,6 +50,15 @@ type session struct {
 	router  router
 	stalled atomic.Bool // closed by the watchdog because its path stalled
 }
+
+// probe sends a QUIC DATAGRAM frame the broker ignores. A client waiting
+// on application replies leaves quic-go idle: nothing in flight to time
+// out, and the 10 s keep-alive PING is too small for a restarted broker to
+// answer with a stateless reset. The probe is ack-eliciting (a dead path
+// gets probe timeouts, hence a stall) and large enough that a broker
+// restarted with the same certificate resets the connection at once. It
+// fails harmlessly where the broker did not enable datagrams.
+func (s *session) probe() { _ = s.qc.SendDatagram(probePayload) }
 
 // wrap marks errors of a session the watchdog closed as ErrPathStalled.
 func (s *session) wrap(err error) error {
@@ -63,11 +80,13 @@ func (c *Client) watch() {
 		watched  *session
 		lastRecv uint64
 		quiet    int // checks in a row in which nothing arrived from the broker
+		heardAt  time.Time
+		probedAt time.Time
 	)
 	for {
 		s := c.session()
 		if s != watched {
-			watched, lastRecv, quiet = s, 0, 0
+			watched, lastRecv, quiet, heardAt = s, 0, 0, time.Now()
 		}
 		select {
 		case <-c.stop:
@@ -86,9 +105,13 @@ func (c *Client) watch() {
 			// black hole also silences the peer, whose replies and acks are
 			// as large as ours or wait on ours. A busy broker still sends.
 			if recv := c.received(s); recv != lastRecv {
-				lastRecv, quiet = recv, 0
+				lastRecv, quiet, heardAt = recv, 0, now
 			} else {
 				quiet++
+			}
+			if now.Sub(heardAt) >= probeAfter && now.Sub(probedAt) >= probeAfter {
+				probedAt = now
+				s.probe()
 			}
 			if c.cfg.BlackHoleCooldown > 0 && udp.Stalled(snap) && quiet >= stallQuietChecks {
 				c.redial(s, snap)
