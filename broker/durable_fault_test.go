@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -44,7 +45,6 @@ func faultCases() []faultCase {
 		{"write EIO", segment.WriteModeFD, failFrom(opWrite, 20, syscall.EIO), syscall.EIO},
 		{"write ENOSPC", segment.WriteModeFD, failFrom(opWrite, 20, syscall.ENOSPC), syscall.ENOSPC},
 		{"short write", segment.WriteModeFD, failFrom(opWrite, 20, errShortWrite), nil},
-		{"roll preallocate ENOSPC", segment.WriteModeFD, failFrom(opPreallocate, 1, syscall.ENOSPC), syscall.ENOSPC},
 		{"seal fsync EIO", segment.WriteModeFD, failFrom(opSync, 1, syscall.EIO), syscall.EIO},
 		{"msync EIO", segment.WriteModeMapped, failFrom(opMsync, 6, syscall.EIO), syscall.EIO},
 	}
@@ -292,6 +292,65 @@ func TestDurableFaultBrokerRefusesPublishesAndDeliversOnlySynced(t *testing.T) {
 			}
 			requireAckedInCrashImage(t, fsys, shardDir, t.TempDir(), image)
 		})
+	}
+}
+
+// The reliability issue's disk-full scenario, through the broker: when
+// there is no room for the next segment, publishes to the durable stream
+// are refused with an error that says so and never acked, an ephemeral
+// stream on the same broker keeps working, and once space returns the same
+// durable stream takes publishes again; a subscriber from the earliest
+// offset gets exactly the acked records, contiguous.
+func TestDurableNoSpaceRefusesThenRecovers(t *testing.T) {
+	fsys := newFaultFS()
+	ephemeral := broker.StreamSpec{StreamKey: broker.StreamKey{Tenant: "t1", Namespace: "default", Stream: "e"}, Shards: 1}
+	h := serveBroker(t, broker.Config{DataDir: t.TempDir(), Storage: faultStorage(fsys, segment.WriteModeFD)},
+		durableSpec("s", "on_commit"), ephemeral)
+	ctx := ctxT(t, 60*time.Second)
+	c := h.dial(t)
+	pub, err := c.NewPublisher(ctx, "default", "s")
+	require.NoError(t, err)
+	epub, err := c.NewPublisher(ctx, "default", "e")
+	require.NoError(t, err)
+
+	var acked []uint64
+	next := uint64(0)
+	publish := func() error {
+		p := make([]byte, 4096)
+		binary.BigEndian.PutUint64(p, next)
+		next++
+		err := pub.Publish(ctx, p)
+		if err == nil {
+			acked = append(acked, next-1)
+		}
+		return err
+	}
+	fsys.setFault(failFrom(opPreallocate, 1, syscall.ENOSPC)) // the disk is full
+	var refusal error
+	for range 64 { // 64 KiB segments: a roll comes within 16 publishes
+		if refusal = publish(); refusal != nil {
+			break
+		}
+	}
+	var be *client.BrokerError
+	require.ErrorAs(t, refusal, &be)
+	require.Contains(t, be.Message, "no space")
+	for range 3 {
+		require.ErrorAs(t, publish(), &be, "still full: refused again, not hung")
+	}
+	require.NoError(t, epub.Publish(ctx, []byte("ephemeral streams keep working")))
+
+	fsys.setFault(nil) // space returns
+	for range 40 {     // across more rolls
+		require.NoError(t, publish())
+	}
+	sub, err := h.dial(t).Subscribe(ctx, "default", "s", client.SubscribeOptions{From: client.Earliest()})
+	require.NoError(t, err)
+	for i, want := range acked {
+		ev, err := sub.Next(ctx)
+		require.NoError(t, err)
+		require.Equal(t, uint64(i), ev.Offset, "contiguous offsets: a refused publish took none")
+		require.Equal(t, want, seqOf(ev.Payload), "only acked records, in order")
 	}
 }
 

@@ -23,7 +23,9 @@
 // and fsynced) and fsync the directory. A failed Sync, seal or roll is
 // terminal: the failure is recorded before the call returns, and every
 // later Append and Sync fails with an error wrapping ErrLogFailed and the
-// cause, so nothing is ever reported durable that was not.
+// cause, so nothing is ever reported durable that was not. The exception is
+// a roll that finds no space for the next segment (ErrNoSpace): nothing was
+// written, and the next Append tries again, so a full disk is survivable.
 //
 // # Write modes, measured
 //

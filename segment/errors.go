@@ -21,6 +21,13 @@ var (
 	ErrClosed = errors.New("segment: log closed")
 	// ErrEmptyBatch is returned by Append for a batch without records.
 	ErrEmptyBatch = errors.New("segment: empty batch")
+	// ErrNoSpace is wrapped by Append when the file system has no room for
+	// the next segment (ENOSPC or EDQUOT while creating it). It is not
+	// terminal: nothing was written, the full segment stays sealed, and the
+	// next Append tries the roll again, so the log recovers when space
+	// returns. (A write error inside a preallocated segment stays
+	// terminal: what reached the page cache is then unknown.)
+	ErrNoSpace = errors.New("segment: no space for a new segment (retried on the next append)")
 	// ErrRecordTooLarge is returned by Append for a payload larger than
 	// MaxPayloadBytes. It is not terminal.
 	ErrRecordTooLarge = errors.New("segment: record too large")

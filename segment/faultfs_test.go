@@ -2,9 +2,12 @@ package segment
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -26,7 +29,7 @@ var errSkip = errors.New("skip the real operation")
 
 var (
 	errInjected   = errors.New("injected fault")
-	errNoSpace    = errors.New("no space left on device (injected ENOSPC)")
+	errNoSpace    = fmt.Errorf("%w (injected)", syscall.ENOSPC)
 	errShortWrite = errors.New("short write")
 )
 
@@ -225,7 +228,7 @@ func TestFailedSealOrRollIsTerminal(t *testing.T) {
 				}
 				return nil
 			}},
-			{"preallocate of the new segment ENOSPC", failOn("preallocate", errNoSpace)},
+			{"preallocate of the new segment", failOn("preallocate", errInjected)},
 			{"directory fsync", failOn("syncdir", errInjected)},
 			{"mapping the new segment", failOn("map", errInjected)},
 		} {
@@ -237,7 +240,10 @@ func TestFailedSealOrRollIsTerminal(t *testing.T) {
 				fsys.set(tc.fault)
 				_, err = l.Append([][]byte{payload(2, 600)}, 1) // needs a roll
 				require.ErrorIs(t, err, ErrLogFailed)
-				require.Equal(t, uint64(0), l.Durable())
+				// A failure after the seal leaves the sealed (synced)
+				// segment durable; one in the seal leaves nothing durable.
+				afterSeal := strings.Contains(tc.name, "new segment") || tc.name == "directory fsync"
+				require.Equal(t, map[bool]uint64{false: 0, true: 1}[afterSeal], l.Durable())
 				fsys.set(nil)
 				_, err = l.Append([][]byte{[]byte("x")}, 1)
 				require.ErrorIs(t, err, ErrLogFailed, "terminal")
@@ -246,6 +252,48 @@ func TestFailedSealOrRollIsTerminal(t *testing.T) {
 				require.Len(t, readAll(t, l, 0), 1, "what was appended stays readable")
 			})
 		}
+	}
+}
+
+// TestNoSpaceForNewSegmentIsRetried: a roll that finds no space for the
+// next segment fails that append with ErrNoSpace and nothing else; the full
+// segment is sealed (and so durable), the next appends retry the roll, and
+// once space returns the log goes on and reopens intact.
+func TestNoSpaceForNewSegmentIsRetried(t *testing.T) {
+	for _, fd := range []bool{false, true} {
+		t.Run(writeMode(fd).String(), func(t *testing.T) {
+			dir := t.TempDir()
+			fsys := &faultFS{}
+			cfg := Config{SegmentBytes: 1024, FS: fsys, WriteMode: writeMode(fd)}
+			l := openLog(t, dir, cfg)
+			_, err := l.Append([][]byte{payload(0, 600)}, 1)
+			require.NoError(t, err)
+			fsys.set(failOn("preallocate", errNoSpace))
+			for range 2 {
+				_, err = l.Append([][]byte{payload(1, 600)}, 1)
+				require.ErrorIs(t, err, ErrNoSpace)
+				require.NotErrorIs(t, err, ErrLogFailed)
+				require.ErrorIs(t, err, syscall.ENOSPC, "the cause is kept")
+			}
+			require.NoError(t, l.Err())
+			require.Equal(t, uint64(1), l.Next())
+			require.Equal(t, uint64(1), l.Durable(), "the sealed segment is durable")
+			require.EqualValues(t, 2, l.Stats().NoSpace)
+			require.NoError(t, l.Sync())
+
+			fsys.set(nil) // space returns
+			off, err := l.Append([][]byte{payload(1, 600)}, 1)
+			require.NoError(t, err)
+			require.Equal(t, uint64(1), off)
+			require.NoError(t, l.Sync())
+			require.Len(t, readAll(t, l, 0), 2)
+			require.NoError(t, l.Close())
+
+			l2 := openLog(t, dir, Config{SegmentBytes: 1024, WriteMode: writeMode(fd)})
+			got := readAll(t, l2, 0)
+			require.Len(t, got, 2)
+			require.Equal(t, payload(1, 600), got[1].Payload)
+		})
 	}
 }
 

@@ -91,7 +91,9 @@ func (l *Log) Append(payloads [][]byte, ts int64) (uint64, error) {
 		return 0, err
 	}
 	active := l.mu.segs[len(l.mu.segs)-1]
-	if active.written.Load()+size > int64(len(active.data)) {
+	// A sealed last segment means a roll sealed it and then found no space
+	// for the next one (ErrNoSpace): try that roll again.
+	if active.sealed || active.written.Load()+size > int64(len(active.data)) {
 		if err := l.rollLocked(size); err != nil {
 			return 0, err
 		}
@@ -220,7 +222,7 @@ func (l *Log) Close() error {
 func (l *Log) Stats() Stats {
 	st := Stats{
 		Appends: l.stat.appends.Load(), Records: l.stat.records.Load(), Bytes: l.stat.bytes.Load(),
-		Rolls: l.stat.rolls.Load(), Syncs: l.stat.syncs.Load(), SyncErrors: l.stat.syncErrors.Load(),
+		Rolls: l.stat.rolls.Load(), NoSpace: l.stat.noSpace.Load(), Syncs: l.stat.syncs.Load(), SyncErrors: l.stat.syncErrors.Load(),
 		SyncDuration: l.stat.syncDur.snapshot(), RemovedByRetention: l.stat.removed.Load(),
 		First: l.First(), Next: l.Next(), Durable: l.Durable(), Recovery: l.recovery,
 	}

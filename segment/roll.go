@@ -3,11 +3,15 @@ package segment
 import (
 	"fmt"
 	"os"
+
+	"github.com/felixmq/felix/internal/linux"
 )
 
 // rollLocked seals the active segment and installs a new one big enough for
 // a batch of need bytes. Any failure is terminal for the log and recorded
-// before rollLocked returns.
+// before rollLocked returns, except no space for the new segment
+// (ErrNoSpace), after which the sealed segment stays the newest and the
+// next call tries again.
 //
 // Order (each step durable before the next, so recovery always finds either
 // the old segment as the newest or a fully installed new one):
@@ -18,12 +22,21 @@ import (
 //  4. fsync the directory (the new entry, and the old index's entry).
 func (l *Log) rollLocked(need int64) error {
 	old := l.mu.segs[len(l.mu.segs)-1]
-	if err := l.sealLocked(old); err != nil {
-		return l.failLocked(err)
+	if !old.sealed {
+		if err := l.sealLocked(old); err != nil {
+			return l.failLocked(err)
+		}
+		advanceU(&l.durable, old.next) // sealing synced it
 	}
 	size := max(l.cfg.SegmentBytes, SegmentHeaderBytes+need)
 	created := l.cfg.Now().UnixMicro()
 	s, err := createSegment(l.fs, l.dir, old.next, size, created)
+	if err != nil && linux.IsNoSpace(err) {
+		// createSegment removed its file; the log stays as it was, with
+		// old sealed, and the next Append retries.
+		l.stat.noSpace.Add(1)
+		return fmt.Errorf("%w: roll at offset %d: %w", ErrNoSpace, old.next, err)
+	}
 	if err != nil {
 		return l.failLocked(fmt.Errorf("roll: %w", err))
 	}

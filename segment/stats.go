@@ -12,6 +12,7 @@ type Stats struct {
 	Records            uint64 // records appended
 	Bytes              uint64 // bytes appended, record headers included
 	Rolls              uint64
+	NoSpace            uint64 // rolls refused for lack of space (ErrNoSpace), each retried
 	Syncs              uint64 // Sync calls that wrote something back
 	SyncErrors         uint64
 	SyncDuration       Histogram
@@ -94,5 +95,6 @@ func (h Histogram) Quantile(q float64) time.Duration {
 type counters struct {
 	appends, records, bytes, rolls atomic.Uint64
 	syncs, syncErrors, removed     atomic.Uint64
+	noSpace                        atomic.Uint64
 	syncDur                        histogram
 }
