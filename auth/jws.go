@@ -109,10 +109,8 @@ func parseHeader(raw string) (header, error) {
 	if len(parts) != 3 {
 		return h, reject(ErrMalformed, "compact JWS has 3 dot-separated parts, got %d", len(parts))
 	}
-	for i, p := range parts {
-		if p == "" {
-			return h, reject(ErrMalformed, "part %d of 3 is empty", i+1)
-		}
+	if parts[0] == "" || parts[1] == "" {
+		return h, reject(ErrMalformed, "empty header or payload")
 	}
 	b, err := base64.RawURLEncoding.DecodeString(parts[0])
 	if err != nil {
@@ -131,6 +129,11 @@ func parseHeader(raw string) (header, error) {
 		return h, reject(ErrAlgorithm, "alg %q: unsigned tokens are never accepted", h.Alg)
 	case strings.HasPrefix(h.Alg, "HS"):
 		return h, reject(ErrAlgorithm, "alg %q: symmetric algorithms are never accepted", h.Alg)
+	}
+	// Checked after alg so that an unsigned "alg":"none" token is named
+	// for what it is.
+	if parts[2] == "" {
+		return h, reject(ErrSignature, "empty signature")
 	}
 	return h, nil
 }
@@ -186,6 +189,10 @@ func verifySignature(raw string, h header, allowed []jose.SignatureAlgorithm, ke
 	}
 	return nil
 }
+
+// maxClockSkew bounds configured skews: beyond a few minutes the clocks are
+// broken, and tolerating it would extend every token's life.
+const maxClockSkew = 5 * time.Minute
 
 // timeClaims are the registered time claims, as NumericDate so that float
 // and integer encodings both decode.
