@@ -7,7 +7,7 @@ import (
 
 // Grants returns the permissions identity earns under its tenant's Policy.
 func (v *IdPVerifier) Grants(id *Identity) []Permission {
-	tt := v.tenants[id.Tenant]
+	tt := v.tenant(id.Tenant)
 	if tt == nil {
 		return nil
 	}

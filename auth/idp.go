@@ -5,8 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"net/url"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
@@ -113,12 +117,16 @@ type tenantTrust struct {
 	policy  Policy
 }
 
-// IdPVerifier verifies identity-provider tokens for the token exchange. It is
-// immutable after New and safe for concurrent use.
+// IdPVerifier verifies identity-provider tokens for the token exchange. Safe
+// for concurrent use; tenants can be set and removed while it serves (the
+// control plane's idp-issuers API).
 type IdPVerifier struct {
 	fetcher *Fetcher
 	now     func() time.Time
-	tenants map[string]*tenantTrust
+	// tenants is copy-on-write: Verify loads it without a lock, writers
+	// serialise on mu and publish a new map.
+	tenants atomic.Pointer[map[string]*tenantTrust]
+	mu      sync.Mutex
 }
 
 // NewIdPVerifier validates cfg and returns a verifier.
@@ -126,32 +134,58 @@ func NewIdPVerifier(cfg IdPConfig) (*IdPVerifier, error) {
 	if cfg.Fetcher == nil {
 		return nil, reject(ErrConfig, "IdPConfig.Fetcher is nil")
 	}
-	v := &IdPVerifier{fetcher: cfg.Fetcher, now: cfg.Now, tenants: make(map[string]*tenantTrust)}
+	v := &IdPVerifier{fetcher: cfg.Fetcher, now: cfg.Now}
 	if v.now == nil {
 		v.now = time.Now
 	}
+	v.tenants.Store(&map[string]*tenantTrust{})
+	seen := make(map[string]bool)
 	for _, t := range cfg.Tenants {
-		if t.Tenant == "" {
-			return nil, reject(ErrConfig, "tenant with empty name")
-		}
-		if _, dup := v.tenants[t.Tenant]; dup {
+		if seen[t.Tenant] {
 			return nil, reject(ErrConfig, "tenant %q configured twice", t.Tenant)
 		}
-		if err := t.Policy.Validate(t.Tenant); err != nil {
+		seen[t.Tenant] = true
+		if err := v.SetTenant(t); err != nil {
 			return nil, err
 		}
-		tt := &tenantTrust{issuers: make(map[string]*trustedIssuer), policy: t.Policy}
-		for _, ic := range t.Issuers {
-			if err := ic.validate(); err != nil {
-				return nil, err
-			}
-			ic = ic.withDefaults()
-			tt.issuers[ic.Issuer] = &trustedIssuer{cfg: ic, algs: algList(ic.Algorithms)}
-		}
-		v.tenants[t.Tenant] = tt
 	}
 	return v, nil
 }
+
+// SetTenant validates t and replaces that tenant's issuers and policy.
+func (v *IdPVerifier) SetTenant(t TenantConfig) error {
+	if t.Tenant == "" {
+		return reject(ErrConfig, "tenant with empty name")
+	}
+	if err := t.Policy.Validate(t.Tenant); err != nil {
+		return err
+	}
+	tt := &tenantTrust{issuers: make(map[string]*trustedIssuer), policy: t.Policy}
+	for _, ic := range t.Issuers {
+		if err := ic.validate(); err != nil {
+			return fmt.Errorf("tenant %q: %w", t.Tenant, err)
+		}
+		ic = ic.withDefaults()
+		tt.issuers[ic.Issuer] = &trustedIssuer{cfg: ic, algs: algList(ic.Algorithms)}
+	}
+	v.update(func(m map[string]*tenantTrust) { m[t.Tenant] = tt })
+	return nil
+}
+
+// RemoveTenant stops trusting any IdP for tenant.
+func (v *IdPVerifier) RemoveTenant(tenant string) {
+	v.update(func(m map[string]*tenantTrust) { delete(m, tenant) })
+}
+
+func (v *IdPVerifier) update(edit func(map[string]*tenantTrust)) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	m := maps.Clone(*v.tenants.Load())
+	edit(m)
+	v.tenants.Store(&m)
+}
+
+func (v *IdPVerifier) tenant(name string) *tenantTrust { return (*v.tenants.Load())[name] }
 
 // idpClaims are the claims read from an IdP token. Roles are kept raw
 // because the claim name is per issuer.
@@ -167,7 +201,7 @@ type idpClaims struct {
 // fitting the key, signature, aud, exp, nbf, iat. The order makes the cheap,
 // offline checks first so that garbage never causes a JWKS fetch.
 func (v *IdPVerifier) Verify(ctx context.Context, tenant, raw string) (*Identity, error) {
-	tt := v.tenants[tenant]
+	tt := v.tenant(tenant)
 	if tt == nil {
 		return nil, reject(ErrTenant, "tenant %q has no identity provider configured", tenant)
 	}

@@ -194,3 +194,24 @@ func TestIdPConfigValidation(t *testing.T) {
 	_, err = NewIdPVerifier(IdPConfig{})
 	require.ErrorIs(t, err, ErrConfig)
 }
+
+func TestIdPVerifierTenantsChangeWhileServing(t *testing.T) {
+	fx := newIdPFixture(t)
+	ctx := context.Background()
+	tok := signJWT(t, jose.RS256, testRSA(t, 0), "rsa1", fx.claims(nil))
+	_, err := fx.v.Verify(ctx, "t2", tok)
+	require.ErrorIs(t, err, ErrTenant)
+
+	require.NoError(t, fx.v.SetTenant(TenantConfig{Tenant: "t2", Issuers: []IssuerConfig{{
+		Issuer: testIssuer, JWKSURL: fx.srv.URL, Audiences: []string{testAudience},
+	}}}))
+	id, err := fx.v.Verify(ctx, "t2", tok)
+	require.NoError(t, err)
+	require.Equal(t, "t2", id.Tenant)
+
+	fx.v.RemoveTenant("t2")
+	_, err = fx.v.Verify(ctx, "t2", tok)
+	require.ErrorIs(t, err, ErrTenant)
+	require.ErrorIs(t, fx.v.SetTenant(TenantConfig{Tenant: "t3", Policy: Policy{
+		Roles: map[string][]Permission{"r": {{ActionPublish, "t1/a/b"}}}}}), ErrConfig)
+}
