@@ -268,3 +268,12 @@ func (f *Fetcher) ttl(cacheControl string) time.Duration {
 	}
 	return min(max(ttl, f.cfg.MinTTL), f.cfg.MaxTTL)
 }
+
+// Forget drops everything cached for url, e.g. when a tenant is deleted, so
+// the Fetcher's memory follows the set of URLs in use. A fetch in flight for
+// url completes into the forgotten entry and is discarded with it.
+func (f *Fetcher) Forget(url string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.mu.entries, url)
+}

@@ -211,3 +211,15 @@ func TestFetcherConfigValidation(t *testing.T) {
 	_, err = NewFetcher(FetcherConfig{Timeout: -1})
 	require.ErrorIs(t, err, ErrConfig)
 }
+
+func TestFetcherForget(t *testing.T) {
+	srv := newIdPServer(t, jwksJSON(jwkJSON(t, testEd(t).Public(), "k1", "")))
+	f := newTestFetcher(t, newClock())
+	ctx := context.Background()
+	_, err := f.Key(ctx, srv.URL, "k1")
+	require.NoError(t, err)
+	f.Forget(srv.URL)
+	_, err = f.Key(ctx, srv.URL, "k1")
+	require.NoError(t, err, "a forgotten URL is fetched again, not rate-limited")
+	require.EqualValues(t, 2, srv.fetches.Load())
+}

@@ -85,6 +85,9 @@ func (s *MemoryKeySource) PublicKey(_ context.Context, tenant, kid string) (ed25
 type JWKSKeySource struct {
 	Fetcher *Fetcher
 	// URL returns the JWKS URL of tenant, or "" if the tenant is unknown.
+	// The tenant comes from the client, so URL must return "" for
+	// tenants the broker does not know (from the metadata watch): each
+	// distinct URL is a cache entry and a fetch.
 	URL func(tenant string) string
 }
 
