@@ -187,8 +187,8 @@ func (v *IdPVerifier) update(edit func(map[string]*tenantTrust)) {
 
 func (v *IdPVerifier) tenant(name string) *tenantTrust { return (*v.tenants.Load())[name] }
 
-// idpClaims are the claims read from an IdP token. Roles are kept raw
-// because the claim name is per issuer.
+// idpClaims are the registered claims of an IdP token. Roles are read from
+// the whole claim set afterwards, because their claim name is per issuer.
 type idpClaims struct {
 	timeClaims
 	Issuer   string   `json:"iss"`
@@ -262,7 +262,7 @@ func (v *IdPVerifier) identity(tenant string, ti *trustedIssuer, c idpClaims, ex
 		Subject:   c.Subject,
 		Principal: hex.EncodeToString(sum[:]),
 		Audience:  c.Audience,
-		Expiry:    c.Expiry.Time(),
+		Expiry:    c.Expiry.Time().UTC(),
 		Roles:     roles,
 	}, nil
 }

@@ -92,7 +92,7 @@ func (c FetcherConfig) validate() error {
 // the time and result of the last attempt. A lookup that needs the network
 // (nothing cached, stale, or unknown kid) becomes a fetch only if the last
 // attempt on that URL is older than MinRefreshInterval; concurrent callers
-// share one in-flight fetch, run by the first caller on its own goroutine
+// share one in-flight fetch, run in the first caller's goroutine
 // (no background goroutines to own or stop). A failed fetch never discards
 // the cached keys: an IdP outage degrades to "no new keys", not "no logins".
 // Rejected alternative: a background refresher per URL; it needs a lifetime
@@ -150,13 +150,14 @@ func (f *Fetcher) Key(ctx context.Context, url, kid string) (Key, error) {
 	call, lead, limited := f.joinLocked(e, now)
 	f.mu.Unlock()
 
+	var gaveUp error
 	if lead {
 		f.run(ctx, url, e, call)
 	} else if call != nil {
 		select {
 		case <-call.done:
 		case <-ctx.Done():
-			return Key{}, reject(ErrJWKSUnavailable, "%s: gave up waiting for the fetch: %v", url, ctx.Err())
+			gaveUp = ctx.Err()
 		}
 	}
 
@@ -169,6 +170,8 @@ func (f *Fetcher) Key(ctx context.Context, url, kid string) (Key, error) {
 		// Possibly stale, possibly after a failed refresh: a key the
 		// IdP published is still the best answer we have.
 		return k, nil
+	case gaveUp != nil:
+		return Key{}, reject(ErrJWKSUnavailable, "%s: gave up waiting for the fetch: %v", url, gaveUp)
 	case lastErr != nil && n == 0:
 		return Key{}, reject(ErrJWKSUnavailable, "%v (no cached keys%s)", lastErr, limited)
 	case lastErr != nil:
