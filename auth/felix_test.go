@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -263,4 +264,45 @@ func TestMintRefusesBadGrants(t *testing.T) {
 	require.ErrorIs(t, err, ErrConfig)
 	_, err = NewVerifier(VerifierConfig{})
 	require.ErrorIs(t, err, ErrConfig)
+}
+
+// Minting, verifying, rotating and reading the JWKS at once: for -race, and
+// to show a rotation never fails a token minted before or after it.
+func TestFelixConcurrentMintVerifyRotate(t *testing.T) {
+	clk := newClock()
+	m := newTestMinter(t, clk, "t1")
+	v := newTestVerifier(t, clk, m)
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for range 4 {
+		wg.Go(func() {
+			for range 25 {
+				raw, _, err := m.Mint("t1", "alice", publishOrders)
+				if err == nil {
+					_, err = v.Verify(context.Background(), "t1", raw)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for range 10 {
+			if _, err := m.Rotate("t1"); err != nil {
+				errs <- err
+				return
+			}
+			if _, err := m.JWKS("t1"); err != nil {
+				errs <- err
+				return
+			}
+		}
+	})
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
 }
