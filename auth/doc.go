@@ -56,7 +56,7 @@
 // # Concurrency
 //
 // Fetcher, IdPVerifier, Minter, Verifier and MemoryKeySource are safe for
-// concurrent use; each has one mutex and none is held while calling another
-// type or the network. The package starts no goroutines: the first caller
+// concurrent use; each has one mutex, and none is held across a network call
+// or a call into another of these types, so there is no lock order. The package starts no goroutines: the first caller
 // needing a JWKS performs the fetch for all waiters.
 package auth
