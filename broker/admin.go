@@ -107,6 +107,7 @@ type Stats struct {
 	Buffers       fanout.PoolStats  `json:"buffers"`
 	DroppedEvents uint64            `json:"dropped_events"`
 	Streams       []StreamStats     `json:"streams"`
+	Caches        []CacheStats      `json:"caches"`
 	Connections   []ConnectionStats `json:"connections"`
 	// CPU is this process's CPU per OS thread and the machine's split
 	// (user, system, softirq, iowait, idle ...), cumulative: rates come
@@ -180,6 +181,9 @@ func (b *Broker) Stats() Stats {
 			ss.Shards = append(ss.Shards, shs)
 		}
 		s.Streams = append(s.Streams, ss)
+	}
+	for _, c := range b.caches.list() {
+		s.Caches = append(s.Caches, c.stats())
 	}
 	for _, c := range b.conns() {
 		s.Connections = append(s.Connections, c.stats())

@@ -43,6 +43,10 @@ func TestAdminCachesAPI(t *testing.T) {
 
 	ctx := ctxT(t, 10*time.Second)
 	require.NoError(t, openCache(t, h, "sessions").Put(ctx, "k", []byte("v"), 0), "usable at once")
+	st := h.b.Stats()
+	require.Len(t, st.Caches, 2)
+	require.Equal(t, 1, st.Caches[0].Entries)
+	require.NotNil(t, st.Caches[0].Commit, "a durable cache reports its group commit")
 	require.NoError(t, h.b.Close())
 	h2 := startBroker(t, broker.Config{DataDir: dir})
 	require.Len(t, h2.b.Caches(), 1, "only the durable cache is in the catalog")

@@ -204,11 +204,13 @@ func (ct *control) watch(m *wire.Watch) bool {
 	if err != nil {
 		return ct.cacheFail(nil, err)
 	}
-	sub, err := ct.newSubscription(watchQueue(ct.c.b.cfg.Queue))
+	sub, err := ct.newSubscription(watchQueue(ct.c.b.cfg.Queue), func(s *subscription) {
+		s.watch = k.String() + " " + m.Key
+		s.detach = func(s *subscription) { c.removeWatcher(s, m.Key) }
+	})
 	if err != nil {
 		return ct.cacheFail(nil, err)
 	}
-	sub.watch = k.String() + " " + m.Key
 	if err := c.addWatcher(sub, m.Key, m.Current != nil && *m.Current); err != nil {
 		sub.end()
 		return ct.cacheFail(nil, err)

@@ -212,3 +212,27 @@ func (b *Broker) Caches() []CacheSpec {
 	}
 	return out
 }
+
+// CacheStats describes one cache for /debug/felix/stats.
+type CacheStats struct {
+	CacheSpec
+	Entries  int    `json:"entries"`
+	Bytes    int64  `json:"bytes"`
+	Watchers int    `json:"watchers"`
+	Revision uint64 `json:"revision"`
+	// Commit is the group-commit account of a durable cache.
+	Commit *CommitStats `json:"commit,omitempty"`
+}
+
+func (c *cache) stats() CacheStats {
+	c.mu.Lock()
+	cs := CacheStats{CacheSpec: c.spec, Entries: len(c.mu.store.entries), Bytes: c.mu.store.bytes, Revision: c.mu.rev}
+	for _, ws := range c.mu.watchers {
+		cs.Watchers += len(ws)
+	}
+	c.mu.Unlock()
+	if c.d != nil {
+		cs.Commit = commitStats(c.d.seq.Stats())
+	}
+	return cs
+}

@@ -67,13 +67,17 @@ func watchQueue(cfg fanout.Config) fanout.Config {
 // the subscription's replay, numbered with its revision. The snapshot and
 // the registration happen under the lock every change takes, so the
 // watcher sees the current state and then exactly the later changes: no
-// gap, no duplicate.
+// gap, no duplicate. A subscription already ended (its connection closed
+// meanwhile) is refused: its detach may have run before this registration.
 func (c *cache) addWatcher(sub *subscription, key string, current bool) error {
 	if err := checkKey(key); err != nil {
 		return err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err := sub.ctx.Err(); err != nil {
+		return cacheErr(wire.CacheErrUnavailable, "watch ended: %v", err)
+	}
 	if current {
 		buf, err := c.snapshotLocked(key)
 		if err != nil {
@@ -82,7 +86,6 @@ func (c *cache) addWatcher(sub *subscription, key string, current bool) error {
 		sub.replay, sub.replayFrom = []*fanout.Buffer{buf}, buf.BaseOffset
 	}
 	c.mu.watchers[key] = append(c.mu.watchers[key], sub)
-	sub.detach = func(s *subscription) { c.removeWatcher(s, key) }
 	return nil
 }
 

@@ -42,21 +42,23 @@ func (ct *control) subscribe(m *wire.Subscribe) bool {
 		ct.fail(fmt.Sprintf("shard %d not in [0, %d) for %s", idx, len(st.shards), k))
 		return true
 	}
-	sub, err := ct.newSubscription(ct.c.b.cfg.Queue)
+	sh := st.shards[idx]
+	sub, err := ct.newSubscription(ct.c.b.cfg.Queue, func(s *subscription) { s.sh, s.detach = sh, sh.detach })
 	if err != nil {
 		ct.fail(err.Error())
 		return true
 	}
-	sub.sh, sub.detach = st.shards[idx], st.shards[idx].detach
 	if !ct.startSubscription(sub, m) {
 		sub.end()
 	}
 	return true
 }
 
-// newSubscription makes a subscription with a queue per qcfg, registered
-// with the connection; the caller attaches it to its source.
-func (ct *control) newSubscription(qcfg fanout.Config) (*subscription, error) {
+// newSubscription makes a subscription with a queue per qcfg and registers
+// it with the connection. source sets what it follows (shard or watched
+// key, and detach) before the registration makes it visible to the
+// connection's teardown; the caller then attaches it.
+func (ct *control) newSubscription(qcfg fanout.Config, source func(*subscription)) (*subscription, error) {
 	c := ct.c
 	q, err := fanout.NewQueue(qcfg)
 	if err != nil {
@@ -69,6 +71,7 @@ func (ct *control) newSubscription(qcfg fanout.Config) (*subscription, error) {
 		gaps:    wire.Supports(ct.peer, wire.CapGapNotices),
 		ctx:     ctx, cancel: cancel, done: make(chan struct{}),
 	}
+	source(sub)
 	if err := c.add(sub); err != nil {
 		cancel()
 		q.Close()
