@@ -10,11 +10,10 @@
 //     disk order). In [OnCommit] mode the flusher takes every staged range,
 //     calls [Syncer.Sync] once, and releases them all together; ranges staged
 //     while a sync runs are covered by the next one, and before each sync
-//     the flusher yields, then waits (at most as long as the last sync),
-//     until the writers the previous sync released have re-staged, so the
-//     number of waiters per sync grows with concurrency, also for writers a
-//     network round trip away ([Config.MaxDelay] adds an optional fixed
-//     coalescing wait, off by default). [Periodic] (the default)
+//     the flusher yields until the writers the previous sync released have
+//     re-staged (or a yield brings none), so the number of waiters per sync
+//     grows with concurrency without a timer ([Config.MaxDelay] adds an
+//     optional coalescing wait, off by default). [Periodic] (the default)
 //     syncs every [Config.Interval] if anything was reserved, and [Never]
 //     only on Flush and Close; in both, callbacks run without waiting for the
 //     disk, still in order.

@@ -64,38 +64,3 @@ func TestOnCommitLoneWriterDoesNotWait(t *testing.T) {
 		require.NoError(t, s.Close())
 	})
 }
-
-// TestOnCommitRemoteWritersShareEverySync proves gather's wait: writers
-// that need a round trip (here 300 µs against a 1 ms sync) after their done
-// before they reserve again, like a broker's clients, still all share each
-// sync instead of alternating in halves.
-func TestOnCommitRemoteWritersShareEverySync(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		const writers, rounds = 8, 50
-		s := newSequencer(t, Config{Mode: OnCommit, Syncer: slowLog{time.Millisecond}})
-		var (
-			mu   sync.Mutex
-			next uint64
-			wg   sync.WaitGroup
-		)
-		for range writers {
-			wg.Go(func() {
-				ch := make(chan error, 1)
-				for range rounds {
-					mu.Lock()
-					err := s.Reserve(next, next+1, func(err error) { ch <- err })
-					next++
-					mu.Unlock()
-					require.NoError(t, err)
-					require.NoError(t, <-ch)
-					time.Sleep(300 * time.Microsecond) // the ack's and the next request's trip
-				}
-			})
-		}
-		wg.Wait()
-		st := s.Stats()
-		require.NoError(t, s.Close())
-		mean := float64(st.WaitersPerSync.Sum) / float64(st.WaitersPerSync.Count)
-		require.Greater(t, mean, float64(writers)*0.9, "waiters per sync (syncs %d)", st.Syncs)
-	})
-}

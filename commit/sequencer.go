@@ -215,33 +215,30 @@ const gatherYields = 8
 // into two halves that alternate: the half staged during a sync is synced
 // at once when it returns, while the half it released is still waking up,
 // so each sync covers about half of them (measured: 32 waiters per sync at
-// concurrency 64, on_commit 14x concurrency 1).
-//
-// Writers in this process come back within a yield or two of being made
-// runnable (they sit on this P's run queue), so gather first yields the
-// processor, which costs a few hundred nanoseconds when nobody is coming
-// back (concurrency 1). Writers a network round trip away (a broker's
-// clients: the ack must reach the client and its next request come back)
-// do not come back within a yield, and stayed split in halves (4.0 waiters
-// per sync with 8 QUIC clients doing sequential on_commit cache puts): for
-// them gather then waits for their reservations (each Reserve signals
-// wake) until as many as the last sync released are staged again (7.3
-// waiters per sync in the same benchmark). A timer alone (Config.MaxDelay)
-// would make every round wait its full length; this wait ends at the last
-// expected arrival. gather never waits longer than the last sync took (the
-// cost when a released writer does not come back: one round at most half
-// as fast), and not at all when the last sync released at most one writer.
+// concurrency 64, on_commit 14x concurrency 1). A timer cannot fix this
+// cheaply: re-staging takes microseconds of CPU, while an idle Go runtime
+// sleeps in ~1 ms steps (see Config.MaxDelay). Yielding the processor
+// instead runs the just-readied writers (they sit on this P's run queue),
+// and stops as soon as a yield brings no new reservation, so it costs a
+// few hundred nanoseconds when nobody is coming back (concurrency 1, or a
+// broker whose publishers are a network round trip away). It never waits
+// longer than half the last sync.
 func (s *Sequencer) gather() {
 	want := s.lastReleased
 	if want <= 1 {
 		return
 	}
-	deadline := time.Now().Add(s.lastSync)
-	staged := s.staged()
+	deadline := time.Now().Add(s.lastSync / 2)
+	s.mu.Lock()
+	staged := len(s.mu.core.pending)
+	s.mu.Unlock()
 	want += staged
 	for idle := 0; staged < want && idle < gatherYields; {
 		runtime.Gosched()
-		if n := s.staged(); n > staged {
+		s.mu.Lock()
+		n := len(s.mu.core.pending)
+		s.mu.Unlock()
+		if n > staged {
 			staged, idle = n, 0
 		} else {
 			idle++
@@ -250,32 +247,6 @@ func (s *Sequencer) gather() {
 			return
 		}
 	}
-	if staged < want {
-		s.awaitStaged(want, deadline)
-	}
-}
-
-// awaitStaged waits until want reservations are staged, the deadline
-// passes, or Close begins. Wakes consumed here are for reservations the
-// coming round takes anyway: they were staged before it plans.
-func (s *Sequencer) awaitStaged(want int, deadline time.Time) {
-	t := time.NewTimer(time.Until(deadline))
-	defer t.Stop()
-	for s.staged() < want {
-		select {
-		case <-s.wake:
-		case <-t.C:
-			return
-		case <-s.closing:
-			return
-		}
-	}
-}
-
-func (s *Sequencer) staged() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.mu.core.pending)
 }
 
 // round plans, syncs if planned, records the outcome and completes the
