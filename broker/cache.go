@@ -56,21 +56,46 @@ func openCache(b *Broker, spec CacheSpec) (*cache, error) {
 	}
 	dir := filepath.Join(b.cfg.DataDir, "caches", segment.ShardDirName(spec.Tenant, spec.Namespace, spec.Cache, 0))
 	scfg := b.cfg.Storage
-	// Retention would drop live entries: a cache log keeps every record.
+	// Retention would drop live entries: a cache log keeps every record
+	// until compaction rewrites it (cache_compact.go).
 	scfg.RetentionBytes, scfg.RetentionAge = 0, 0
-	start := time.Now()
-	d, err := openDurableLog(b, dir, spec.Fsync, scfg, b.log.With("cache", spec.String()))
-	if err != nil {
+	if err := c.openLog(dir, scfg); err != nil {
 		return nil, err
 	}
-	c.d = d
-	if err := c.rebuild(nowMs()); err != nil {
-		d.close()
-		return nil, err
-	}
-	b.log.Info("durable cache opened", "cache", spec.String(), "dir", dir, "records", d.log.Next()-d.log.First(),
-		"entries", len(c.mu.store.entries), "took", time.Since(start))
 	return c, nil
+}
+
+// openLog opens and rebuilds the cache's log, compacting it first when it
+// holds far more records than live entries.
+func (c *cache) openLog(dir string, scfg segment.Config) error {
+	b, start := c.b, time.Now()
+	if err := recoverCompaction(dir); err != nil {
+		return fmt.Errorf("cache %s: recovering compaction: %w", c.spec.CacheKey, err)
+	}
+	for compacted := false; ; compacted = true {
+		d, err := openDurableLog(b, dir, c.spec.Fsync, scfg, b.log.With("cache", c.spec.String()))
+		if err != nil {
+			return err
+		}
+		c.d = d
+		c.mu.store = newCacheStore(c.spec.MaxEntries, c.spec.MaxBytes)
+		if err := c.rebuild(nowMs()); err != nil {
+			d.close()
+			return err
+		}
+		records := d.log.Next() - d.log.First()
+		if compacted || !needsCompaction(records, len(c.mu.store.entries)) {
+			b.log.Info("durable cache opened", "cache", c.spec.String(), "dir", dir, "records", records,
+				"entries", len(c.mu.store.entries), "compacted", compacted, "took", time.Since(start))
+			return nil
+		}
+		if err := d.close(); err != nil {
+			return err
+		}
+		if err := c.compactTo(dir, scfg, d.log.Next()); err != nil {
+			return fmt.Errorf("cache %s: %w", c.spec.CacheKey, err)
+		}
+	}
 }
 
 func nowMs() uint64 { return uint64(time.Now().UnixMilli()) }

@@ -220,6 +220,9 @@ type CacheStats struct {
 	Bytes    int64  `json:"bytes"`
 	Watchers int    `json:"watchers"`
 	Revision uint64 `json:"revision"`
+	// LogRecords is how many records a durable cache's log holds (it is
+	// compacted on open when far above Entries).
+	LogRecords uint64 `json:"log_records,omitempty"`
 	// Commit is the group-commit account of a durable cache.
 	Commit *CommitStats `json:"commit,omitempty"`
 }
@@ -233,6 +236,7 @@ func (c *cache) stats() CacheStats {
 	c.mu.Unlock()
 	if c.d != nil {
 		cs.Commit = commitStats(c.d.seq.Stats())
+		cs.LogRecords = c.d.log.Next() - c.d.log.First()
 	}
 	return cs
 }
