@@ -16,7 +16,8 @@ import (
 
 // AdminHandler serves the admin endpoints: /live, /ready (503 while starting
 // or draining), /metrics, /debug/pprof/, /debug/felix/stats, and the stream
-// API (POST and GET /v1/streams) used until the control plane exists.
+// and cache API (POST and GET /v1/streams, /v1/caches) used until the
+// control plane exists.
 func (b *Broker) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /live", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
@@ -40,7 +41,33 @@ func (b *Broker) AdminHandler() http.Handler {
 		writeJSON(w, http.StatusOK, map[string]any{"streams": b.Streams()})
 	})
 	mux.HandleFunc("POST /v1/streams", b.postStream)
+	mux.HandleFunc("GET /v1/caches", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"caches": b.Caches()})
+	})
+	mux.HandleFunc("POST /v1/caches", b.postCache)
 	return mux
+}
+
+// postCache is POST /v1/caches: {tenant, namespace, cache, durable, fsync,
+// max_entries, max_bytes}; 201 with the spec as registered (defaults
+// filled in), 409 if it exists, 400 otherwise.
+func (b *Broker) postCache(w http.ResponseWriter, r *http.Request) {
+	var spec CacheSpec
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&spec); err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "bad request body: " + err.Error()})
+		return
+	}
+	switch err := b.CreateCache(spec); {
+	case err == nil:
+		c, _ := b.caches.lookup(spec.CacheKey)
+		writeJSON(w, http.StatusCreated, c.spec)
+	case errors.Is(err, ErrCacheExists):
+		writeJSON(w, http.StatusConflict, map[string]string{"error": err.Error()})
+	default:
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+	}
 }
 
 func (b *Broker) postStream(w http.ResponseWriter, r *http.Request) {
@@ -80,6 +107,7 @@ type Stats struct {
 	Buffers       fanout.PoolStats  `json:"buffers"`
 	DroppedEvents uint64            `json:"dropped_events"`
 	Streams       []StreamStats     `json:"streams"`
+	Caches        []CacheStats      `json:"caches"`
 	Connections   []ConnectionStats `json:"connections"`
 	// CPU is this process's CPU per OS thread and the machine's split
 	// (user, system, softirq, iowait, idle ...), cumulative: rates come
@@ -127,10 +155,12 @@ type ConnectionStats struct {
 
 // SubscriptionStats is one subscription's queue accounting.
 type SubscriptionStats struct {
-	ID     uint64       `json:"id"`
-	Stream string       `json:"stream"`
-	Shard  int          `json:"shard"`
-	Queue  fanout.Stats `json:"queue"`
+	ID     uint64 `json:"id"`
+	Stream string `json:"stream,omitempty"`
+	Shard  int    `json:"shard"`
+	// Watch is "tenant/namespace/cache key" for a keyed watch.
+	Watch string       `json:"watch,omitempty"`
+	Queue fanout.Stats `json:"queue"`
 	// Capacity bounds Queue.Depth (events); a queue at capacity drops per
 	// Policy.
 	Capacity int    `json:"capacity"`
@@ -152,6 +182,9 @@ func (b *Broker) Stats() Stats {
 		}
 		s.Streams = append(s.Streams, ss)
 	}
+	for _, c := range b.caches.list() {
+		s.Caches = append(s.Caches, c.stats())
+	}
 	for _, c := range b.conns() {
 		s.Connections = append(s.Connections, c.stats())
 	}
@@ -171,10 +204,14 @@ func (c *conn) stats() ConnectionStats {
 		cs.Path = ps.Snapshot()
 	}
 	for _, sub := range c.subscriptions() {
-		cs.Subscriptions = append(cs.Subscriptions, SubscriptionStats{
-			ID: sub.id, Stream: sub.sh.st.spec.String(), Shard: sub.sh.id, Queue: sub.queue.Stats(),
+		ss := SubscriptionStats{
+			ID: sub.id, Watch: sub.watch, Queue: sub.queue.Stats(),
 			Capacity: sub.queue.Capacity(), Policy: sub.queue.Policy().String(),
-		})
+		}
+		if sub.sh != nil {
+			ss.Stream, ss.Shard = sub.sh.st.spec.String(), sub.sh.id
+		}
+		cs.Subscriptions = append(cs.Subscriptions, ss)
 	}
 	return cs
 }

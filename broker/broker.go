@@ -25,6 +25,7 @@ type Broker struct {
 	verifier Verifier
 	pool     *fanout.Pool
 	streams  *registry
+	caches   *cacheRegistry
 	metrics  *metrics
 
 	nextConnID atomic.Uint64
@@ -78,6 +79,7 @@ func New(cfg Config) (*Broker, error) {
 	}
 	b.mu.conns = map[*conn]struct{}{}
 	b.streams = newRegistry(func(st *stream, id int) (*shard, error) { return newShard(b, st, id) })
+	b.caches = newCacheRegistry()
 	if cfg.DataDir != "" {
 		if err := b.reopenCatalog(); err != nil {
 			b.closeShardsNow()
@@ -116,7 +118,7 @@ func (b *Broker) CreateStream(spec StreamSpec) error {
 	return nil
 }
 
-// reopenCatalog recreates the durable streams recorded in the data
+// reopenCatalog recreates the durable streams and caches recorded in the data
 // directory, recovering their logs.
 func (b *Broker) reopenCatalog() error {
 	c, err := loadCatalog(b.cfg.DataDir)
@@ -126,6 +128,11 @@ func (b *Broker) reopenCatalog() error {
 	for _, spec := range c.Streams {
 		if _, err := b.streams.create(spec); err != nil {
 			return fmt.Errorf("broker: reopening %s: %w", spec.StreamKey, err)
+		}
+	}
+	for _, spec := range c.Caches {
+		if _, err := b.caches.create(b, spec); err != nil {
+			return fmt.Errorf("broker: reopening cache %s: %w", spec.CacheKey, err)
 		}
 	}
 	return nil
@@ -333,10 +340,13 @@ func (b *Broker) closeShardsNow() {
 			sh.close()
 		}
 	}
+	for _, c := range b.caches.list() {
+		c.close()
+	}
 }
 
-// closeShards stops retention and closes every shard once: durable shards
-// get their final sync. Errors are kept for Close and Drain to report.
+// closeShards stops retention and closes every shard and cache once:
+// durable ones get their final sync. Errors are kept for Close and Drain to report.
 func (b *Broker) closeShards() error {
 	b.closeOnce.Do(func() {
 		close(b.stopRetention)
@@ -346,6 +356,9 @@ func (b *Broker) closeShards() error {
 			for _, sh := range st.shards {
 				errs = append(errs, sh.close())
 			}
+		}
+		for _, c := range b.caches.list() {
+			errs = append(errs, c.close())
 		}
 		b.closeErr = errors.Join(errs...)
 	})

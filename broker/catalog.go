@@ -9,13 +9,14 @@ import (
 	"path/filepath"
 )
 
-// catalogFile lists the durable streams of a data directory, so that a
+// catalogFile lists the durable streams and caches of a data directory, so that a
 // restarted broker reopens (and recovers) their logs without being told
 // again. Until the control plane owns stream metadata this file does.
 const catalogFile = "streams.json"
 
 type catalog struct {
 	Streams []StreamSpec `json:"streams"`
+	Caches  []CacheSpec  `json:"caches,omitempty"`
 }
 
 func loadCatalog(dir string) (catalog, error) {

@@ -23,6 +23,9 @@ type control struct {
 	out  *replyWriter
 	peer wire.Flags // capabilities the client advertised
 	log  *slog.Logger
+	// oneShot is set by a cache request without request_id: its reply is
+	// the last thing the stream carries (cache_control.go).
+	oneShot bool
 }
 
 func newControl(c *conn, str *quic.Stream) *control {
@@ -37,9 +40,13 @@ func newControl(c *conn, str *quic.Stream) *control {
 func (ct *control) serve() {
 	ct.out = newReplyWriter(ct.str)
 	if ct.authenticate() && ct.loop() {
-		// The client finished its side: flush replies, then finish ours.
+		// The client finished its side (or a one-shot request was
+		// answered): flush replies, then finish ours.
 		ct.out.close()
 		ct.str.Close()
+		if ct.oneShot {
+			ct.str.CancelRead(0) // whatever the client sends after it is not read
+		}
 		return
 	}
 	ct.out.close()
@@ -117,6 +124,9 @@ func (ct *control) loop() bool {
 		if !ct.dispatch(h, payload) {
 			return false
 		}
+		if ct.oneShot {
+			return true
+		}
 	}
 }
 
@@ -151,6 +161,9 @@ func (ct *control) handleJSON(m wire.Message) bool {
 	case *wire.Auth:
 		ct.fail("auth already established")
 		return false
+	}
+	if handled, keep := ct.handleCache(m); handled {
+		return keep
 	}
 	ct.fail("unexpected message type " + m.Type().String())
 	return true

@@ -3,6 +3,7 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"time"
 
@@ -14,12 +15,61 @@ import (
 // ErrNoDataDir: a durable stream was requested from a broker without one.
 var ErrNoDataDir = errors.New("durable streams need a data directory (FELIX_DATA_DIR)")
 
-// durable is the storage of one durable shard: its segment log and the
-// commit sequencer that makes appends durable per the stream's fsync mode.
-// The broker joins the two: segment and commit never import each other.
-type durable struct {
+// durableLog is a segment log joined to the commit sequencer that makes
+// its appends durable per an fsync mode. Durable stream shards and durable
+// caches both write through one; segment and commit never import each
+// other, the broker joins them here.
+type durableLog struct {
 	log *segment.Log
 	seq *commit.Sequencer
+}
+
+// openDurableLog opens (recovering) the log in dir and starts its
+// sequencer. fsync must be a valid commit mode (validated with the spec).
+func openDurableLog(b *Broker, dir, fsync string, cfg segment.Config, logger *slog.Logger) (*durableLog, error) {
+	cfg.Logger = logger
+	log, err := segment.Open(dir, cfg)
+	if err != nil {
+		return nil, err
+	}
+	mode, _ := commit.ParseMode(fsync)
+	seq, err := commit.New(commit.Config{Mode: mode, Interval: b.cfg.FsyncInterval, Syncer: log, Logger: logger})
+	if err != nil {
+		log.Close()
+		return nil, err
+	}
+	return &durableLog{log: log, seq: seq}, nil
+}
+
+// append appends payloads as one batch and reserves it with the sequencer.
+// The caller holds its ordering lock, so reservation order is append order
+// (the sequencer requires it) and matches whatever order the caller gives
+// its own state. On nil, done runs later on the sequencer's goroutine,
+// strictly in append order, once the batch is durable per the fsync mode
+// (or with the terminal sync error); on an error done is never called and
+// nothing may be acknowledged: a record that reached the log is then never
+// acked.
+func (d *durableLog) append(payloads [][]byte, done func(base uint64, err error)) (uint64, error) {
+	base, err := d.log.Append(payloads, time.Now().UnixMicro())
+	if err != nil {
+		return 0, err
+	}
+	end := base + uint64(len(payloads))
+	if err := d.seq.Reserve(base, end, func(err error) { done(base, err) }); err != nil {
+		return 0, err
+	}
+	return base, nil
+}
+
+// close makes everything appended durable (a final sync in every mode),
+// completes what is pending, and closes the log.
+func (d *durableLog) close() error {
+	return errors.Join(d.seq.Close(), d.log.Close())
+}
+
+// durable is the storage of one durable shard.
+type durable struct {
+	*durableLog
 }
 
 func openDurable(b *Broker, spec StreamSpec, shard int) (*durable, error) {
@@ -27,23 +77,15 @@ func openDurable(b *Broker, spec StreamSpec, shard int) (*durable, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidStream, ErrNoDataDir)
 	}
 	dir := filepath.Join(b.cfg.DataDir, segment.ShardDirName(spec.Tenant, spec.Namespace, spec.Stream, uint32(shard)))
-	cfg := b.cfg.Storage
-	cfg.Logger = b.log.With("stream", spec.String(), "shard", shard)
 	start := time.Now()
-	log, err := segment.Open(dir, cfg)
+	dl, err := openDurableLog(b, dir, spec.Fsync, b.cfg.Storage, b.log.With("stream", spec.String(), "shard", shard))
 	if err != nil {
 		return nil, err
 	}
-	rs := log.Stats().Recovery
+	rs := dl.log.Stats().Recovery
 	b.log.Info("durable shard opened", "stream", spec.String(), "shard", shard, "dir", dir,
-		"first", log.First(), "next", log.Next(), "truncated_records", rs.TruncatedRecords, "took", time.Since(start))
-	mode, _ := commit.ParseMode(spec.Fsync) // validated with the spec
-	seq, err := commit.New(commit.Config{Mode: mode, Interval: b.cfg.FsyncInterval, Syncer: log, Logger: cfg.Logger})
-	if err != nil {
-		log.Close()
-		return nil, err
-	}
-	return &durable{log: log, seq: seq}, nil
+		"first", dl.log.First(), "next", dl.log.Next(), "truncated_records", rs.TruncatedRecords, "took", time.Since(start))
+	return &durable{dl}, nil
 }
 
 // publish appends buf's payloads and reserves them with the sequencer, both
@@ -51,11 +93,7 @@ func openDurable(b *Broker, spec StreamSpec, shard int) (*durable, error) {
 // buf's reference.
 func (d *durable) publish(sh *shard, buf *fanout.Buffer, payloads [][]byte, done func(uint64, error)) {
 	sh.mu.Lock()
-	base, err := d.log.Append(payloads, time.Now().UnixMicro())
-	if err == nil {
-		end := base + uint64(len(payloads))
-		err = d.seq.Reserve(base, end, func(err error) { d.committed(sh, buf, base, err, done) })
-	}
+	_, err := d.append(payloads, func(base uint64, err error) { d.committed(sh, buf, base, err, done) })
 	sh.mu.Unlock()
 	if err != nil {
 		// Not reserved: the sequencer is closed or the log failed. A record
@@ -77,12 +115,6 @@ func (d *durable) committed(sh *shard, buf *fanout.Buffer, base uint64, err erro
 	sh.deliverLocked(buf, base)
 	sh.mu.Unlock()
 	done(base, nil)
-}
-
-// close makes everything appended durable (a final sync in every mode),
-// completes what is pending, and closes the log.
-func (d *durable) close() error {
-	return errors.Join(d.seq.Close(), d.log.Close())
 }
 
 // enforceRetention removes whole sealed segments past the retention bounds.

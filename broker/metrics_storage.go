@@ -7,7 +7,7 @@ import (
 )
 
 // storageCollector exports the segment logs' and commit sequencers' stats
-// of every durable shard, summed over the broker, at scrape time (the
+// of every durable shard and durable cache, summed over the broker, at scrape time (the
 // packages keep their own counters and import no metrics library).
 type storageCollector struct{ b *Broker }
 
@@ -43,28 +43,23 @@ func (c storageCollector) Collect(ch chan<- prometheus.Metric) {
 	v := map[string]float64{}
 	var syncs, syncErrors float64
 	var waiters, records, latency commit.HistogramSnapshot
-	for _, st := range c.b.streams.list() {
-		for _, sh := range st.shards {
-			if sh.d == nil {
-				continue
-			}
-			ls := sh.d.log.Stats()
-			v["appends"] += float64(ls.Appends)
-			v["records"] += float64(ls.Records)
-			v["bytes"] += float64(ls.Bytes)
-			v["rolls"] += float64(ls.Rolls)
-			v["segments"] += float64(ls.Segments)
-			v["retained"] += float64(ls.RetainedBytes)
-			v["removed"] += float64(ls.RemovedByRetention)
-			v["truncated"] += float64(ls.Recovery.TruncatedRecords)
-			if ls.Failed {
-				v["failed"]++
-			}
-			cs := sh.d.seq.Stats()
-			syncs += float64(cs.Syncs)
-			syncErrors += float64(cs.SyncErrors)
-			waiters, records, latency = addHist(waiters, cs.WaitersPerSync), addHist(records, cs.RecordsPerSync), addHist(latency, cs.SyncLatency)
+	for _, d := range c.b.durableLogs() {
+		ls := d.log.Stats()
+		v["appends"] += float64(ls.Appends)
+		v["records"] += float64(ls.Records)
+		v["bytes"] += float64(ls.Bytes)
+		v["rolls"] += float64(ls.Rolls)
+		v["segments"] += float64(ls.Segments)
+		v["retained"] += float64(ls.RetainedBytes)
+		v["removed"] += float64(ls.RemovedByRetention)
+		v["truncated"] += float64(ls.Recovery.TruncatedRecords)
+		if ls.Failed {
+			v["failed"]++
 		}
+		cs := d.seq.Stats()
+		syncs += float64(cs.Syncs)
+		syncErrors += float64(cs.SyncErrors)
+		waiters, records, latency = addHist(waiters, cs.WaitersPerSync), addHist(records, cs.RecordsPerSync), addHist(latency, cs.SyncLatency)
 	}
 	for name, d := range descStorage {
 		kind := prometheus.CounterValue
@@ -101,4 +96,22 @@ func constHistogram(d *prometheus.Desc, h commit.HistogramSnapshot, scale float6
 		}
 	}
 	return prometheus.MustNewConstHistogram(d, h.Count, float64(h.Sum)*scale, buckets)
+}
+
+// durableLogs lists the logs of every durable shard and durable cache.
+func (b *Broker) durableLogs() []*durableLog {
+	var out []*durableLog
+	for _, st := range b.streams.list() {
+		for _, sh := range st.shards {
+			if sh.d != nil {
+				out = append(out, sh.d.durableLog)
+			}
+		}
+	}
+	for _, c := range b.caches.list() {
+		if c.d != nil {
+			out = append(out, c.d)
+		}
+	}
+	return out
 }

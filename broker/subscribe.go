@@ -42,7 +42,8 @@ func (ct *control) subscribe(m *wire.Subscribe) bool {
 		ct.fail(fmt.Sprintf("shard %d not in [0, %d) for %s", idx, len(st.shards), k))
 		return true
 	}
-	sub, err := ct.newSubscription(st.shards[idx])
+	sh := st.shards[idx]
+	sub, err := ct.newSubscription(ct.c.b.cfg.Queue, func(s *subscription) { s.sh, s.detach = sh, sh.detach })
 	if err != nil {
 		ct.fail(err.Error())
 		return true
@@ -53,19 +54,24 @@ func (ct *control) subscribe(m *wire.Subscribe) bool {
 	return true
 }
 
-func (ct *control) newSubscription(sh *shard) (*subscription, error) {
+// newSubscription makes a subscription with a queue per qcfg and registers
+// it with the connection. source sets what it follows (shard or watched
+// key, and detach) before the registration makes it visible to the
+// connection's teardown; the caller then attaches it.
+func (ct *control) newSubscription(qcfg fanout.Config, source func(*subscription)) (*subscription, error) {
 	c := ct.c
-	q, err := fanout.NewQueue(c.b.cfg.Queue)
+	q, err := fanout.NewQueue(qcfg)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(c.ctx)
 	sub := &subscription{
-		id: c.b.nextSubID.Add(1), sh: sh, conn: c, queue: q,
+		id: c.b.nextSubID.Add(1), conn: c, queue: q,
 		offsets: wire.Supports(ct.peer, wire.FlagEventBatchOffsets),
 		gaps:    wire.Supports(ct.peer, wire.CapGapNotices),
 		ctx:     ctx, cancel: cancel, done: make(chan struct{}),
 	}
+	source(sub)
 	if err := c.add(sub); err != nil {
 		cancel()
 		q.Close()
@@ -95,6 +101,13 @@ func (ct *control) startSubscription(sub *subscription, m *wire.Subscribe) bool 
 		ct.fail(err.Error())
 		return false
 	}
+	return ct.openEventStream(sub)
+}
+
+// openEventStream opens the subscription's event stream, writes the hello,
+// replies subscribed and starts the writer. false means the subscription
+// must be ended by the caller.
+func (ct *control) openEventStream(sub *subscription) bool {
 	octx, cancel := context.WithTimeout(sub.ctx, openStreamTimeout)
 	out, err := ct.c.qc.OpenUniStreamSync(octx)
 	cancel()

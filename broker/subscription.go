@@ -16,7 +16,9 @@ import (
 // stream it owns, and the goroutine that drains the one onto the other.
 type subscription struct {
 	id      uint64
-	sh      *shard
+	sh      *shard // nil for a keyed watch
+	watch   string // "cache/key" of a keyed watch, for stats
+	detach  func(*subscription)
 	conn    *conn
 	queue   *fanout.Queue
 	out     *quic.SendStream
@@ -57,7 +59,9 @@ func (s *subscription) offer(buf *fanout.Buffer) {
 func (s *subscription) end() {
 	s.once.Do(func() {
 		s.cancel()
-		s.sh.detach(s)
+		if s.detach != nil {
+			s.detach(s)
+		}
 		s.queue.Close()
 		s.conn.b.metrics.endedDroppedEvent.Add(s.queue.Stats().DroppedEvents)
 		s.conn.forget(s)

@@ -100,18 +100,24 @@ func (c *Client) Subscribe(ctx context.Context, namespace, stream string, opts S
 	}
 	switch m := m.(type) {
 	case *wire.Subscribed:
-		s := &Subscription{
-			c: c, sess: ct.sess, id: m.SubscriptionID, ch: make(chan []Event, c.cfg.SubscriptionBuffer),
-			attached: make(chan struct{}), readDone: make(chan struct{}),
-		}
-		ct.sess.router.register(s.id, s)
-		return s, nil
+		return c.newSubscription(ct.sess, m.SubscriptionID), nil
 	case *wire.SubscribeCursorError:
 		return nil, &CursorError{Reason: string(m.Reason), Requested: m.Requested, Available: m.Available}
 	case *wire.ErrorMessage:
 		return nil, &BrokerError{Message: m.Message}
 	}
 	return nil, fmt.Errorf("%w: %s in reply to subscribe", ErrProtocol, m.Type())
+}
+
+// newSubscription registers subscription id with the session's router,
+// which attaches its event stream when (or if already) it arrives.
+func (c *Client) newSubscription(sess *session, id uint64) *Subscription {
+	s := &Subscription{
+		c: c, sess: sess, id: id, ch: make(chan []Event, c.cfg.SubscriptionBuffer),
+		attached: make(chan struct{}), readDone: make(chan struct{}),
+	}
+	sess.router.register(s.id, s)
+	return s
 }
 
 // ID is the broker-assigned subscription id.

@@ -33,11 +33,17 @@ const (
 	// this bit; others see drops only as offset gaps (with 0x0020) or not
 	// at all.
 	CapGapNotices Flags = 0x0040
+	// CapCache: the peer speaks the cache additions: cache_delete,
+	// counter_add / counter_get, watch, and the correlated cache_error
+	// reply (message_cache.go). A broker answers a failed cache request
+	// with cache_error only to clients advertising this bit; others get
+	// the v1 uncorrelated error.
+	CapCache Flags = 0x0080
 )
 
 // KnownCapabilities is every capability bit this package understands: the
 // frame layouts plus the capability-only bits.
-const KnownCapabilities = KnownFlags | CapGapNotices
+const KnownCapabilities = KnownFlags | CapGapNotices | CapCache
 
 // PeerFlags returns the capability set of a peer that sent clientFlags in
 // auth (nil = field absent = OriginalV1Flags).

@@ -13,6 +13,7 @@ func u64p(v uint64) *uint64 { return &v }
 func u16p(v uint16) *uint16 { return &v }
 func u32p(v uint32) *uint32 { return &v }
 func strp(v string) *string { return &v }
+func boolp(v bool) *bool    { return &v }
 
 func ackp(m wire.AckMode) *wire.AckMode { return &m }
 
@@ -54,6 +55,19 @@ func allMessages() []wire.Message {
 		&wire.Publish{TenantID: "t", Namespace: "n", Stream: "s", Payload: []byte("x"), Key: strp("user-1")},
 		&wire.PublishBatchMessage{TenantID: "t", Namespace: "n", Stream: "s", Payloads: [][]byte{[]byte("a")}, Key: strp("")},
 		&wire.Subscribe{TenantID: "t", Namespace: "n", Stream: "s", Shard: u32p(3)},
+		&wire.CacheDelete{TenantID: "t", Namespace: "n", Cache: "c", Key: "k"},
+		&wire.CacheDelete{TenantID: "t", Namespace: "n", Cache: "c", Key: "k", RequestID: u64p(8)},
+		&wire.CacheDeleted{Existed: true},
+		&wire.CacheDeleted{RequestID: u64p(8)},
+		&wire.CounterAdd{TenantID: "t", Namespace: "n", Cache: "c", Key: "k", Delta: -1 << 63, RequestID: u64p(1)},
+		&wire.CounterAdd{TenantID: "t", Namespace: "n", Cache: "c", Key: "k", Delta: 5},
+		&wire.CounterGet{TenantID: "t", Namespace: "n", Cache: "c", Key: "k", RequestID: u64p(2)},
+		&wire.CounterValue{TenantID: "t", Namespace: "n", Cache: "c", Key: "k", Value: 1<<63 - 1, RequestID: u64p(2)},
+		&wire.CounterValue{TenantID: "t", Namespace: "n", Cache: "c", Key: "k", Value: -3},
+		&wire.Watch{TenantID: "t", Namespace: "n", Cache: "c", Key: "k"},
+		&wire.Watch{TenantID: "t", Namespace: "n", Cache: "c", Key: "k", Current: boolp(true)},
+		&wire.CacheError{Code: wire.CacheErrNotFound, Message: "cache not found: t/n/c"},
+		&wire.CacheError{RequestID: u64p(3), Code: wire.CacheErrValueTooLarge, Message: "too big"},
 	}
 }
 
@@ -76,7 +90,7 @@ func TestJSONRoundTrip(t *testing.T) {
 			require.Empty(t, rest)
 		})
 	}
-	for typ := wire.TypeAuth; typ <= wire.TypeSubscriptionGap; typ++ {
+	for typ := wire.TypeAuth; typ <= wire.TypeCacheError; typ++ {
 		require.True(t, seen[typ], "no round-trip case for %s", typ)
 	}
 }
@@ -207,10 +221,10 @@ func TestDecodeJSONErrorDetail(t *testing.T) {
 	require.ErrorAs(t, err, &mf)
 	require.Equal(t, &wire.MissingFieldError{Type: "cache_get", Field: "cache"}, mf)
 
-	_, err = wire.DecodeJSON([]byte(`{"type":"counter_add"}`))
+	_, err = wire.DecodeJSON([]byte(`{"type":"counter_mul"}`))
 	var ut *wire.UnknownMessageTypeError
 	require.ErrorAs(t, err, &ut)
-	require.Equal(t, "counter_add", ut.Type)
+	require.Equal(t, "counter_mul", ut.Type)
 
 	_, err = wire.DecodeJSON([]byte(`{"type":"auth_ok","server_flags":-1}`))
 	var mj *wire.MalformedJSONError
@@ -219,7 +233,7 @@ func TestDecodeJSONErrorDetail(t *testing.T) {
 }
 
 func TestMessageTypeNames(t *testing.T) {
-	for typ := wire.TypeAuth; typ <= wire.TypeSubscriptionGap; typ++ {
+	for typ := wire.TypeAuth; typ <= wire.TypeCacheError; typ++ {
 		got, ok := wire.ParseMessageType(typ.String())
 		require.True(t, ok)
 		require.Equal(t, typ, got)

@@ -36,6 +36,14 @@ const (
 	TypeError
 	TypeSubscribeCursorError
 	TypeSubscriptionGap // Felix-Go addition, gated by CapGapNotices
+	// Felix-Go additions gated by CapCache (message_cache.go).
+	TypeCacheDelete
+	TypeCacheDeleted
+	TypeCounterAdd
+	TypeCounterGet
+	TypeCounterValue
+	TypeWatch
+	TypeCacheError
 	numTypes
 )
 
@@ -59,6 +67,13 @@ var typeNames = [numTypes]string{
 	TypeError:                "error",
 	TypeSubscribeCursorError: "subscribe_cursor_error",
 	TypeSubscriptionGap:      "subscription_gap",
+	TypeCacheDelete:          "cache_delete",
+	TypeCacheDeleted:         "cache_deleted",
+	TypeCounterAdd:           "counter_add",
+	TypeCounterGet:           "counter_get",
+	TypeCounterValue:         "counter_value",
+	TypeWatch:                "watch",
+	TypeCacheError:           "cache_error",
 }
 
 // String returns the wire tag ("auth", "publish_batch", ...).

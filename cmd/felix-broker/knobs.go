@@ -25,10 +25,12 @@ var (
 		"where a broker with a self-signed certificate writes cert.pem for local clients to trust", nil)
 )
 
-// Streams, shards, ring.
+// Streams, caches, shards, ring.
 var (
 	knobStreams = registry.String("FELIX_STREAMS", "t1/default/demo:1", "comma list of tenant/namespace/stream[:shards[:fsync]], or empty",
 		"streams created at start-up (more through POST /v1/streams); an fsync mode (on_commit|periodic|never) makes one durable", checkStreamList)
+	knobCaches = registry.String("FELIX_CACHES", "t1/default/demo", "comma list of tenant/namespace/cache[:fsync], or empty",
+		"caches created at start-up (more through POST /v1/caches); an fsync mode (on_commit|periodic|never) makes one durable", checkCacheList)
 	knobRingEvents = registry.Int("FELIX_STREAM_RING_EVENTS", 1024, 0, 1<<24,
 		"recent events each shard keeps in memory for subscribers starting in the past")
 	knobMaxFrameBytes = registry.Bytes("FELIX_MAX_FRAME_BYTES", 16<<20, 1<<10, 1<<30,

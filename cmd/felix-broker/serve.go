@@ -46,6 +46,12 @@ func serve(ctx context.Context, vals *knob.Values, log *slog.Logger) error {
 			return fmt.Errorf("%w: FELIX_STREAMS: %v", errConfig, err)
 		}
 	}
+	caches, _ := parseCacheList(knobCaches.Get(vals)) // validated by the registry
+	for _, s := range caches {
+		if err := b.CreateCache(s); err != nil && !errors.Is(err, broker.ErrCacheExists) {
+			return fmt.Errorf("%w: FELIX_CACHES: %v", errConfig, err)
+		}
+	}
 	// The broker takes any net.PacketConn: this is the transport seam.
 	pc, closeConn, err := listenPacket(vals, log)
 	if err != nil {

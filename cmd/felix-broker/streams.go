@@ -51,6 +51,36 @@ func checkStreamList(s string) error {
 	return nil
 }
 
+// parseCacheList parses FELIX_CACHES: "t/ns/c[:fsync],...".
+func parseCacheList(s string) ([]broker.CacheSpec, error) {
+	var out []broker.CacheSpec
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		name, fsync, durable := strings.Cut(item, ":")
+		parts := strings.Split(name, "/")
+		if len(parts) != 3 {
+			return nil, fmt.Errorf("%q is not tenant/namespace/cache", item)
+		}
+		spec := broker.CacheSpec{CacheKey: broker.CacheKey{Tenant: parts[0], Namespace: parts[1], Cache: parts[2]}}
+		if durable {
+			if _, err := commit.ParseMode(fsync); err != nil {
+				return nil, fmt.Errorf("%q: fsync mode must be on_commit, periodic or never", item)
+			}
+			spec.Durable, spec.Fsync = true, fsync
+		}
+		out = append(out, spec)
+	}
+	return out, nil
+}
+
+func checkCacheList(s string) error {
+	_, err := parseCacheList(s)
+	return err
+}
+
 // parseCPUList parses FELIX_IO_PIN_CPUS: "0,1,3".
 func parseCPUList(s string) ([]int, error) {
 	var out []int

@@ -24,3 +24,16 @@ func TestParseStreamList(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, empty)
 }
+
+func TestParseCacheList(t *testing.T) {
+	specs, err := parseCacheList(" t1/default/demo, t1/ns/sessions:on_commit ")
+	require.NoError(t, err)
+	require.Equal(t, []broker.CacheSpec{
+		{CacheKey: broker.CacheKey{Tenant: "t1", Namespace: "default", Cache: "demo"}},
+		{CacheKey: broker.CacheKey{Tenant: "t1", Namespace: "ns", Cache: "sessions"}, Durable: true, Fsync: "on_commit"},
+	}, specs)
+	for _, bad := range []string{"t1/demo", "t1/a/b:sometimes", "t1/a/b/c"} {
+		_, err := parseCacheList(bad)
+		require.Error(t, err, bad)
+	}
+}

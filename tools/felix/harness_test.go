@@ -43,6 +43,7 @@ func startBroker(t *testing.T) *testBroker {
 	require.NoError(t, b.CreateStream(broker.StreamSpec{
 		StreamKey: broker.StreamKey{Tenant: "t1", Namespace: "default", Stream: "demo"}, Shards: 1,
 	}))
+	require.NoError(t, b.CreateCache(broker.CacheSpec{CacheKey: broker.CacheKey{Tenant: "t1", Namespace: "default", Cache: "demo"}}))
 	served := make(chan error, 1)
 	go func() { served <- b.Serve(pc) }()
 	t.Cleanup(func() {

@@ -29,6 +29,9 @@ var commands = []command{
 	{name: "wire", summary: "check vector files and decode wire v1 frames", run: runWire},
 	{name: "pub", summary: "publish messages to a stream", run: runPub}, {name: "sub", summary: "print a stream's events", run: runSub},
 	{name: "log", summary: "verify, dump and stat a shard's log directory offline", run: runLog},
+	{name: "cache", summary: "put, get and delete cache keys", run: runCache},
+	{name: "counter", summary: "add to and read counters", run: runCounter},
+	{name: "watch", summary: "print every change of a cache key", run: runWatch},
 }
 
 func main() {

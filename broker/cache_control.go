@@ -1,0 +1,222 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/felixmq/felix/wire"
+)
+
+// Cache requests on a control stream. Each is handled in arrival order;
+// changes are acknowledged when durable per the cache's fsync mode, out of
+// order with other replies (correlate by request_id). A request without
+// request_id is one-shot, as the published broker's cache_put and
+// cache_get: it is answered once (reply or error) and the stream ends.
+
+// handleCache dispatches the cache messages; handled false means m is not
+// one of them.
+func (ct *control) handleCache(m wire.Message) (handled, keep bool) {
+	switch m := m.(type) {
+	case *wire.CachePut:
+		return true, ct.cachePut(m)
+	case *wire.CacheGet:
+		return true, ct.cacheGet(m)
+	case *wire.CacheDelete:
+		return true, ct.cacheDelete(m)
+	case *wire.CounterAdd:
+		return true, ct.counterAdd(m)
+	case *wire.CounterGet:
+		return true, ct.counterGet(m)
+	case *wire.Watch:
+		return true, ct.watch(m)
+	}
+	return false, true
+}
+
+func cacheKey(t, ns, c string) CacheKey { return CacheKey{Tenant: t, Namespace: ns, Cache: c} }
+
+func cacheResource(k CacheKey) string { return "cache:" + k.String() }
+
+// resolveCache checks tenant and permission and finds the cache.
+func (ct *control) resolveCache(k CacheKey, action Action) (*cache, error) {
+	if k.Tenant != ct.principal.Tenant() {
+		return nil, errTenantMismatch
+	}
+	if !ct.principal.Allowed(action, cacheResource(k)) {
+		return nil, fmt.Errorf("%w: %s on cache %s", ErrForbidden, action, k)
+	}
+	if action == ActionCacheWrite && ct.c.b.draining.Load() {
+		return nil, cacheErr(wire.CacheErrUnavailable, "%v", ErrDraining)
+	}
+	return ct.c.b.caches.lookup(k)
+}
+
+// cacheFail answers a refused request. Peers that negotiated CapCache get a
+// typed, correlated cache_error; v1 peers get the uncorrelated error
+// message the published broker sends. It returns whether the stream goes
+// on: not after a forbidden request, nor after a one-shot request.
+func (ct *control) cacheFail(reqID *uint64, err error) bool {
+	if wire.Supports(ct.peer, wire.CapCache) {
+		ce := &wire.CacheError{RequestID: reqID, Code: cacheErrorCode(err), Message: err.Error()}
+		ct.out.send(func(b []byte) []byte { return wire.AppendJSONFrame(b, ce) })
+	} else {
+		ct.out.send(func(b []byte) []byte { return wire.AppendJSONFrame(b, &wire.ErrorMessage{Message: err.Error()}) })
+	}
+	if errors.Is(err, ErrForbidden) {
+		return false
+	}
+	return ct.endIfOneShot(reqID)
+}
+
+// reply sends m now or, for a one-shot request, sends it and ends the
+// stream.
+func (ct *control) reply(reqID *uint64, m wire.Message) bool {
+	ct.out.send(func(b []byte) []byte { return wire.AppendJSONFrame(b, m) })
+	return ct.endIfOneShot(reqID)
+}
+
+func (ct *control) endIfOneShot(reqID *uint64) bool {
+	if reqID == nil {
+		ct.oneShot = true
+	}
+	return true
+}
+
+// change runs a cache change whose outcome arrives through a callback:
+// start registers finish and returns an error if the change cannot start.
+// Pipelined requests (with request_id) return at once; a one-shot request
+// waits for its outcome, since the stream ends with its reply.
+func (ct *control) change(reqID *uint64, start func(finish func(wire.Message, error)) error) bool {
+	var wait chan struct{}
+	if reqID == nil {
+		wait = make(chan struct{})
+	}
+	finish := func(m wire.Message, err error) {
+		if err != nil {
+			ct.cacheFail(reqID, err)
+		} else {
+			ct.out.send(func(b []byte) []byte { return wire.AppendJSONFrame(b, m) })
+		}
+		if wait != nil {
+			close(wait)
+		}
+	}
+	if err := start(finish); err != nil {
+		return ct.cacheFail(reqID, err)
+	}
+	if wait != nil {
+		<-wait
+	}
+	return ct.endIfOneShot(reqID)
+}
+
+func (ct *control) cachePut(m *wire.CachePut) bool {
+	c, err := ct.resolveCache(cacheKey(m.TenantID, m.Namespace, m.Cache), ActionCacheWrite)
+	if err != nil {
+		return ct.cacheFail(m.RequestID, err)
+	}
+	var ttl time.Duration
+	if m.TTLMs != nil {
+		if *m.TTLMs == 0 || *m.TTLMs > maxTTLms {
+			return ct.cacheFail(m.RequestID, cacheErr(wire.CacheErrInvalid, "ttl_ms %d not in [1, %d] (null = no expiry)", *m.TTLMs, uint64(maxTTLms)))
+		}
+		ttl = time.Duration(*m.TTLMs) * time.Millisecond
+	}
+	return ct.change(m.RequestID, func(finish func(wire.Message, error)) error {
+		return c.put(m.Key, m.Value, ttl, func(err error) {
+			if m.RequestID == nil {
+				finish(&wire.OK{}, err)
+				return
+			}
+			finish(&wire.CacheOK{RequestID: *m.RequestID}, err)
+		})
+	})
+}
+
+// maxTTLms bounds ttl_ms (about 100 years) so an expiry never overflows.
+const maxTTLms = 100 * 365 * 24 * 3600 * 1000
+
+func (ct *control) cacheGet(m *wire.CacheGet) bool {
+	c, err := ct.resolveCache(cacheKey(m.TenantID, m.Namespace, m.Cache), ActionCacheRead)
+	if err != nil {
+		return ct.cacheFail(m.RequestID, err)
+	}
+	v, found, err := c.get(m.Key)
+	if err != nil {
+		return ct.cacheFail(m.RequestID, err)
+	}
+	return ct.reply(m.RequestID, &wire.CacheValue{
+		TenantID: m.TenantID, Namespace: m.Namespace, Cache: m.Cache, Key: m.Key,
+		Found: found, Value: v, RequestID: m.RequestID,
+	})
+}
+
+func (ct *control) cacheDelete(m *wire.CacheDelete) bool {
+	c, err := ct.resolveCache(cacheKey(m.TenantID, m.Namespace, m.Cache), ActionCacheWrite)
+	if err != nil {
+		return ct.cacheFail(m.RequestID, err)
+	}
+	return ct.change(m.RequestID, func(finish func(wire.Message, error)) error {
+		return c.delete(m.Key, func(existed bool, err error) {
+			finish(&wire.CacheDeleted{RequestID: m.RequestID, Existed: existed}, err)
+		})
+	})
+}
+
+func (ct *control) counterAdd(m *wire.CounterAdd) bool {
+	c, err := ct.resolveCache(cacheKey(m.TenantID, m.Namespace, m.Cache), ActionCacheWrite)
+	if err != nil {
+		return ct.cacheFail(m.RequestID, err)
+	}
+	return ct.change(m.RequestID, func(finish func(wire.Message, error)) error {
+		return c.counterAdd(m.Key, m.Delta, func(sum int64, err error) {
+			finish(&wire.CounterValue{
+				TenantID: m.TenantID, Namespace: m.Namespace, Cache: m.Cache, Key: m.Key, Value: sum, RequestID: m.RequestID,
+			}, err)
+		})
+	})
+}
+
+func (ct *control) counterGet(m *wire.CounterGet) bool {
+	c, err := ct.resolveCache(cacheKey(m.TenantID, m.Namespace, m.Cache), ActionCacheRead)
+	if err != nil {
+		return ct.cacheFail(m.RequestID, err)
+	}
+	n, err := c.counterGet(m.Key)
+	if err != nil {
+		return ct.cacheFail(m.RequestID, err)
+	}
+	return ct.reply(m.RequestID, &wire.CounterValue{
+		TenantID: m.TenantID, Namespace: m.Namespace, Cache: m.Cache, Key: m.Key, Value: n, RequestID: m.RequestID,
+	})
+}
+
+// watch registers a keyed watch and opens its event stream, exactly as a
+// subscribe does: the reply is subscribed{subscription_id}, and the event
+// stream starts with event_stream_hello.
+func (ct *control) watch(m *wire.Watch) bool {
+	k := cacheKey(m.TenantID, m.Namespace, m.Cache)
+	c, err := ct.resolveCache(k, ActionCacheRead)
+	if err == nil && ct.c.b.draining.Load() {
+		err = cacheErr(wire.CacheErrUnavailable, "%v", ErrDraining)
+	}
+	if err != nil {
+		return ct.cacheFail(nil, err)
+	}
+	sub, err := ct.newSubscription(watchQueue(ct.c.b.cfg.Queue), func(s *subscription) {
+		s.watch = k.String() + " " + m.Key
+		s.detach = func(s *subscription) { c.removeWatcher(s, m.Key) }
+	})
+	if err != nil {
+		return ct.cacheFail(nil, err)
+	}
+	if err := c.addWatcher(sub, m.Key, m.Current != nil && *m.Current); err != nil {
+		sub.end()
+		return ct.cacheFail(nil, err)
+	}
+	if !ct.openEventStream(sub) {
+		sub.end()
+	}
+	return true
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func runT(t *testing.T, args ...string) result {
+	t.Helper()
+	code, out, errOut := runCLI(args...)
+	return result{code, out, errOut}
+}
+
+func TestCacheCLI(t *testing.T) {
+	tb := startBroker(t)
+	r := runT(t, append([]string{"cache", "put"}, tb.args("--cache", "demo", "greeting", "hello world")...)...)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	r = runT(t, append([]string{"cache", "get"}, tb.args("--cache", "demo", "greeting")...)...)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Equal(t, "hello world\n", r.stdout)
+
+	r = runT(t, append([]string{"cache", "del"}, tb.args("greeting")...)...)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Equal(t, "deleted\n", r.stdout)
+	r = runT(t, append([]string{"cache", "get"}, tb.args("greeting")...)...)
+	require.Equal(t, exitFail, r.code)
+	require.Empty(t, r.stdout)
+	require.Contains(t, r.stderr, `felix cache get: key "greeting": not found`)
+
+	// Flags after the arguments, as in the documented `--ttl 5s` form.
+	r = runT(t, append(append([]string{"cache", "put"}, tb.args()...), "short", "x", "--ttl", "100ms")...)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Eventually(t, func() bool {
+		return runT(t, append([]string{"cache", "get"}, tb.args("short")...)...).code == exitFail
+	}, 5*time.Second, 20*time.Millisecond)
+
+	r = runT(t, append([]string{"cache", "get"}, tb.args("--cache", "nope", "k")...)...)
+	require.Equal(t, exitFail, r.code)
+	require.Contains(t, r.stderr, "cache_not_found: cache not found: t1/default/nope")
+}
+
+func TestCounterCLI(t *testing.T) {
+	tb := startBroker(t)
+	for _, tc := range []struct{ delta, want string }{{"5", "5\n"}, {"-7", "-2\n"}} {
+		r := runT(t, append([]string{"counter", "add"}, tb.args("--cache", "demo", "hits", tc.delta)...)...)
+		require.Equal(t, exitOK, r.code, r.stderr)
+		require.Equal(t, tc.want, r.stdout)
+	}
+	r := runT(t, append([]string{"counter", "get"}, tb.args("hits")...)...)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Equal(t, "-2\n", r.stdout)
+}
+
+func TestWatchCLI(t *testing.T) {
+	tb := startBroker(t)
+	require.Equal(t, exitOK, runT(t, append([]string{"cache", "put"}, tb.args("k", "v0")...)...).code)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var out, errOut lockedBuffer
+	done := make(chan int, 1)
+	go func() { done <- watch(ctx, tb.args("--current", "--count", "4", "k"), &out, &errOut) }()
+	// The watch registers before it prints its first (current) line;
+	// changes made after that line are all delivered.
+	require.Eventually(t, func() bool { return strings.Contains(out.String(), "put v0") }, 10*time.Second, 10*time.Millisecond)
+	require.Equal(t, exitOK, runT(t, append([]string{"cache", "put"}, tb.args("k", "v1")...)...).code)
+	require.Equal(t, exitOK, runT(t, append([]string{"counter", "add"}, tb.args("k2", "1")...)...).code)
+	require.Equal(t, exitOK, runT(t, append([]string{"cache", "del"}, tb.args("k")...)...).code)
+	require.Equal(t, exitOK, runT(t, append([]string{"cache", "put"}, tb.args("k", "v2")...)...).code)
+	require.Equal(t, exitOK, <-done, errOut.String())
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.Len(t, lines, 4)
+	for i, want := range []string{" put v0", " put v1", " delete", " put v2"} {
+		require.True(t, strings.HasSuffix(lines[i], want), "%q", lines[i])
+	}
+}
+
+// lockedBuffer is a bytes.Buffer a command may write while the test reads.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func TestCacheCLIUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"cache"},
+		{"cache", "frob", "k"},
+		{"cache", "put", "k"},
+		{"cache", "get", "a", "b"},
+		{"cache", "put", "k", "v", "--ttl", "-1s"},
+		{"counter", "add", "k", "x"},
+		{"counter", "add", "k"},
+	} {
+		code, _, stderr := runCLI(args...)
+		require.Equal(t, exitUsage, code, "%v: %s", args, stderr)
+		require.Contains(t, stderr, "usage: felix cache", args)
+	}
+	code, _, stderr := runCLI("watch")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, stderr, "usage: felix watch")
+}
