@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"time"
 )
 
 // Action is an operation a principal may be allowed to do.
@@ -21,9 +22,13 @@ const (
 type Principal interface {
 	// Tenant is the tenant the credential belongs to.
 	Tenant() string
-	// Allowed reports whether the principal may do action on resource,
-	// e.g. ("stream.publish", "stream:t1/default/orders").
-	Allowed(action Action, resource string) bool
+	// Check returns nil if the principal may do action on resource, e.g.
+	// ("stream.publish", "stream:t1/default/orders"), and otherwise an
+	// error naming what is missing.
+	Check(action Action, resource string) error
+	// Expiry is when the credential stops being valid; the broker ends
+	// the streams it authenticated then. Zero: never.
+	Expiry() time.Time
 }
 
 // Verifier checks the token of an auth frame. The real verifier (Felix EdDSA
@@ -48,8 +53,9 @@ func (DevVerifier) Verify(_ context.Context, tenant, _ string) (Principal, error
 
 type devPrincipal string
 
-func (p devPrincipal) Tenant() string              { return string(p) }
-func (p devPrincipal) Allowed(Action, string) bool { return true }
+func (p devPrincipal) Tenant() string             { return string(p) }
+func (p devPrincipal) Check(Action, string) error { return nil }
+func (p devPrincipal) Expiry() time.Time          { return time.Time{} }
 
 // isLoopback reports whether addr ("host:port") binds only loopback.
 func isLoopback(addr string) bool {

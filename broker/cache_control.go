@@ -2,7 +2,6 @@ package broker
 
 import (
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/felixmq/felix/wire"
@@ -43,8 +42,8 @@ func (ct *control) resolveCache(k CacheKey, action Action) (*cache, error) {
 	if k.Tenant != ct.principal.Tenant() {
 		return nil, errTenantMismatch
 	}
-	if !ct.principal.Allowed(action, cacheResource(k)) {
-		return nil, fmt.Errorf("%w: %s on cache %s", ErrForbidden, action, k)
+	if err := ct.principal.Check(action, cacheResource(k)); err != nil {
+		return nil, forbidden(err, action, "cache "+k.String())
 	}
 	if action == ActionCacheWrite && ct.c.b.draining.Load() {
 		return nil, cacheErr(wire.CacheErrUnavailable, "%v", ErrDraining)

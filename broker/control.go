@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"sync/atomic"
 
 	"github.com/quic-go/quic-go"
 
@@ -26,19 +27,25 @@ type control struct {
 	// oneShot is set by a cache request without request_id: its reply is
 	// the last thing the stream carries (cache_control.go).
 	oneShot bool
+	// stopExpiry disarms the end of the stream at the token's expiry;
+	// expired is set when it fired.
+	stopExpiry func()
+	expired    atomic.Bool
 }
 
 func newControl(c *conn, str *quic.Stream) *control {
 	return &control{
-		publisher: newPublisher(c, int64(str.StreamID())),
-		str:       str,
-		fr:        frameio.NewReader(str, c.b.cfg.MaxFrameBytes),
-		log:       c.b.log.With("conn", c.id, "stream", int64(str.StreamID())),
+		publisher:  newPublisher(c, int64(str.StreamID())),
+		str:        str,
+		stopExpiry: func() {},
+		fr:         frameio.NewReader(str, c.b.cfg.MaxFrameBytes),
+		log:        c.b.log.With("conn", c.id, "stream", int64(str.StreamID())),
 	}
 }
 
 func (ct *control) serve() {
 	ct.out = newReplyWriter(ct.str)
+	defer func() { ct.stopExpiry() }()
 	if ct.authenticate() && ct.loop() {
 		// The client finished its side (or a one-shot request was
 		// answered): flush replies, then finish ours.
@@ -52,6 +59,16 @@ func (ct *control) serve() {
 	ct.out.close()
 	ct.str.CancelRead(streamErrProtocol)
 	ct.str.Close()
+}
+
+// expire ends the stream when its token expires: an error reply that says
+// so, then the read side stopped with the auth code, which ends loop.
+func (ct *control) expire() {
+	ct.expired.Store(true)
+	ct.out.send(func(b []byte) []byte {
+		return wire.AppendJSONFrame(b, &wire.ErrorMessage{Message: errTokenExpired.Error()})
+	})
+	ct.str.CancelRead(streamErrAuth)
 }
 
 // fail sends an error reply; the caller decides whether the stream ends.
@@ -80,10 +97,11 @@ func (ct *control) authenticate() bool {
 	p, err := ct.c.b.verifier.Verify(ct.c.ctx, auth.TenantID, auth.Token)
 	if err != nil {
 		ct.c.b.log.Info("auth refused", "conn", ct.c.id, "tenant", auth.TenantID, "err", err)
-		ct.fail("auth failed")
+		ct.fail(err.Error())
 		return false
 	}
 	ct.principal = p
+	ct.stopExpiry = atExpiry(p, ct.expire)
 	ct.peer = wire.PeerFlags(auth.ClientFlags)
 	ct.out.send(func(b []byte) []byte {
 		if auth.ClientFlags == nil {
@@ -117,6 +135,8 @@ func (ct *control) loop() bool {
 			// broker does.
 			ct.fail("unsupported frame flags")
 			continue
+		case err != nil && ct.expired.Load():
+			return false // expire already said why
 		case err != nil:
 			ct.fail("malformed frame: " + err.Error())
 			return false

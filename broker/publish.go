@@ -34,8 +34,8 @@ func (p *publisher) resolve(k StreamKey, action Action) (*stream, error) {
 	if k.Tenant != p.principal.Tenant() {
 		return nil, errTenantMismatch
 	}
-	if !p.principal.Allowed(action, streamResource(k)) {
-		return nil, fmt.Errorf("%w: %s on %s", ErrForbidden, action, k)
+	if err := p.principal.Check(action, streamResource(k)); err != nil {
+		return nil, forbidden(err, action, k.String())
 	}
 	if p.last != nil && k == p.lastKey {
 		return p.last, nil

@@ -51,6 +51,9 @@ func (ps *publishStream) run() error {
 	if ps.principal, err = ps.c.b.verifier.Verify(ps.c.ctx, auth.TenantID, auth.Token); err != nil {
 		return err
 	}
+	// At expiry the stream is stopped with the auth code: the client sees
+	// why and authenticates a new stream.
+	defer atExpiry(ps.principal, func() { ps.str.CancelRead(streamErrAuth) })()
 	for {
 		h, payload, err := ps.fr.Next()
 		if err != nil {

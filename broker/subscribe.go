@@ -25,8 +25,12 @@ func (ct *control) subscribe(m *wire.Subscribe) bool {
 		return true
 	}
 	k := streamKey(m.TenantID, m.Namespace, m.Stream)
-	if k.Tenant != ct.principal.Tenant() || !ct.principal.Allowed(ActionSubscribe, streamResource(k)) {
-		ct.fail(fmt.Sprintf("%v: %s on %s", ErrForbidden, ActionSubscribe, k))
+	if k.Tenant != ct.principal.Tenant() {
+		ct.fail(fmt.Sprintf("%v: %s on %s: %v", ErrForbidden, ActionSubscribe, k, errTenantMismatch))
+		return false
+	}
+	if err := ct.principal.Check(ActionSubscribe, streamResource(k)); err != nil {
+		ct.fail(forbidden(err, ActionSubscribe, k.String()).Error())
 		return false
 	}
 	st, err := ct.c.b.streams.lookup(k)
@@ -72,7 +76,10 @@ func (ct *control) newSubscription(qcfg fanout.Config, source func(*subscription
 		ctx:     ctx, cancel: cancel, done: make(chan struct{}),
 	}
 	source(sub)
+	stop := atExpiry(ct.principal, func() { sub.expired.Store(true); sub.end() })
+	sub.stopExpiry.Store(&stop)
 	if err := c.add(sub); err != nil {
+		stop()
 		cancel()
 		q.Close()
 		return nil, err

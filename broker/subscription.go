@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/quic-go/quic-go"
@@ -35,6 +36,10 @@ type subscription struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	once   sync.Once
+	// expired: the token that opened it expired, so its event stream ends
+	// with the auth code rather than "subscription ended".
+	expired    atomic.Bool
+	stopExpiry atomic.Pointer[func()] // set once armed; the timer may fire first
 }
 
 // offer hands buf to the subscriber's queue; the shard lock is held. Drop
@@ -58,6 +63,9 @@ func (s *subscription) offer(buf *fanout.Buffer) {
 // call from any goroutine, more than once.
 func (s *subscription) end() {
 	s.once.Do(func() {
+		if stop := s.stopExpiry.Load(); stop != nil {
+			(*stop)()
+		}
 		s.cancel()
 		if s.detach != nil {
 			s.detach(s)
@@ -92,7 +100,11 @@ func (s *subscription) run() {
 		s.out.Close()
 		return
 	}
-	s.out.CancelWrite(streamErrSubscriptionEnded)
+	code := streamErrSubscriptionEnded
+	if s.expired.Load() {
+		code = streamErrAuth
+	}
+	s.out.CancelWrite(code)
 }
 
 // drainTo waits until the queue is empty (publishes are already refused),
