@@ -62,7 +62,8 @@ func TestCapabilities(t *testing.T) {
 	require.Equal(t, wire.Flags(0x0040), wire.Negotiate(wire.KnownCapabilities, 0x00C0))
 
 	// Capability-only bits extend KnownCapabilities, never the frame layouts.
-	require.Equal(t, wire.Flags(0x007F), wire.KnownCapabilities)
+	require.Equal(t, wire.Flags(0x037F), wire.KnownCapabilities)
+	require.Equal(t, wire.Flags(0x0300), wire.Negotiate(wire.KnownCapabilities, 0x0300))
 	require.Equal(t, wire.Flags(0x003F), wire.KnownFlags)
 	_, err := wire.KindFromFlags(wire.CapGapNotices)
 	require.ErrorIs(t, err, wire.ErrUnknownFlags)

@@ -36,6 +36,20 @@ const (
 	TypeError
 	TypeSubscribeCursorError
 	TypeSubscriptionGap // Felix-Go addition, gated by CapGapNotices
+	// Felix-Go additions gated by CapRoster (message_roster.go).
+	TypeRosterJoin
+	TypeRosterLeave
+	TypeRosterWatch
+	TypeRosterOK
+	TypeRosterSnapshot
+	TypeRosterChange
+	// Felix-Go additions gated by CapQueue (message_queue.go).
+	TypeQueueConsume
+	TypeQueueMessage
+	TypeQueueAck
+	TypeQueueNack
+	TypeQueueOK
+	TypeQueueError
 	numTypes
 )
 
@@ -59,6 +73,18 @@ var typeNames = [numTypes]string{
 	TypeError:                "error",
 	TypeSubscribeCursorError: "subscribe_cursor_error",
 	TypeSubscriptionGap:      "subscription_gap",
+	TypeRosterJoin:           "roster_join",
+	TypeRosterLeave:          "roster_leave",
+	TypeRosterWatch:          "roster_watch",
+	TypeRosterOK:             "roster_ok",
+	TypeRosterSnapshot:       "roster_snapshot",
+	TypeRosterChange:         "roster_change",
+	TypeQueueConsume:         "queue_consume",
+	TypeQueueMessage:         "queue_message",
+	TypeQueueAck:             "queue_ack",
+	TypeQueueNack:            "queue_nack",
+	TypeQueueOK:              "queue_ok",
+	TypeQueueError:           "queue_error",
 }
 
 // String returns the wire tag ("auth", "publish_batch", ...).
