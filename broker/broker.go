@@ -26,6 +26,7 @@ type Broker struct {
 	pool     *fanout.Pool
 	streams  *registry
 	metrics  *metrics
+	rosters  rosterSet
 
 	nextConnID atomic.Uint64
 	nextSubID  atomic.Uint64

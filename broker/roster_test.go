@@ -1,0 +1,155 @@
+package broker_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/felixmq/felix/broker"
+	"github.com/felixmq/felix/client"
+	"github.com/felixmq/felix/fanout"
+)
+
+// rosterState applies watch events to a member set until stop says it is
+// done; it fails on a gap (none may happen at these volumes).
+func rosterState(ctx context.Context, t *testing.T, w *client.RosterWatch, state map[string]string, stop func(map[string]string) bool) {
+	t.Helper()
+	for !stop(state) {
+		ev, err := w.Next(ctx)
+		require.NoError(t, err)
+		switch ev.Kind {
+		case client.RosterSnapshotEvent:
+			require.Empty(t, state, "one snapshot, first")
+			for _, m := range ev.Members {
+				state[m.Member] = string(m.Metadata)
+			}
+		case client.RosterJoinEvent:
+			state[ev.Member.Member] = string(ev.Member.Metadata)
+		case client.RosterLeaveEvent:
+			_, ok := state[ev.Member.Member]
+			require.True(t, ok, "leave of %s, which the state does not hold: a change was missed", ev.Member.Member)
+			delete(state, ev.Member.Member)
+		case client.RosterGapEvent:
+			t.Fatalf("gap of %d changes", ev.Dropped)
+		}
+	}
+}
+
+// DESIGN.md §3 roster: a late joiner's state (snapshot, then deltas) equals
+// the true set, while joins and leaves from several connections race the
+// watch's registration.
+func TestRosterLateJoinerStateEqualsTrueSet(t *testing.T) {
+	h := startBroker(t, broker.Config{Queue: fanoutCap(1 << 16)})
+	ctx := ctxT(t, 30*time.Second)
+	const writers, perWriter = 4, 150
+	var wg sync.WaitGroup
+	expected := make([]map[string]string, writers)
+	started := make(chan struct{}, writers)
+	for g := range writers {
+		r, err := h.dial(t).Roster(ctx, "default", "lobby")
+		require.NoError(t, err)
+		expected[g] = map[string]string{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perWriter {
+				name := fmt.Sprintf("w%d-%d", g, i)
+				meta := fmt.Sprintf(`{"i":%d}`, i)
+				if err := r.Join(ctx, name, []byte(meta)); err != nil {
+					t.Error(err)
+					return
+				}
+				expected[g][name] = meta
+				if i%3 == 0 {
+					if err := r.Leave(ctx, name); err != nil {
+						t.Error(err)
+						return
+					}
+					delete(expected[g], name)
+				}
+				if i == perWriter/3 {
+					started <- struct{}{}
+				}
+			}
+		}()
+	}
+	for range writers {
+		<-started
+	}
+	watcher, err := h.dial(t).Roster(ctx, "default", "lobby")
+	require.NoError(t, err)
+	w, err := watcher.Watch(ctx) // registers mid-stream of joins and leaves
+	require.NoError(t, err)
+	wg.Wait()
+	want := map[string]string{}
+	for _, m := range expected {
+		for k, v := range m {
+			want[k] = v
+		}
+	}
+	got := map[string]string{}
+	rosterState(ctx, t, w, got, func(s map[string]string) bool { return len(s) == len(want) && fmt.Sprint(s) == fmt.Sprint(want) })
+	require.Equal(t, want, got)
+
+	// A watcher that arrives after the fact gets exactly the set at once.
+	late, err := watcher.Watch(ctx)
+	require.NoError(t, err)
+	ev, err := late.Next(ctx)
+	require.NoError(t, err)
+	require.Equal(t, client.RosterSnapshotEvent, ev.Kind)
+	require.Len(t, ev.Members, len(want))
+	for _, m := range ev.Members {
+		require.Equal(t, want[m.Member], string(m.Metadata))
+	}
+}
+
+// DESIGN.md §3 roster: members leave by themselves when the connection
+// that joined them closes; the watcher sees the leaves.
+func TestRosterAutoLeaveOnConnectionClose(t *testing.T) {
+	h := startBroker(t, broker.Config{})
+	ctx := ctxT(t, 20*time.Second)
+	stay, err := h.dial(t).Roster(ctx, "default", "room")
+	require.NoError(t, err)
+	require.NoError(t, stay.Join(ctx, "stayer", nil))
+	goer := h.dial(t)
+	r, err := goer.Roster(ctx, "default", "room")
+	require.NoError(t, err)
+	require.NoError(t, r.Join(ctx, "a", []byte("1")))
+	require.NoError(t, r.Join(ctx, "b", nil))
+
+	w, err := stay.Watch(ctx)
+	require.NoError(t, err)
+	state := map[string]string{}
+	rosterState(ctx, t, w, state, func(s map[string]string) bool { return len(s) == 3 })
+	require.NoError(t, goer.Close())
+	rosterState(ctx, t, w, state, func(s map[string]string) bool { return len(s) == 1 })
+	require.Equal(t, map[string]string{"stayer": ""}, state)
+}
+
+// Bad roster requests get precise errors and the stream and connection
+// go on.
+func TestRosterBadInputKeepsConnection(t *testing.T) {
+	h := startBroker(t, broker.Config{})
+	ctx := ctxT(t, 20*time.Second)
+	c := h.dial(t)
+	r, err := c.Roster(ctx, "default", "room")
+	require.NoError(t, err)
+	var be *client.BrokerError
+	require.ErrorAs(t, r.Join(ctx, "", nil), &be)
+	require.Equal(t, "invalid request: member must be 1..1024 bytes of UTF-8", be.Message)
+	require.ErrorAs(t, r.Join(ctx, "m", make([]byte, 64<<10+1)), &be)
+	require.Equal(t, "invalid request: metadata is 65537 bytes, max 65536", be.Message)
+	require.ErrorAs(t, r.Leave(ctx, "ghost"), &be)
+	require.Equal(t, `invalid request: "ghost" is not a member of roster t1/default/room`, be.Message)
+	bad, err := c.Roster(ctx, "default", "a/b")
+	require.NoError(t, err)
+	require.ErrorAs(t, bad.Join(ctx, "m", nil), &be)
+	require.Equal(t, `invalid request: roster "a/b" must not contain '/'`, be.Message)
+	require.NoError(t, r.Join(ctx, "m", nil), "the same stream still works")
+}
+
+func fanoutCap(n int) fanout.Config { return fanout.Config{Capacity: n} }
