@@ -27,6 +27,7 @@ type Broker struct {
 	streams  *registry
 	metrics  *metrics
 	rosters  rosterSet
+	groups   groupSet
 
 	nextConnID atomic.Uint64
 	nextSubID  atomic.Uint64
@@ -337,6 +338,7 @@ func (b *Broker) closeShards() error {
 	b.closeOnce.Do(func() {
 		close(b.stopRetention)
 		<-b.retentionDone
+		b.groups.closeAll() // final group state writes, while the logs are open
 		var errs []error
 		for _, st := range b.streams.list() {
 			for _, sh := range st.shards {

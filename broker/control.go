@@ -154,6 +154,12 @@ func (ct *control) handleJSON(m wire.Message) bool {
 		return ct.rosterLeave(m)
 	case *wire.RosterWatch:
 		return ct.rosterWatch(m)
+	case *wire.QueueConsume:
+		return ct.queueConsume(m)
+	case *wire.QueueAck:
+		return ct.queueAck(m)
+	case *wire.QueueNack:
+		return ct.queueNack(m)
 	case *wire.Auth:
 		ct.fail("auth already established")
 		return false

@@ -1,0 +1,191 @@
+package broker_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/felixmq/felix/broker"
+	"github.com/felixmq/felix/client"
+)
+
+// publishJobs fills a durable stream with n records whose payload encodes
+// their index (seq).
+func publishJobs(t *testing.T, ctx context.Context, h *harness, stream string, n int) {
+	t.Helper()
+	pub, err := h.dial(t).NewPublisher(ctx, "default", stream)
+	require.NoError(t, err)
+	publishPipelined(t, ctx, pub, n, 32, 64)
+}
+
+// DESIGN.md §3 queue: in the happy path every record is delivered to
+// exactly one of three members, once, and acked once.
+func TestQueueEveryRecordOnceAcrossThreeMembers(t *testing.T) {
+	h := serveBroker(t, broker.Config{DataDir: t.TempDir()}, durableSpec("jobs", "periodic"))
+	ctx := ctxT(t, 60*time.Second)
+	const n = 600
+	publishJobs(t, ctx, h, "jobs", n)
+	var (
+		mu   sync.Mutex
+		seen = map[uint64]int{}
+		wg   sync.WaitGroup
+	)
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for m := range 3 {
+		q, err := h.dial(t).Consume(ctx, "default", "jobs", "workers", client.QueueOptions{Member: string(rune('a' + m)), MaxInflight: 16})
+		require.NoError(t, err)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				msg, err := q.Next(cctx)
+				if err != nil {
+					return
+				}
+				if msg.Redeliveries != 0 || seqOf(msg.Payload) != msg.Offset {
+					t.Errorf("offset %d: redeliveries %d, payload %d", msg.Offset, msg.Redeliveries, seqOf(msg.Payload))
+				}
+				if err := q.Ack(cctx, msg.Offset); err != nil {
+					if cctx.Err() == nil {
+						t.Error(err)
+					}
+					return
+				}
+				mu.Lock()
+				seen[msg.Offset]++
+				if len(seen) == n {
+					cancel()
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	require.Len(t, seen, n)
+	for off, k := range seen {
+		require.Equal(t, 1, k, "offset %d delivered %d times", off, k)
+	}
+}
+
+// DESIGN.md §3 queue: a consumer killed mid-batch (its client closed
+// without acking) has its unacked records redelivered to another member
+// with a redelivery count; acked records survive a broker restart and are
+// not delivered again; nothing is lost.
+func TestQueueKilledConsumerRedeliveredAndNothingLostAcrossRestart(t *testing.T) {
+	dir := t.TempDir()
+	h := serveBroker(t, broker.Config{DataDir: dir}, durableSpec("jobs", "on_commit"))
+	ctx := ctxT(t, 60*time.Second)
+	const n = 200
+	publishJobs(t, ctx, h, "jobs", n)
+
+	victim := h.dial(t)
+	qa, err := victim.Consume(ctx, "default", "jobs", "g", client.QueueOptions{Member: "victim", MaxInflight: 10})
+	require.NoError(t, err)
+	taken := map[uint64]bool{}
+	for range 10 {
+		msg, err := qa.Next(ctx)
+		require.NoError(t, err)
+		taken[msg.Offset] = true
+	}
+	require.NoError(t, victim.Close()) // killed mid-batch: nothing acked
+
+	qb, err := h.dial(t).Consume(ctx, "default", "jobs", "g", client.QueueOptions{Member: "survivor", MaxInflight: 10})
+	require.NoError(t, err)
+	acked := map[uint64]bool{}
+	for len(acked) < 100 {
+		msg, err := qb.Next(ctx)
+		require.NoError(t, err)
+		if taken[msg.Offset] {
+			require.GreaterOrEqual(t, msg.Redeliveries, uint64(1), "offset %d was out to the victim", msg.Offset)
+			delete(taken, msg.Offset)
+		}
+		require.NoError(t, qb.Ack(ctx, msg.Offset))
+		acked[msg.Offset] = true
+	}
+	require.Empty(t, taken, "every record the victim held was redelivered")
+	require.NoError(t, h.b.Close()) // the survivor holds up to 10 unacked records
+
+	h2 := serveBroker(t, broker.Config{DataDir: dir})
+	qc, err := h2.dial(t).Consume(ctx, "default", "jobs", "g", client.QueueOptions{Member: "after", MaxInflight: 32})
+	require.NoError(t, err)
+	for len(acked) < n {
+		msg, err := qc.Next(ctx)
+		require.NoError(t, err)
+		require.False(t, acked[msg.Offset], "offset %d was acked before the restart", msg.Offset)
+		require.NoError(t, qc.Ack(ctx, msg.Offset))
+		acked[msg.Offset] = true
+	}
+	require.Len(t, acked, n)
+}
+
+// DESIGN.md §3 queue: an unacked record comes back after the visibility
+// timeout with its redelivery count, and a nack brings it back at once.
+func TestQueueVisibilityTimeoutAndNack(t *testing.T) {
+	h := serveBroker(t, broker.Config{DataDir: t.TempDir()}, durableSpec("jobs", "periodic"))
+	ctx := ctxT(t, 20*time.Second)
+	publishJobs(t, ctx, h, "jobs", 2)
+	q, err := h.dial(t).Consume(ctx, "default", "jobs", "g", client.QueueOptions{MaxInflight: 1, VisibilityTimeout: 150 * time.Millisecond})
+	require.NoError(t, err)
+	first, err := q.Next(ctx)
+	require.NoError(t, err)
+	require.Equal(t, client.QueueMessage{Offset: 0, Payload: seq(0, 32)}, first)
+	start := time.Now()
+	again, err := q.Next(ctx)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, time.Since(start), 100*time.Millisecond)
+	require.Equal(t, uint64(0), again.Offset, "max_inflight 1: the timed-out record, not the next")
+	require.Equal(t, uint64(1), again.Redeliveries)
+
+	require.NoError(t, q.Nack(ctx, 0))
+	third, err := q.Next(ctx)
+	require.NoError(t, err)
+	require.Equal(t, uint64(0), third.Offset)
+	require.Equal(t, uint64(2), third.Redeliveries)
+	require.Less(t, time.Since(start), 2*time.Second)
+	require.NoError(t, q.Ack(ctx, 0))
+	next, err := q.Next(ctx)
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), next.Offset)
+}
+
+// Bad queue requests get precise errors and the connection survives.
+func TestQueueBadInputKeepsConnection(t *testing.T) {
+	h := serveBroker(t, broker.Config{DataDir: t.TempDir()}, demo, durableSpec("jobs", "periodic"))
+	ctx := ctxT(t, 20*time.Second)
+	c := h.dial(t)
+	var be *client.BrokerError
+	_, err := c.Consume(ctx, "default", "demo", "g", client.QueueOptions{})
+	require.ErrorAs(t, err, &be)
+	require.Equal(t, "invalid request: queue: stream t1/default/demo is not durable (queues read the stream's log)", be.Message)
+	_, err = c.Consume(ctx, "default", "jobs", "g", client.QueueOptions{MaxInflight: 1 << 17})
+	require.ErrorAs(t, err, &be)
+	require.Equal(t, "invalid request: max_inflight 131072 not in [1, 65536]", be.Message)
+	_, err = c.Consume(ctx, "default", "nope", "g", client.QueueOptions{})
+	require.ErrorAs(t, err, &be)
+	require.Equal(t, "stream not found: tenant=t1 namespace=default stream=nope", be.Message)
+	_, err = c.Consume(ctx, "default", "jobs", "", client.QueueOptions{})
+	require.ErrorAs(t, err, &be)
+	require.Equal(t, "invalid request: group must be 1..255 bytes of UTF-8", be.Message)
+
+	publishJobs(t, ctx, h, "jobs", 1)
+	q, err := c.Consume(ctx, "default", "jobs", "g", client.QueueOptions{})
+	require.NoError(t, err)
+	err = q.Ack(ctx, 999)
+	require.ErrorAs(t, err, &be)
+	require.Equal(t, "invalid request: queue: offset 999 was never delivered to group g", be.Message)
+	msg, err := q.Next(ctx)
+	require.NoError(t, err)
+	require.NoError(t, q.Ack(ctx, msg.Offset))
+	err = q.Nack(ctx, msg.Offset)
+	require.ErrorAs(t, err, &be)
+	require.Equal(t, "invalid request: queue: offset 0 is already acked by group g", be.Message)
+	require.NoError(t, q.Ack(ctx, msg.Offset), "acking twice is harmless")
+	require.NoError(t, q.AckAsync(12345))
+	require.Eventually(t, func() bool { return q.LastError() != nil }, 5*time.Second, 5*time.Millisecond)
+	require.True(t, errors.As(q.LastError(), &be))
+}
