@@ -27,7 +27,8 @@ type queueConsumer struct {
 	member      string
 	maxInflight int
 	visibility  time.Duration
-	inflight    int // guarded by g.mu
+	inflight    int  // guarded by g.mu
+	gone        bool // guarded by g.mu: released, takes nothing more
 	out         *quic.SendStream
 
 	ctx    context.Context

@@ -113,6 +113,11 @@ func (g *queueGroup) take(c *queueConsumer, max int, now time.Time, dst []takenR
 	if g.mu.closed {
 		return dst, nil
 	}
+	if c.gone {
+		// Released already: whatever it took now would sit with a member
+		// that is gone until the visibility timeout.
+		return dst, g.mu.changed
+	}
 	tail := g.sh.tail()
 	deadline := now.Add(c.visibility)
 	for len(dst) < max && c.inflight < c.maxInflight {
@@ -246,6 +251,7 @@ func (g *queueGroup) release(c *queueConsumer) {
 		}
 	}
 	c.inflight = 0
+	c.gone = true
 	g.broadcastLocked()
 }
 
