@@ -29,20 +29,28 @@ type testBroker struct {
 
 func startBroker(t *testing.T) *testBroker {
 	t.Helper()
+	return startBrokerWith(t, broker.Config{}, broker.StreamSpec{
+		StreamKey: broker.StreamKey{Tenant: "t1", Namespace: "default", Stream: "demo"}, Shards: 1,
+	})
+}
+
+// startBrokerWith starts a broker with cfg (TLS and listen address filled
+// in) and the given streams.
+func startBrokerWith(t *testing.T, cfg broker.Config, streams ...broker.StreamSpec) *testBroker {
+	t.Helper()
 	cert, err := devtls.SelfSigned()
 	require.NoError(t, err)
 	caFile := filepath.Join(t.TempDir(), "cert.pem")
 	require.NoError(t, os.WriteFile(caFile, cert.PEM, 0o644))
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	require.NoError(t, err)
-	b, err := broker.New(broker.Config{
-		TLS:         &tls.Config{Certificates: []tls.Certificate{cert.TLS}},
-		ListenAddrs: []string{pc.LocalAddr().String()},
-	})
+	cfg.TLS = &tls.Config{Certificates: []tls.Certificate{cert.TLS}}
+	cfg.ListenAddrs = []string{pc.LocalAddr().String()}
+	b, err := broker.New(cfg)
 	require.NoError(t, err)
-	require.NoError(t, b.CreateStream(broker.StreamSpec{
-		StreamKey: broker.StreamKey{Tenant: "t1", Namespace: "default", Stream: "demo"}, Shards: 1,
-	}))
+	for _, s := range streams {
+		require.NoError(t, b.CreateStream(s))
+	}
 	served := make(chan error, 1)
 	go func() { served <- b.Serve(pc) }()
 	t.Cleanup(func() {

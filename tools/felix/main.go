@@ -29,6 +29,8 @@ var commands = []command{
 	{name: "wire", summary: "check vector files and decode wire v1 frames", run: runWire},
 	{name: "pub", summary: "publish messages to a stream", run: runPub}, {name: "sub", summary: "print a stream's events", run: runSub},
 	{name: "log", summary: "verify, dump and stat a shard's log directory offline", run: runLog},
+	{name: "roster", summary: "join a roster (until interrupted) or watch its members", run: runRoster},
+	{name: "queue", summary: "consume a durable stream as a member of a consumer group", run: runQueue},
 }
 
 func main() {
