@@ -62,9 +62,13 @@ type queueGroup struct {
 		changed      chan struct{} // closed and replaced when a member may take more
 		seq          uint64        // bumped by every state change worth persisting
 		durableSeq   uint64
-		waiters      []ackWaiter
-		nextDeadline time.Time
-		closed       bool
+		// savedDelivered is the delivered mark last written. Deliveries
+		// alone do not trigger a write (that would be a sync per take);
+		// the final write at close records them.
+		savedDelivered uint64
+		waiters        []ackWaiter
+		nextDeadline   time.Time
+		closed         bool
 	}
 }
 
@@ -87,6 +91,7 @@ func openGroup(b *Broker, k groupKey, sh *shard) (*queueGroup, error) {
 	g := &queueGroup{b: b, key: k, sh: sh, path: path, loadedDelivered: st.Delivered,
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	g.mu.committed, g.mu.delivered, g.mu.next = st.Committed, st.Delivered, st.Committed
+	g.mu.savedDelivered = st.Delivered
 	g.mu.acked = map[uint64]struct{}{}
 	for _, off := range st.Acked {
 		g.mu.acked[off] = struct{}{}

@@ -18,14 +18,14 @@ func (g *queueGroup) pump() {
 		case <-g.kick:
 		case <-timer.C:
 		case <-g.stop:
-			g.persist()
+			g.persist(true)
 			return
 		}
 		g.mu.Lock()
 		next := g.expireLocked(time.Now())
 		g.broadcastLocked()
 		g.mu.Unlock()
-		g.persist()
+		g.persist(false)
 		wait := time.Hour
 		if !next.IsZero() {
 			wait = max(time.Until(next), 0)
@@ -34,12 +34,13 @@ func (g *queueGroup) pump() {
 	}
 }
 
-// persist writes the state if acks changed it since the last write, then
-// completes the acks that write covers.
-func (g *queueGroup) persist() {
+// persist writes the state if acks changed it since the last write (or, at
+// close, if records were delivered since), then completes the acks that
+// write covers.
+func (g *queueGroup) persist(closing bool) {
 	g.mu.Lock()
 	seq := g.mu.seq
-	if seq == g.mu.durableSeq {
+	if seq == g.mu.durableSeq && !(closing && g.mu.delivered != g.mu.savedDelivered) {
 		g.mu.Unlock()
 		return
 	}
@@ -53,7 +54,7 @@ func (g *queueGroup) persist() {
 	g.mu.Lock()
 	var done []ackWaiter
 	if err == nil {
-		g.mu.durableSeq = seq
+		g.mu.durableSeq, g.mu.savedDelivered = seq, st.Delivered
 	}
 	keep := g.mu.waiters[:0]
 	for _, w := range g.mu.waiters {

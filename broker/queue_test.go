@@ -189,3 +189,30 @@ func TestQueueBadInputKeepsConnection(t *testing.T) {
 	require.Eventually(t, func() bool { return q.LastError() != nil }, 5*time.Second, 5*time.Millisecond)
 	require.True(t, errors.As(q.LastError(), &be))
 }
+
+// Records delivered but not acked before a clean broker restart come back
+// after it with a redelivery count, even when no ack wrote the state since.
+func TestQueueRestartCountsEarlierDeliveries(t *testing.T) {
+	dir := t.TempDir()
+	h := serveBroker(t, broker.Config{DataDir: dir}, durableSpec("jobs", "periodic"))
+	ctx := ctxT(t, 30*time.Second)
+	publishJobs(t, ctx, h, "jobs", 8)
+	q, err := h.dial(t).Consume(ctx, "default", "jobs", "g", client.QueueOptions{MaxInflight: 5})
+	require.NoError(t, err)
+	for want := range uint64(5) {
+		msg, err := q.Next(ctx)
+		require.NoError(t, err)
+		require.Equal(t, want, msg.Offset)
+	}
+	require.NoError(t, h.b.Close())
+
+	h2 := serveBroker(t, broker.Config{DataDir: dir})
+	q2, err := h2.dial(t).Consume(ctx, "default", "jobs", "g", client.QueueOptions{})
+	require.NoError(t, err)
+	for want := range uint64(8) {
+		msg, err := q2.Next(ctx)
+		require.NoError(t, err)
+		require.Equal(t, want, msg.Offset)
+		require.Equal(t, map[bool]uint64{true: 1, false: 0}[want < 5], msg.Redeliveries, "offset %d", want)
+	}
+}
