@@ -1,8 +1,10 @@
 package broker_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/felixmq/felix/broker"
 	"github.com/felixmq/felix/client"
 	"github.com/felixmq/felix/fanout"
+	"github.com/felixmq/felix/wire"
 )
 
 // rosterState applies watch events to a member set until stop says it is
@@ -153,3 +156,35 @@ func TestRosterBadInputKeepsConnection(t *testing.T) {
 }
 
 func fanoutCap(n int) fanout.Config { return fanout.Config{Capacity: n} }
+
+// DESIGN.md §6: new operations are gated by capability bits. A client that
+// did not advertise 0x0100 / 0x0200 gets a precise error, not replies it
+// cannot parse, and its stream goes on.
+func TestRosterAndQueueNeedTheirCapability(t *testing.T) {
+	h := startBroker(t, broker.Config{})
+	ctx := ctxT(t, 10*time.Second)
+	qc := h.rawConn(t)
+	for _, tc := range []struct {
+		m    wire.Message
+		want string
+	}{
+		{&wire.RosterJoin{TenantID: "t1", Namespace: "default", Roster: "r", Member: "m"},
+			`{"type":"error","message":"capability not negotiated: roster_join needs capability 0x0100 in auth client_flags"}`},
+		{&wire.RosterWatch{TenantID: "t1", Namespace: "default", Roster: "r"},
+			`{"type":"error","message":"capability not negotiated: roster_watch needs capability 0x0100 in auth client_flags"}`},
+		{&wire.QueueConsume{TenantID: "t1", Namespace: "default", Stream: "demo", Group: "g", Member: "m"},
+			`{"type":"error","message":"capability not negotiated: queue_consume needs capability 0x0200 in auth client_flags"}`},
+	} {
+		str, err := qc.OpenStreamSync(ctx)
+		require.NoError(t, err)
+		frames := append(bytes.Clone(authFrame), wire.AppendJSONFrame(nil, tc.m)...)
+		frames = append(frames, wire.AppendJSONFrame(nil, &wire.Subscribe{TenantID: "t1", Namespace: "default", Stream: "nope"})...)
+		_, err = str.Write(frames)
+		require.NoError(t, err)
+		require.NoError(t, str.Close())
+		reply, err := io.ReadAll(str)
+		require.NoError(t, err)
+		require.Contains(t, string(reply), tc.want)
+		require.Contains(t, string(reply), "stream not found", "the stream went on after the refusal")
+	}
+}
