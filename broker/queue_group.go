@@ -110,9 +110,9 @@ func (g *queueGroup) broadcastLocked() {
 	g.mu.changed = make(chan struct{})
 }
 
-// take hands up to max records to c and returns them with their previous
+// take hands up to limit records to c and returns them with their previous
 // delivery counts, or the channel to wait on when there is nothing.
-func (g *queueGroup) take(c *queueConsumer, max int, now time.Time, dst []takenRec) ([]takenRec, <-chan struct{}) {
+func (g *queueGroup) take(c *queueConsumer, limit int, now time.Time, dst []takenRec) ([]takenRec, <-chan struct{}) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.mu.closed {
@@ -125,7 +125,7 @@ func (g *queueGroup) take(c *queueConsumer, max int, now time.Time, dst []takenR
 	}
 	tail := g.sh.tail()
 	deadline := now.Add(c.visibility)
-	for len(dst) < max && c.inflight < c.maxInflight {
+	for len(dst) < limit && c.inflight < c.maxInflight {
 		off, ok := g.nextLocked(tail)
 		if !ok {
 			break
@@ -136,7 +136,7 @@ func (g *queueGroup) take(c *queueConsumer, max int, now time.Time, dst []takenR
 		}
 		g.mu.redeliveries[off] = n + 1
 		g.mu.inflight[off] = inflightRec{c: c, deadline: deadline}
-		g.mu.delivered = max64(g.mu.delivered, off+1)
+		g.mu.delivered = max(g.mu.delivered, off+1)
 		c.inflight++
 		dst = append(dst, takenRec{offset: off, redeliveries: n})
 	}
@@ -146,8 +146,6 @@ func (g *queueGroup) take(c *queueConsumer, max int, now time.Time, dst []takenR
 	}
 	return dst, g.mu.changed
 }
-
-func max64(a, b uint64) uint64 { return max(a, b) }
 
 // nextLocked picks the next record to deliver: the lowest offset waiting
 // for redelivery, else the next never delivered below tail.

@@ -185,13 +185,6 @@ func (r *roster) unwatch(w *rosterWatch) {
 	}
 }
 
-// size is the member count, for tests and stats.
-func (r *roster) size() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.mu.members)
-}
-
 // membership is one member a connection joined, left on its close.
 type membership struct {
 	r      *roster
