@@ -90,12 +90,22 @@ func openGroup(b *Broker, k groupKey, sh *shard) (*queueGroup, error) {
 	}
 	g := &queueGroup{b: b, key: k, sh: sh, path: path, loadedDelivered: st.Delivered,
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	if first := sh.d.log.First(); st.Committed < first {
+		// Retention removed records the group never acked: they cannot be
+		// delivered any more. Say so once and start at the oldest record.
+		b.log.Warn("queue group position below the log's retention; skipping trimmed records",
+			"stream", k.stream.String(), "group", k.group, "committed", st.Committed, "first", first)
+		st.Committed, st.Delivered = first, max(st.Delivered, first)
+	}
 	g.mu.committed, g.mu.delivered, g.mu.next = st.Committed, st.Delivered, st.Committed
 	g.mu.savedDelivered = st.Delivered
 	g.mu.acked = map[uint64]struct{}{}
 	for _, off := range st.Acked {
-		g.mu.acked[off] = struct{}{}
+		if off >= st.Committed {
+			g.mu.acked[off] = struct{}{}
+		}
 	}
+	g.advanceLocked() // an acked offset at a skipped-to position
 	g.mu.inflight = map[uint64]inflightRec{}
 	g.mu.redeliveries = map[uint64]uint64{}
 	g.mu.changed = make(chan struct{})
@@ -204,13 +214,7 @@ func (g *queueGroup) ack(offsets []uint64, done func(error)) error {
 		delete(g.mu.redeliveries, off)
 		g.mu.acked[off] = struct{}{}
 	}
-	for {
-		if _, ok := g.mu.acked[g.mu.committed]; !ok {
-			break
-		}
-		delete(g.mu.acked, g.mu.committed)
-		g.mu.committed++
-	}
+	g.advanceLocked()
 	g.mu.seq++
 	if done != nil {
 		g.mu.waiters = append(g.mu.waiters, ackWaiter{seq: g.mu.seq, done: done})
@@ -218,6 +222,18 @@ func (g *queueGroup) ack(offsets []uint64, done func(error)) error {
 	notify(g.kick)
 	g.broadcastLocked()
 	return nil
+}
+
+// advanceLocked moves committed past acked offsets.
+func (g *queueGroup) advanceLocked() {
+	for {
+		if _, ok := g.mu.acked[g.mu.committed]; !ok {
+			return
+		}
+		delete(g.mu.acked, g.mu.committed)
+		g.mu.committed++
+		g.mu.next = max(g.mu.next, g.mu.committed)
+	}
 }
 
 // nack hands in-flight offsets back for immediate redelivery.
