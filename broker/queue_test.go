@@ -70,6 +70,9 @@ func TestQueueEveryRecordOnceAcrossThreeMembers(t *testing.T) {
 	for off, k := range seen {
 		require.Equal(t, 1, k, "offset %d delivered %d times", off, k)
 	}
+	groups := h.b.Stats().QueueGroups
+	require.Len(t, groups, 1)
+	require.Equal(t, broker.QueueGroupStats{Stream: "t1/default/jobs", Group: "workers", Committed: n, Next: n, Tail: n}, groups[0])
 }
 
 // DESIGN.md §3 queue: a consumer killed mid-batch (its client closed

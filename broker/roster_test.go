@@ -131,6 +131,7 @@ func TestRosterAutoLeaveOnConnectionClose(t *testing.T) {
 	require.NoError(t, goer.Close())
 	rosterState(ctx, t, w, state, func(s map[string]string) bool { return len(s) == 1 })
 	require.Equal(t, map[string]string{"stayer": ""}, state)
+	require.Equal(t, []broker.RosterStats{{Roster: "t1/default/room", Members: 1, Watchers: 1}}, h.b.Stats().Rosters)
 }
 
 // Bad roster requests get precise errors and the stream and connection
