@@ -20,9 +20,9 @@ const (
 
 // queueGroupFor checks the tenant, the action, the stream (durable, one
 // shard) and the group name, and opens the group. It sends the refusal
-// itself: ok=false ends the stream (authorisation), ok=true with a nil group
-// goes on.
-func (ct *control) queueGroupFor(tenant, ns, stream, group string) (g *queueGroup, ok bool) {
+// itself: keep=false ends the stream (authorisation), keep=true with a nil
+// group goes on.
+func (ct *control) queueGroupFor(tenant, ns, stream, group string) (g *queueGroup, keep bool) {
 	k := streamKey(tenant, ns, stream)
 	if k.Tenant != ct.principal.Tenant() || !ct.principal.Allowed(ActionQueueConsume, streamResource(k)) {
 		ct.fail(fmt.Sprintf("%v: %s on %s", ErrForbidden, ActionQueueConsume, k))
@@ -71,9 +71,9 @@ func (ct *control) queueConsume(m *wire.QueueConsume) bool {
 		ct.fail(err.Error())
 		return true
 	}
-	g, ok := ct.queueGroupFor(m.TenantID, m.Namespace, m.Stream, m.Group)
+	g, keep := ct.queueGroupFor(m.TenantID, m.Namespace, m.Stream, m.Group)
 	if g == nil {
-		return ok
+		return keep
 	}
 	ctx, cancel := context.WithCancel(ct.c.ctx)
 	c := &queueConsumer{id: ct.c.b.nextSubID.Add(1), g: g, conn: ct.c, member: m.Member,
@@ -141,9 +141,9 @@ func (ct *control) queueOffsets(what, tenant, ns, stream, group string, offsets 
 	if !ct.requireCap(wire.CapQueue, what) {
 		return true
 	}
-	g, ok := ct.queueGroupFor(tenant, ns, stream, group)
+	g, keep := ct.queueGroupFor(tenant, ns, stream, group)
 	if g == nil {
-		return ok
+		return keep
 	}
 	var err error
 	if len(offsets) == 0 {

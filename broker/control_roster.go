@@ -21,9 +21,9 @@ func (ct *control) requireCap(bit wire.Flags, what string) bool {
 }
 
 // rosterScope checks the tenant and the action on the roster, and the
-// names. A refusal is sent here; ok=false, end=true means the stream ends
-// (authorisation), end=false means it goes on.
-func (ct *control) rosterScope(tenant, ns, name string, action Action) (r *roster, ok bool) {
+// names. A refusal is sent here; keep=false means the stream ends
+// (authorisation), keep=true that it goes on.
+func (ct *control) rosterScope(tenant, ns, name string, action Action) (r *roster, keep bool) {
 	k := rosterKey{Tenant: tenant, Namespace: ns, Roster: name}
 	if err := validateRosterKey(k); err != nil {
 		ct.fail(err.Error())
@@ -40,9 +40,9 @@ func (ct *control) rosterJoin(m *wire.RosterJoin) bool {
 	if !ct.requireCap(wire.CapRoster, "roster_join") {
 		return true
 	}
-	r, ok := ct.rosterScope(m.TenantID, m.Namespace, m.Roster, ActionRosterJoin)
+	r, keep := ct.rosterScope(m.TenantID, m.Namespace, m.Roster, ActionRosterJoin)
 	if r == nil {
-		return ok
+		return keep
 	}
 	if err := validRosterName("member", m.Member, maxMemberBytes); err != nil {
 		ct.fail(err.Error())
@@ -67,9 +67,9 @@ func (ct *control) rosterLeave(m *wire.RosterLeave) bool {
 	if !ct.requireCap(wire.CapRoster, "roster_leave") {
 		return true
 	}
-	r, ok := ct.rosterScope(m.TenantID, m.Namespace, m.Roster, ActionRosterJoin)
+	r, keep := ct.rosterScope(m.TenantID, m.Namespace, m.Roster, ActionRosterJoin)
 	if r == nil {
-		return ok
+		return keep
 	}
 	if !r.leave(ct.c.pool(), nil, m.Member) {
 		ct.fail(fmt.Sprintf("%v: %q is not a member of roster %s", ErrInvalidRequest, m.Member, r.key))
@@ -91,9 +91,9 @@ func (ct *control) rosterWatch(m *wire.RosterWatch) bool {
 	if !ct.requireCap(wire.CapRoster, "roster_watch") {
 		return true
 	}
-	r, ok := ct.rosterScope(m.TenantID, m.Namespace, m.Roster, ActionRosterWatch)
+	r, keep := ct.rosterScope(m.TenantID, m.Namespace, m.Roster, ActionRosterWatch)
 	if r == nil {
-		return ok
+		return keep
 	}
 	// Roster changes are applied under the roster lock, so a watcher queue
 	// must never make them wait: DropNew whatever the broker's policy.

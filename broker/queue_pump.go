@@ -66,8 +66,17 @@ func (g *queueGroup) persist(closing bool) {
 	}
 	g.mu.waiters = keep
 	g.mu.Unlock()
-	for _, w := range done {
-		w.done(err)
+	if len(done) > 0 {
+		// Replies go through each control stream's writer, which blocks
+		// while its client leaves 1 MiB of replies unread; that must not
+		// stall this group's timeouts and writes, so they are sent from a
+		// goroutine of their own, which ends as soon as each send returns
+		// (at the latest when those streams close).
+		go func() {
+			for _, w := range done {
+				w.done(err)
+			}
+		}()
 	}
 }
 
