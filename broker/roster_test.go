@@ -189,3 +189,35 @@ func TestRosterAndQueueNeedTheirCapability(t *testing.T) {
 		require.Contains(t, string(reply), "stream not found", "the stream went on after the refusal")
 	}
 }
+
+// A watcher that does not keep up loses changes through its bounded queue
+// (never slowing the joins) and is told how many: a gap report, after
+// which it knows its state is stale.
+func TestRosterSlowWatcherGetsGapReport(t *testing.T) {
+	h := startBroker(t, broker.Config{Queue: fanoutCap(16)})
+	ctx := ctxT(t, 30*time.Second)
+	slow := h.dialWith(t, client.Config{StreamReceiveWindow: 16 << 10, ConnectionReceiveWindow: 64 << 10, SubscriptionBuffer: 1})
+	wr, err := slow.Roster(ctx, "default", "busy")
+	require.NoError(t, err)
+	w, err := wr.Watch(ctx)
+	require.NoError(t, err)
+	r, err := h.dial(t).Roster(ctx, "default", "busy")
+	require.NoError(t, err)
+	const joins = 3000 // ~180 KB of changes against 16 KiB + 16 queued
+	for i := range joins {
+		require.NoError(t, r.Join(ctx, fmt.Sprintf("member-%04d", i), nil))
+	}
+	var seen, dropped uint64
+	for seen+dropped < joins {
+		ev, err := w.Next(ctx)
+		require.NoError(t, err)
+		switch ev.Kind {
+		case client.RosterJoinEvent:
+			seen++
+		case client.RosterGapEvent:
+			dropped += ev.Dropped
+		}
+	}
+	require.NotZero(t, dropped, "the watcher's queue must have dropped")
+	require.Equal(t, uint64(joins), seen+dropped, "every change delivered or reported")
+}
