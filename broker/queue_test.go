@@ -219,3 +219,23 @@ func TestQueueRestartCountsEarlierDeliveries(t *testing.T) {
 		require.Equal(t, map[bool]uint64{true: 1, false: 0}[want < 5], msg.Redeliveries, "offset %d", want)
 	}
 }
+
+// Groups are independent: each group of a stream gets every record.
+func TestQueueGroupsAreIndependent(t *testing.T) {
+	h := serveBroker(t, broker.Config{DataDir: t.TempDir()}, durableSpec("jobs", "periodic"))
+	ctx := ctxT(t, 20*time.Second)
+	publishJobs(t, ctx, h, "jobs", 20)
+	c := h.dial(t)
+	for _, group := range []string{"billing", "audit"} {
+		q, err := c.Consume(ctx, "default", "jobs", group, client.QueueOptions{})
+		require.NoError(t, err)
+		for want := range uint64(20) {
+			msg, err := q.Next(ctx)
+			require.NoError(t, err)
+			require.Equal(t, want, msg.Offset, group)
+			require.NoError(t, q.AckAsync(msg.Offset))
+		}
+		require.NoError(t, q.Ack(ctx, 19))
+		require.NoError(t, q.Close())
+	}
+}

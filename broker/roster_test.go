@@ -221,3 +221,33 @@ func TestRosterSlowWatcherGetsGapReport(t *testing.T) {
 	require.NotZero(t, dropped, "the watcher's queue must have dropped")
 	require.Equal(t, uint64(joins), seen+dropped, "every change delivered or reported")
 }
+
+// A member name joined again from another connection belongs to that
+// connection: the first connection's close does not take it away.
+func TestRosterJoinFromAnotherConnectionTakesMemberOver(t *testing.T) {
+	h := startBroker(t, broker.Config{})
+	ctx := ctxT(t, 20*time.Second)
+	first := h.dial(t)
+	r1, err := first.Roster(ctx, "default", "room")
+	require.NoError(t, err)
+	require.NoError(t, r1.Join(ctx, "shared", []byte("v1")))
+	r2, err := h.dial(t).Roster(ctx, "default", "room")
+	require.NoError(t, err)
+	require.NoError(t, r2.Join(ctx, "shared", []byte("v2")))
+	require.NoError(t, r2.Join(ctx, "marker", nil))
+	w, err := r2.Watch(ctx)
+	require.NoError(t, err)
+	state := map[string]string{}
+	rosterState(ctx, t, w, state, func(s map[string]string) bool { return len(s) == 2 })
+	require.Equal(t, map[string]string{"shared": "v2", "marker": ""}, state)
+	require.NoError(t, first.Close())
+	// Once the first connection is gone its members have been processed
+	// (endExtras runs before the broker forgets it); a later change then
+	// proves no leave of "shared" came before it, since changes arrive in
+	// order.
+	require.Eventually(t, func() bool { return len(h.b.Stats().Connections) == 1 }, 5*time.Second, 5*time.Millisecond)
+	require.NoError(t, r2.Leave(ctx, "marker"))
+	ev, err := w.Next(ctx)
+	require.NoError(t, err)
+	require.Equal(t, client.RosterEvent{Kind: client.RosterLeaveEvent, Member: client.RosterMember{Member: "marker"}}, ev)
+}
