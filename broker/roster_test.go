@@ -59,6 +59,12 @@ func TestRosterLateJoinerStateEqualsTrueSet(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			signalled := false
+			defer func() { // never leave the test waiting on a writer that failed
+				if !signalled {
+					started <- struct{}{}
+				}
+			}()
 			for i := range perWriter {
 				name := fmt.Sprintf("w%d-%d", g, i)
 				meta := fmt.Sprintf(`{"i":%d}`, i)
@@ -76,6 +82,7 @@ func TestRosterLateJoinerStateEqualsTrueSet(t *testing.T) {
 				}
 				if i == perWriter/3 {
 					started <- struct{}{}
+					signalled = true
 				}
 			}
 		}()
