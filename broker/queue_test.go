@@ -96,6 +96,9 @@ func TestQueueKilledConsumerRedeliveredAndNothingLostAcrossRestart(t *testing.T)
 		taken[msg.Offset] = true
 	}
 	require.NoError(t, victim.Close()) // killed mid-batch: nothing acked
+	// The broker hands the victim's records back when it sees the
+	// connection go; wait for that so the survivor's first takes are them.
+	require.Eventually(t, func() bool { return h.b.Stats().QueueGroups[0].Inflight == 0 }, 10*time.Second, time.Millisecond)
 
 	qb, err := h.dial(t).Consume(ctx, "default", "jobs", "g", client.QueueOptions{Member: "survivor", MaxInflight: 10})
 	require.NoError(t, err)

@@ -22,6 +22,7 @@ import (
 // started the way broker/harness_test.go does, with its certificate written
 // where --ca can read it.
 type testBroker struct {
+	b           *broker.Broker
 	addr        string
 	caFile      string
 	fingerprint string
@@ -63,7 +64,7 @@ func startBrokerWith(t *testing.T, cfg broker.Config, streams ...broker.StreamSp
 		}
 		pc.Close()
 	})
-	return &testBroker{addr: pc.LocalAddr().String(), caFile: caFile, fingerprint: cert.Fingerprint}
+	return &testBroker{b: b, addr: pc.LocalAddr().String(), caFile: caFile, fingerprint: cert.Fingerprint}
 }
 
 // args puts the connection flags for this broker before extra.

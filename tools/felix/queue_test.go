@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -28,6 +29,9 @@ func TestQueueConsumeRedeliversUnacked(t *testing.T) {
 	r := runQueueT(t, tb.args("--stream", "jobs", "--group", "g", "--count", "2", "--max-inflight", "2")...)
 	require.Equal(t, exitOK, r.code, r.stderr)
 	require.Equal(t, "0 0 job\n1 0 job\n", r.stdout)
+	// The broker hands the records back when it sees the first consumer's
+	// connection go; wait for that so the next consumer's order is fixed.
+	require.Eventually(t, func() bool { return tb.b.Stats().QueueGroups[0].Inflight == 0 }, 10*time.Second, time.Millisecond)
 	r = runQueueT(t, tb.args("--stream", "jobs", "--group", "g", "--count", "3", "--ack")...)
 	require.Equal(t, exitOK, r.code, r.stderr)
 	require.Equal(t, "0 1 job\n1 1 job\n2 0 job\n", r.stdout)
