@@ -28,11 +28,11 @@ func TestQueueEveryRecordOnceAcrossThreeMembers(t *testing.T) {
 	h := serveBroker(t, broker.Config{DataDir: t.TempDir()}, durableSpec("jobs", "periodic"))
 	ctx := ctxT(t, 60*time.Second)
 	const n = 600
-	publishJobs(t, ctx, h, "jobs", n)
 	var (
-		mu   sync.Mutex
-		seen = map[uint64]int{}
-		wg   sync.WaitGroup
+		mu        sync.Mutex
+		seen      = map[uint64]int{}
+		perMember [3]int
+		wg        sync.WaitGroup
 	)
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -58,6 +58,7 @@ func TestQueueEveryRecordOnceAcrossThreeMembers(t *testing.T) {
 				}
 				mu.Lock()
 				seen[msg.Offset]++
+				perMember[m]++
 				if len(seen) == n {
 					cancel()
 				}
@@ -65,8 +66,13 @@ func TestQueueEveryRecordOnceAcrossThreeMembers(t *testing.T) {
 			}
 		}()
 	}
+	// The members wait before the records exist, so all three share them.
+	publishJobs(t, ctx, h, "jobs", n)
 	wg.Wait()
 	require.Len(t, seen, n)
+	for m, k := range perMember {
+		require.NotZero(t, k, "member %d got nothing", m)
+	}
 	for off, k := range seen {
 		require.Equal(t, 1, k, "offset %d delivered %d times", off, k)
 	}
