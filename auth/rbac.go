@@ -18,12 +18,18 @@ const (
 	ActionStreamAdmin Action = "stream.manage"
 	ActionCacheAdmin  Action = "cache.manage"
 	ActionNamespace   Action = "ns.manage"
+	ActionRosterJoin  Action = "roster.join"
+	ActionRosterWatch Action = "roster.watch"
+	// ActionQueueConsume consumes a durable stream in a consumer group; its
+	// resource is the stream's name as "queue:tenant/namespace/stream".
+	ActionQueueConsume Action = "queue.consume"
 	// ActionAdmin grants every action on the resources it matches.
 	ActionAdmin Action = "admin"
 )
 
 var knownActions = []Action{ActionPublish, ActionSubscribe, ActionCacheRead, ActionCacheWrite,
-	ActionStreamAdmin, ActionCacheAdmin, ActionNamespace, ActionAdmin}
+	ActionStreamAdmin, ActionCacheAdmin, ActionNamespace, ActionRosterJoin, ActionRosterWatch,
+	ActionQueueConsume, ActionAdmin}
 
 // Permission grants Action on every resource matching Resource, a pattern
 // "tenant/namespace/name" in which a segment may be "*" (any one segment).

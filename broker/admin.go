@@ -109,6 +109,8 @@ type Stats struct {
 	Streams       []StreamStats     `json:"streams"`
 	Caches        []CacheStats      `json:"caches"`
 	Connections   []ConnectionStats `json:"connections"`
+	Rosters       []RosterStats     `json:"rosters"`
+	QueueGroups   []QueueGroupStats `json:"queue_groups"`
 	// CPU is this process's CPU per OS thread and the machine's split
 	// (user, system, softirq, iowait, idle ...), cumulative: rates come
 	// from two scrapes (cpuprofile.Delta). Absent where cpuprofile cannot
@@ -188,6 +190,7 @@ func (b *Broker) Stats() Stats {
 	for _, c := range b.conns() {
 		s.Connections = append(s.Connections, c.stats())
 	}
+	s.Rosters, s.QueueGroups = b.rosters.stats(), b.groups.stats()
 	s.CPU, s.CPUUnavailable = cpuStats()
 	return s
 }

@@ -16,6 +16,10 @@ const (
 	ActionSubscribe  Action = "stream.subscribe"
 	ActionCacheRead  Action = "cache.read"
 	ActionCacheWrite Action = "cache.write"
+	// Roster and queue actions (Felix-Go additions).
+	ActionRosterJoin   Action = "roster.join"
+	ActionRosterWatch  Action = "roster.watch"
+	ActionQueueConsume Action = "queue.consume"
 )
 
 // Principal is who an auth frame proved the peer to be.

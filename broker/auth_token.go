@@ -56,3 +56,15 @@ func atExpiry(p Principal, end func()) (stop func()) {
 	t := time.AfterFunc(time.Until(exp), end)
 	return func() { t.Stop() }
 }
+
+// authorize checks that the stream's principal may do action on resource
+// of tenant; the error names what is missing.
+func (ct *control) authorize(tenant string, action Action, resource string) error {
+	if tenant != ct.principal.Tenant() {
+		return fmt.Errorf("%w: %s on %s: %w", ErrForbidden, action, resource, errTenantMismatch)
+	}
+	if err := ct.principal.Check(action, resource); err != nil {
+		return forbidden(err, action, resource)
+	}
+	return nil
+}

@@ -27,6 +27,8 @@ type Broker struct {
 	streams  *registry
 	caches   *cacheRegistry
 	metrics  *metrics
+	rosters  rosterSet
+	groups   groupSet
 
 	nextConnID atomic.Uint64
 	nextSubID  atomic.Uint64
@@ -351,6 +353,7 @@ func (b *Broker) closeShards() error {
 	b.closeOnce.Do(func() {
 		close(b.stopRetention)
 		<-b.retentionDone
+		b.groups.closeAll() // final group state writes, while the logs are open
 		var errs []error
 		for _, st := range b.streams.list() {
 			for _, sh := range st.shards {

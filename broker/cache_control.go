@@ -214,7 +214,7 @@ func (ct *control) watch(m *wire.Watch) bool {
 		sub.end()
 		return ct.cacheFail(nil, err)
 	}
-	if !ct.openEventStream(sub) {
+	if !ct.startEventStream(sub) {
 		sub.end()
 	}
 	return true

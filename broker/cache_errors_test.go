@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -84,7 +85,7 @@ func TestCacheMalformedFramesOnARawStream(t *testing.T) {
 		reply = rest
 	}
 	require.Equal(t, []string{
-		`{"type":"auth_ok","server_flags":255}`,
+		fmt.Sprintf(`{"type":"auth_ok","server_flags":%d}`, broker.ServerFlags),
 		`{"type":"error","message":"malformed message: wire: cache_put: missing field \"key\""}`,
 		`{"type":"cache_error","request_id":2,"code":"invalid_request","message":"ttl_ms 0 not in [1, 3153600000000] (null = no expiry)"}`,
 		`{"type":"error","message":"malformed message: wire: malformed JSON field \"delta\": json: cannot unmarshal number 1.5 into Go value of type int64"}`,

@@ -33,6 +33,11 @@ type conn struct {
 	mu struct {
 		sync.Mutex
 		subs map[uint64]*subscription
+		// Roster watches and queue consumers: like subscriptions they own
+		// an event stream and end with the connection.
+		extras map[uint64]ender
+		// Roster members this connection joined, left when it closes.
+		joined map[membership]struct{}
 	}
 	streams sync.WaitGroup // stream handlers and subscription writers
 }
@@ -40,6 +45,8 @@ type conn struct {
 func newConn(b *Broker, qc *quic.Conn) *conn {
 	c := &conn{b: b, qc: qc, id: b.nextConnID.Add(1), ctx: qc.Context()}
 	c.mu.subs = map[uint64]*subscription{}
+	c.mu.extras = map[uint64]ender{}
+	c.mu.joined = map[membership]struct{}{}
 	return c
 }
 
@@ -64,6 +71,7 @@ func (c *conn) serve() {
 	for _, s := range c.subscriptions() {
 		s.end()
 	}
+	c.endExtras()
 	c.streams.Wait()
 	cause := context.Cause(c.ctx)
 	log.Debug("connection closed", "err", cause)
@@ -84,7 +92,7 @@ func (c *conn) acceptUni() {
 func (c *conn) add(s *subscription) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.mu.subs) >= c.b.cfg.MaxSubscriptionsPerConn {
+	if len(c.mu.subs)+len(c.mu.extras) >= c.b.cfg.MaxSubscriptionsPerConn {
 		return errTooManySubs
 	}
 	c.mu.subs[s.id] = s

@@ -178,6 +178,18 @@ func (ct *control) handleJSON(m wire.Message) bool {
 		return ct.jsonPublish(streamKey(m.TenantID, m.Namespace, m.Stream), m.Key, m.Payloads, m.RequestID, m.Ack, wire.AckPerBatch)
 	case *wire.Subscribe:
 		return ct.subscribe(m)
+	case *wire.RosterJoin:
+		return ct.rosterJoin(m)
+	case *wire.RosterLeave:
+		return ct.rosterLeave(m)
+	case *wire.RosterWatch:
+		return ct.rosterWatch(m)
+	case *wire.QueueConsume:
+		return ct.queueConsume(m)
+	case *wire.QueueAck:
+		return ct.queueAck(m)
+	case *wire.QueueNack:
+		return ct.queueNack(m)
 	case *wire.Auth:
 		ct.fail("auth already established")
 		return false

@@ -26,7 +26,15 @@
 // makes publishers wait by design).
 //
 // Lock order: shard.mu, then fanout queue locks (taken inside fanout).
-// Registry.mu is never held while a shard lock is taken.
+// Registry.mu is never held while a shard lock is taken. Rosters:
+// rosterSet.mu, then roster.mu, then fanout queue locks. Queues:
+// groupSet.mu, then queueGroup.mu, then shard.mu (the tail); a shard only
+// signals a group's channel, never takes its lock. conn.mu is a leaf.
+//
+// Rosters (roster.go) and consumer-group queues (queue_group.go) are
+// Felix-Go additions behind capability bits 0x0100 and 0x0200; their
+// design comments say how the snapshot meets the changes without a gap and
+// how a record is out to at most one member at a time.
 //
 // What the broker must not do: block a publisher on a subscriber (except
 // under the documented Block policy).

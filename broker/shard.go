@@ -37,6 +37,9 @@ type shard struct {
 		next uint64
 		ring ring
 		subs []*subscription // copy-on-write: replaced, never mutated in place
+		// onCommit channels (cap 1) are signalled, never waited on, when
+		// records reach the tail: consumer groups wake their pump.
+		onCommit []chan struct{}
 	}
 }
 
@@ -125,6 +128,24 @@ func (sh *shard) deliverLocked(buf *fanout.Buffer, base uint64) {
 	for _, sub := range sh.mu.subs {
 		sub.offer(buf)
 	}
+	for _, ch := range sh.mu.onCommit {
+		notify(ch)
+	}
+}
+
+// notifyOnCommit signals ch whenever records reach the tail.
+func (sh *shard) notifyOnCommit(ch chan struct{}) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	sh.mu.onCommit = append(sh.mu.onCommit, ch)
+}
+
+// tail is the offset after the last record delivered to subscribers (for a
+// durable shard: committed per its fsync mode, so readable from the log).
+func (sh *shard) tail() uint64 {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return sh.mu.next
 }
 
 // admit waits until every Block subscriber has room for events, or ctx ends.

@@ -25,12 +25,8 @@ func (ct *control) subscribe(m *wire.Subscribe) bool {
 		return true
 	}
 	k := streamKey(m.TenantID, m.Namespace, m.Stream)
-	if k.Tenant != ct.principal.Tenant() {
-		ct.fail(fmt.Sprintf("%v: %s on %s: %v", ErrForbidden, ActionSubscribe, k, errTenantMismatch))
-		return false
-	}
-	if err := ct.principal.Check(ActionSubscribe, streamResource(k)); err != nil {
-		ct.fail(forbidden(err, ActionSubscribe, k.String()).Error())
+	if err := ct.authorize(k.Tenant, ActionSubscribe, streamResource(k)); err != nil {
+		ct.fail(err.Error())
 		return false
 	}
 	st, err := ct.c.b.streams.lookup(k)
@@ -108,26 +104,18 @@ func (ct *control) startSubscription(sub *subscription, m *wire.Subscribe) bool 
 		ct.fail(err.Error())
 		return false
 	}
-	return ct.openEventStream(sub)
+	return ct.startEventStream(sub)
 }
 
-// openEventStream opens the subscription's event stream, writes the hello,
+// startEventStream opens the subscription's event stream (with its hello),
 // replies subscribed and starts the writer. false means the subscription
 // must be ended by the caller.
-func (ct *control) openEventStream(sub *subscription) bool {
-	octx, cancel := context.WithTimeout(sub.ctx, openStreamTimeout)
-	out, err := ct.c.qc.OpenUniStreamSync(octx)
-	cancel()
+func (ct *control) startEventStream(sub *subscription) bool {
+	out, err := ct.openEventStream(sub.ctx, sub.id)
 	if err != nil {
-		ct.fail("cannot open event stream: " + err.Error())
 		return false
 	}
 	sub.out = out
-	hello := wire.AppendJSONFrame(nil, &wire.EventStreamHello{SubscriptionID: sub.id})
-	if _, err := out.Write(hello); err != nil {
-		out.CancelWrite(streamErrSubscriptionEnded)
-		return false
-	}
 	ct.out.send(func(b []byte) []byte {
 		return wire.AppendJSONFrame(b, &wire.Subscribed{SubscriptionID: sub.id})
 	})

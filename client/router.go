@@ -18,20 +18,24 @@ type eventStream struct {
 	fr  *frameio.Reader
 }
 
-// router accepts the broker's event streams and hands each to its
-// subscription by the id in its event_stream_hello.
+// attacher is what owns an event stream: a Subscription, a roster watch or
+// a queue consumer (their ids share the broker's subscription id space).
+type attacher interface{ attach(es eventStream) }
+
+// router accepts the broker's event streams and hands each to its owner by
+// the id in its event_stream_hello.
 type router struct {
 	s  *session
 	mu struct {
 		sync.Mutex
-		subs    map[uint64]*Subscription
+		subs    map[uint64]attacher
 		pending map[uint64]eventStream
 	}
 }
 
 func (r *router) init(s *session) {
 	r.s = s
-	r.mu.subs = map[uint64]*Subscription{}
+	r.mu.subs = map[uint64]attacher{}
 	r.mu.pending = map[uint64]eventStream{}
 }
 
@@ -85,7 +89,7 @@ func (r *router) accept(str *quic.ReceiveStream) {
 }
 
 // register binds id to sub; a stream that arrived first is attached now.
-func (r *router) register(id uint64, sub *Subscription) {
+func (r *router) register(id uint64, sub attacher) {
 	r.mu.Lock()
 	es, ok := r.mu.pending[id]
 	delete(r.mu.pending, id)

@@ -39,11 +39,18 @@ const (
 	// with cache_error only to clients advertising this bit; others get
 	// the v1 uncorrelated error.
 	CapCache Flags = 0x0080
+	// CapRoster: the peer speaks the roster messages (roster_join,
+	// roster_leave, roster_watch and their replies and events). A broker
+	// answers them only on streams whose client advertised it.
+	CapRoster Flags = 0x0100
+	// CapQueue: the peer speaks the consumer-group queue messages
+	// (queue_consume, queue_ack, queue_nack and their replies and events).
+	CapQueue Flags = 0x0200
 )
 
 // KnownCapabilities is every capability bit this package understands: the
 // frame layouts plus the capability-only bits.
-const KnownCapabilities = KnownFlags | CapGapNotices | CapCache
+const KnownCapabilities = KnownFlags | CapGapNotices | CapCache | CapRoster | CapQueue
 
 // PeerFlags returns the capability set of a peer that sent clientFlags in
 // auth (nil = field absent = OriginalV1Flags).

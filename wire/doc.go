@@ -77,5 +77,7 @@
 // whether or not the sender knows them. New message types (subscription_gap)
 // are sent only to peers that advertised the capability bit introducing them
 // (CapGapNotices, 0x0040). Capability-only bits are never valid in a frame
-// header.
+// header. Rosters (roster_* messages, CapRoster 0x0100, message_roster.go)
+// and consumer-group queues (queue_* messages, CapQueue 0x0200,
+// message_queue.go) are whole message families added this way.
 package wire

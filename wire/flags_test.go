@@ -59,10 +59,12 @@ func TestCapabilities(t *testing.T) {
 
 	// Bits we do not know are dropped from the usable set.
 	require.Equal(t, wire.Flags(0x0019), wire.Negotiate(wire.KnownCapabilities, 0x8019))
-	require.Equal(t, wire.Flags(0x00C0), wire.Negotiate(wire.KnownCapabilities, 0x01C0))
+	require.Equal(t, wire.Flags(0x01C0), wire.Negotiate(wire.KnownCapabilities, 0x01C0))
+	require.Equal(t, wire.Flags(0x00C0), wire.Negotiate(wire.KnownCapabilities, 0x04C0))
 
 	// Capability-only bits extend KnownCapabilities, never the frame layouts.
-	require.Equal(t, wire.Flags(0x00FF), wire.KnownCapabilities)
+	require.Equal(t, wire.Flags(0x03FF), wire.KnownCapabilities)
+	require.Equal(t, wire.Flags(0x0300), wire.Negotiate(wire.KnownCapabilities, 0x0300))
 	require.Equal(t, wire.Flags(0x003F), wire.KnownFlags)
 	_, err := wire.KindFromFlags(wire.CapGapNotices)
 	require.ErrorIs(t, err, wire.ErrUnknownFlags)

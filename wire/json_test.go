@@ -68,6 +68,24 @@ func allMessages() []wire.Message {
 		&wire.Watch{TenantID: "t", Namespace: "n", Cache: "c", Key: "k", Current: boolp(true)},
 		&wire.CacheError{Code: wire.CacheErrNotFound, Message: "cache not found: t/n/c"},
 		&wire.CacheError{RequestID: u64p(3), Code: wire.CacheErrValueTooLarge, Message: "too big"},
+		&wire.RosterJoin{TenantID: "t", Namespace: "n", Roster: "r", Member: "m"},
+		&wire.RosterJoin{TenantID: "t", Namespace: "n", Roster: "r", Member: "m", Metadata: []byte{}, RequestID: u64p(1)},
+		&wire.RosterLeave{TenantID: "t", Namespace: "n", Roster: "r", Member: "m", RequestID: u64p(2)},
+		&wire.RosterWatch{TenantID: "t", Namespace: "n", Roster: "r"},
+		&wire.RosterOK{},
+		&wire.RosterOK{RequestID: u64p(2)},
+		&wire.RosterSnapshot{Members: []wire.RosterMember{}, Last: true},
+		&wire.RosterSnapshot{Members: []wire.RosterMember{{Member: "a"}, {Member: "b", Metadata: []byte("{}")}}},
+		&wire.RosterChange{Kind: wire.RosterJoined, Member: "a", Metadata: []byte{1}},
+		&wire.RosterChange{Kind: wire.RosterLeft, Member: "a"},
+		&wire.QueueConsume{TenantID: "t", Namespace: "n", Stream: "s", Group: "g", Member: "m"},
+		&wire.QueueConsume{TenantID: "t", Namespace: "n", Stream: "s", Group: "g", Member: "m", MaxInflight: u64p(8), VisibilityTimeoutMs: u64p(500)},
+		&wire.QueueMessage{Offset: 7, Redeliveries: 1, Payload: []byte{}},
+		&wire.QueueAck{TenantID: "t", Namespace: "n", Stream: "s", Group: "g", Offsets: []uint64{}},
+		&wire.QueueAck{TenantID: "t", Namespace: "n", Stream: "s", Group: "g", Offsets: []uint64{1, 1<<64 - 1}, RequestID: u64p(3)},
+		&wire.QueueNack{TenantID: "t", Namespace: "n", Stream: "s", Group: "g", Offsets: []uint64{4}},
+		&wire.QueueOK{RequestID: 3},
+		&wire.QueueError{RequestID: 3, Message: "offset 9 was never delivered"},
 	}
 }
 
@@ -90,7 +108,7 @@ func TestJSONRoundTrip(t *testing.T) {
 			require.Empty(t, rest)
 		})
 	}
-	for typ := wire.TypeAuth; typ <= wire.TypeCacheError; typ++ {
+	for typ := wire.TypeAuth; typ <= wire.TypeQueueError; typ++ {
 		require.True(t, seen[typ], "no round-trip case for %s", typ)
 	}
 }
@@ -233,7 +251,7 @@ func TestDecodeJSONErrorDetail(t *testing.T) {
 }
 
 func TestMessageTypeNames(t *testing.T) {
-	for typ := wire.TypeAuth; typ <= wire.TypeCacheError; typ++ {
+	for typ := wire.TypeAuth; typ <= wire.TypeQueueError; typ++ {
 		got, ok := wire.ParseMessageType(typ.String())
 		require.True(t, ok)
 		require.Equal(t, typ, got)

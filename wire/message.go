@@ -44,6 +44,20 @@ const (
 	TypeCounterValue
 	TypeWatch
 	TypeCacheError
+	// Felix-Go additions gated by CapRoster (message_roster.go).
+	TypeRosterJoin
+	TypeRosterLeave
+	TypeRosterWatch
+	TypeRosterOK
+	TypeRosterSnapshot
+	TypeRosterChange
+	// Felix-Go additions gated by CapQueue (message_queue.go).
+	TypeQueueConsume
+	TypeQueueMessage
+	TypeQueueAck
+	TypeQueueNack
+	TypeQueueOK
+	TypeQueueError
 	numTypes
 )
 
@@ -74,6 +88,18 @@ var typeNames = [numTypes]string{
 	TypeCounterValue:         "counter_value",
 	TypeWatch:                "watch",
 	TypeCacheError:           "cache_error",
+	TypeRosterJoin:           "roster_join",
+	TypeRosterLeave:          "roster_leave",
+	TypeRosterWatch:          "roster_watch",
+	TypeRosterOK:             "roster_ok",
+	TypeRosterSnapshot:       "roster_snapshot",
+	TypeRosterChange:         "roster_change",
+	TypeQueueConsume:         "queue_consume",
+	TypeQueueMessage:         "queue_message",
+	TypeQueueAck:             "queue_ack",
+	TypeQueueNack:            "queue_nack",
+	TypeQueueOK:              "queue_ok",
+	TypeQueueError:           "queue_error",
 }
 
 // String returns the wire tag ("auth", "publish_batch", ...).

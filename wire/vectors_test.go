@@ -64,6 +64,31 @@ var vectorMessages = map[string]wire.Message{
 		RequestID: u64p(7), Ack: ackp(wire.AckPerMessage), Key: strp("user-1")},
 	"subscribe_shard": &wire.Subscribe{TenantID: "t1", Namespace: "default", Stream: "demo",
 		Start: &wire.Start{Kind: wire.StartEarliest}, Shard: u32p(3)},
+	"roster_join": &wire.RosterJoin{TenantID: "t1", Namespace: "default", Roster: "lobby", Member: "alice",
+		Metadata: []byte(`{"x":1}`), RequestID: u64p(1)},
+	"roster_leave": &wire.RosterLeave{TenantID: "t1", Namespace: "default", Roster: "lobby", Member: "alice", RequestID: u64p(2)},
+	"roster_watch": &wire.RosterWatch{TenantID: "t1", Namespace: "default", Roster: "lobby"},
+	"roster_ok":    &wire.RosterOK{RequestID: u64p(1)},
+	"roster_snapshot": &wire.RosterSnapshot{Members: []wire.RosterMember{{Member: "alice", Metadata: []byte(`{"x":1}`)},
+		{Member: "bob"}}, Last: true},
+	"roster_change":       &wire.RosterChange{Kind: wire.RosterJoined, Member: "carol", Metadata: []byte("hi")},
+	"roster_change_leave": &wire.RosterChange{Kind: wire.RosterLeft, Member: "bob"},
+	"queue_consume": &wire.QueueConsume{TenantID: "t1", Namespace: "default", Stream: "jobs", Group: "workers", Member: "w1",
+		MaxInflight: u64p(64), VisibilityTimeoutMs: u64p(30000)},
+	"queue_message": &wire.QueueMessage{Offset: 42, Redeliveries: 1, Payload: []byte("job")},
+	"queue_ack": &wire.QueueAck{TenantID: "t1", Namespace: "default", Stream: "jobs", Group: "workers",
+		Offsets: []uint64{40, 41, 42}, RequestID: u64p(9)},
+	"queue_nack":    &wire.QueueNack{TenantID: "t1", Namespace: "default", Stream: "jobs", Group: "workers", Offsets: []uint64{43}},
+	"queue_ok":      &wire.QueueOK{RequestID: 9},
+	"queue_error":   &wire.QueueError{RequestID: 9, Message: "queue: offset 99 was never delivered to group workers"},
+	"cache_delete":  &wire.CacheDelete{TenantID: "t1", Namespace: "default", Cache: "demo", Key: "user-1", RequestID: u64p(5)},
+	"cache_deleted": &wire.CacheDeleted{RequestID: u64p(5), Existed: true},
+	"counter_add": &wire.CounterAdd{TenantID: "t1", Namespace: "default", Cache: "demo", Key: "hits", Delta: -3,
+		RequestID: u64p(6)},
+	"counter_get":   &wire.CounterGet{TenantID: "t1", Namespace: "default", Cache: "demo", Key: "hits", RequestID: u64p(7)},
+	"counter_value": &wire.CounterValue{TenantID: "t1", Namespace: "default", Cache: "demo", Key: "hits", Value: 39, RequestID: u64p(7)},
+	"watch":         &wire.Watch{TenantID: "t1", Namespace: "default", Cache: "demo", Key: "user-1", Current: boolp(true)},
+	"cache_error":   &wire.CacheError{RequestID: u64p(8), Code: wire.CacheErrNotFound, Message: "cache not found: t1/default/nope"},
 }
 
 func loadVectors(t *testing.T) []wirevector.Vector {
@@ -105,7 +130,7 @@ func TestVectors(t *testing.T) {
 			require.Equal(t, m, got)
 		})
 	}
-	for typ := wire.TypeAuth; typ <= wire.TypeSubscriptionGap; typ++ {
+	for typ := wire.TypeAuth; typ <= wire.TypeQueueError; typ++ {
 		require.True(t, types[typ], "no vector for message type %s", typ)
 	}
 	for _, f := range []uint16{0x01, 0x09, 0x10, 0x02, 0x22, 0x04, 0x24} {

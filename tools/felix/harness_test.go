@@ -22,6 +22,7 @@ import (
 // started the way broker/harness_test.go does, with its certificate written
 // where --ca can read it.
 type testBroker struct {
+	b           *broker.Broker
 	addr        string
 	caFile      string
 	fingerprint string
@@ -29,20 +30,28 @@ type testBroker struct {
 
 func startBroker(t *testing.T) *testBroker {
 	t.Helper()
+	return startBrokerWith(t, broker.Config{}, broker.StreamSpec{
+		StreamKey: broker.StreamKey{Tenant: "t1", Namespace: "default", Stream: "demo"}, Shards: 1,
+	})
+}
+
+// startBrokerWith starts a broker with cfg (TLS and listen address filled
+// in) and the given streams.
+func startBrokerWith(t *testing.T, cfg broker.Config, streams ...broker.StreamSpec) *testBroker {
+	t.Helper()
 	cert, err := devtls.SelfSigned()
 	require.NoError(t, err)
 	caFile := filepath.Join(t.TempDir(), "cert.pem")
 	require.NoError(t, os.WriteFile(caFile, cert.PEM, 0o644))
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	require.NoError(t, err)
-	b, err := broker.New(broker.Config{
-		TLS:         &tls.Config{Certificates: []tls.Certificate{cert.TLS}},
-		ListenAddrs: []string{pc.LocalAddr().String()},
-	})
+	cfg.TLS = &tls.Config{Certificates: []tls.Certificate{cert.TLS}}
+	cfg.ListenAddrs = []string{pc.LocalAddr().String()}
+	b, err := broker.New(cfg)
 	require.NoError(t, err)
-	require.NoError(t, b.CreateStream(broker.StreamSpec{
-		StreamKey: broker.StreamKey{Tenant: "t1", Namespace: "default", Stream: "demo"}, Shards: 1,
-	}))
+	for _, s := range streams {
+		require.NoError(t, b.CreateStream(s))
+	}
 	require.NoError(t, b.CreateCache(broker.CacheSpec{CacheKey: broker.CacheKey{Tenant: "t1", Namespace: "default", Cache: "demo"}}))
 	served := make(chan error, 1)
 	go func() { served <- b.Serve(pc) }()
@@ -56,7 +65,7 @@ func startBroker(t *testing.T) *testBroker {
 		}
 		pc.Close()
 	})
-	return &testBroker{addr: pc.LocalAddr().String(), caFile: caFile, fingerprint: cert.Fingerprint}
+	return &testBroker{b: b, addr: pc.LocalAddr().String(), caFile: caFile, fingerprint: cert.Fingerprint}
 }
 
 // args puts the connection flags for this broker before extra.

@@ -32,6 +32,8 @@ var commands = []command{
 	{name: "cache", summary: "put, get and delete cache keys", run: runCache},
 	{name: "counter", summary: "add to and read counters", run: runCounter},
 	{name: "watch", summary: "print every change of a cache key", run: runWatch},
+	{name: "roster", summary: "join a roster (until interrupted) or watch its members", run: runRoster},
+	{name: "queue", summary: "consume a durable stream as a member of a consumer group", run: runQueue},
 }
 
 func main() {

@@ -1,0 +1,69 @@
+package broker
+
+import (
+	"slices"
+	"strings"
+)
+
+// RosterStats describes one roster for /debug/felix/stats.
+type RosterStats struct {
+	Roster   string `json:"roster"` // tenant/namespace/roster
+	Members  int    `json:"members"`
+	Watchers int    `json:"watchers"`
+}
+
+// QueueGroupStats describes one consumer group for /debug/felix/stats.
+type QueueGroupStats struct {
+	Stream string `json:"stream"`
+	Group  string `json:"group"`
+	// Committed: every offset below it is acked. Next: the next offset
+	// never delivered in this run. Tail: the stream's committed end.
+	Committed uint64 `json:"committed"`
+	Next      uint64 `json:"next"`
+	Tail      uint64 `json:"tail"`
+	// Inflight records are out to members; Redo wait for redelivery;
+	// AckedAbove are acked above Committed.
+	Inflight   int `json:"inflight"`
+	Redo       int `json:"redo"`
+	AckedAbove int `json:"acked_above"`
+}
+
+func (rs *rosterSet) stats() []RosterStats {
+	rs.mu.Lock()
+	all := make([]*roster, 0, len(rs.mu.m))
+	for _, r := range rs.mu.m {
+		all = append(all, r)
+	}
+	rs.mu.Unlock()
+	out := make([]RosterStats, 0, len(all))
+	for _, r := range all {
+		r.mu.Lock()
+		out = append(out, RosterStats{Roster: r.key.String(), Members: len(r.mu.members), Watchers: len(r.mu.watchers)})
+		r.mu.Unlock()
+	}
+	slices.SortFunc(out, func(a, b RosterStats) int { return strings.Compare(a.Roster, b.Roster) })
+	return out
+}
+
+func (gs *groupSet) stats() []QueueGroupStats {
+	gs.mu.Lock()
+	all := make([]*queueGroup, 0, len(gs.mu.m))
+	for _, g := range gs.mu.m {
+		all = append(all, g)
+	}
+	gs.mu.Unlock()
+	out := make([]QueueGroupStats, 0, len(all))
+	for _, g := range all {
+		g.mu.Lock()
+		out = append(out, QueueGroupStats{
+			Stream: g.key.stream.String(), Group: g.key.group,
+			Committed: g.mu.committed, Next: g.mu.next, Tail: g.sh.tail(),
+			Inflight: len(g.mu.inflight), Redo: g.mu.redo.Len(), AckedAbove: len(g.mu.acked),
+		})
+		g.mu.Unlock()
+	}
+	slices.SortFunc(out, func(a, b QueueGroupStats) int {
+		return strings.Compare(a.Stream+"\x00"+a.Group, b.Stream+"\x00"+b.Group)
+	})
+	return out
+}

@@ -1,0 +1,229 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/felixmq/felix/wire"
+)
+
+// QueueOptions refine Consume. Zero values take the broker's defaults.
+type QueueOptions struct {
+	// Member names this consumer in the group (logs, diagnostics); default
+	// "HOSTNAME-PID".
+	Member string
+	// MaxInflight bounds the unacked records out to this consumer; the
+	// broker's default is 64.
+	MaxInflight int
+	// VisibilityTimeout is how long a delivered record may stay unacked
+	// before the group redelivers it to any member; the broker's default
+	// is 30 s.
+	VisibilityTimeout time.Duration
+}
+
+// QueueMessage is one delivery.
+type QueueMessage struct {
+	Offset uint64
+	// Payload belongs to the caller.
+	Payload []byte
+	// Redeliveries counts earlier deliveries of this record to the group.
+	Redeliveries uint64
+}
+
+// QueueConsumer is one member of a consumer group over a durable stream:
+// each record of the stream goes to one member of the group at a time and
+// comes back (to any member) until acked — at-least-once. Safe for
+// concurrent use; Next is meant for one goroutine.
+type QueueConsumer struct {
+	c                        *Client
+	ct                       *control
+	js                       *jsonStream
+	namespace, stream, group string
+
+	wmu sync.Mutex // frame writes on ct
+	mu  struct {
+		sync.Mutex
+		nextID  uint64
+		pending map[uint64]chan error
+		err     error // terminal
+		lastErr error // last uncorrelated broker error (AckAsync)
+	}
+	done chan struct{}
+}
+
+// Consume joins group on namespace/stream (a durable single-shard stream)
+// and starts receiving records.
+func (c *Client) Consume(ctx context.Context, namespace, stream, group string, opts QueueOptions) (*QueueConsumer, error) {
+	if opts.Member == "" {
+		host, _ := os.Hostname()
+		opts.Member = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	req := &wire.QueueConsume{TenantID: c.cfg.Tenant, Namespace: namespace, Stream: stream, Group: group, Member: opts.Member}
+	if opts.MaxInflight != 0 {
+		n := uint64(opts.MaxInflight)
+		req.MaxInflight = &n
+	}
+	if opts.VisibilityTimeout != 0 {
+		ms := uint64(max(opts.VisibilityTimeout.Milliseconds(), 1))
+		req.VisibilityTimeoutMs = &ms
+	}
+	js, ct, err := c.openJSONStream(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	q := &QueueConsumer{c: c, ct: ct, js: js, namespace: namespace, stream: stream, group: group, done: make(chan struct{})}
+	q.mu.pending = map[uint64]chan error{}
+	c.wg.Add(1)
+	go func() { defer c.wg.Done(); q.readReplies() }()
+	return q, nil
+}
+
+// Next returns the next delivered record.
+func (q *QueueConsumer) Next(ctx context.Context) (QueueMessage, error) {
+	m, err := q.js.next(ctx)
+	if err != nil {
+		return QueueMessage{}, err
+	}
+	msg, ok := m.(*wire.QueueMessage)
+	if !ok {
+		return QueueMessage{}, fmt.Errorf("%w: %s on a queue stream", ErrProtocol, m.Type())
+	}
+	return QueueMessage{Offset: msg.Offset, Payload: msg.Payload, Redeliveries: msg.Redeliveries}, nil
+}
+
+// Ack acknowledges offsets and waits until the broker has made the group's
+// position durable with them: they will not be delivered again, even after
+// a broker crash.
+func (q *QueueConsumer) Ack(ctx context.Context, offsets ...uint64) error {
+	return q.request(ctx, func(id *uint64) wire.Message {
+		return &wire.QueueAck{TenantID: q.c.cfg.Tenant, Namespace: q.namespace, Stream: q.stream, Group: q.group, Offsets: offsets, RequestID: id}
+	})
+}
+
+// AckAsync acknowledges offsets without waiting. Until the group's position
+// is next written they may be redelivered after a broker crash
+// (at-least-once). A refusal surfaces in LastError.
+func (q *QueueConsumer) AckAsync(offsets ...uint64) error {
+	return q.write(&wire.QueueAck{TenantID: q.c.cfg.Tenant, Namespace: q.namespace, Stream: q.stream, Group: q.group, Offsets: offsets})
+}
+
+// Nack hands offsets back for immediate redelivery (to any member).
+func (q *QueueConsumer) Nack(ctx context.Context, offsets ...uint64) error {
+	return q.request(ctx, func(id *uint64) wire.Message {
+		return &wire.QueueNack{TenantID: q.c.cfg.Tenant, Namespace: q.namespace, Stream: q.stream, Group: q.group, Offsets: offsets, RequestID: id}
+	})
+}
+
+// LastError is the last refusal of a request without a reply (AckAsync).
+func (q *QueueConsumer) LastError() error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.mu.lastErr
+}
+
+func (q *QueueConsumer) request(ctx context.Context, build func(*uint64) wire.Message) error {
+	ch := make(chan error, 1)
+	q.mu.Lock()
+	if q.mu.err != nil {
+		err := q.mu.err
+		q.mu.Unlock()
+		return err
+	}
+	q.mu.nextID++
+	id := q.mu.nextID
+	q.mu.pending[id] = ch
+	q.mu.Unlock()
+	if err := q.write(build(&id)); err != nil {
+		q.forget(id)
+		return err
+	}
+	select {
+	case err := <-ch:
+		return err
+	case <-ctx.Done():
+		q.forget(id)
+		return ctx.Err()
+	}
+}
+
+func (q *QueueConsumer) forget(id uint64) {
+	q.mu.Lock()
+	delete(q.mu.pending, id)
+	q.mu.Unlock()
+}
+
+func (q *QueueConsumer) write(m wire.Message) error {
+	q.wmu.Lock()
+	defer q.wmu.Unlock()
+	if _, err := q.ct.str.Write(wire.AppendJSONFrame(nil, m)); err != nil {
+		return q.ct.sess.wrap(fmt.Errorf("client: queue %s: %w", m.Type(), err))
+	}
+	return nil
+}
+
+// readReplies completes Ack and Nack calls from queue_ok / queue_error and
+// keeps uncorrelated errors for LastError.
+func (q *QueueConsumer) readReplies() {
+	defer close(q.done)
+	for {
+		h, payload, err := q.ct.fr.Next()
+		if err == nil && h.Flags != 0 {
+			err = fmt.Errorf("%w: binary frame on a queue control stream", ErrProtocol)
+		}
+		var m wire.Message
+		if err == nil {
+			m, err = wire.DecodeJSON(payload)
+		}
+		if err != nil {
+			q.failAll(q.ct.sess.wrap(fmt.Errorf("client: queue replies: %w", err)))
+			return
+		}
+		switch m := m.(type) {
+		case *wire.QueueOK:
+			q.complete(m.RequestID, nil)
+		case *wire.QueueError:
+			q.complete(m.RequestID, &BrokerError{Message: m.Message})
+		case *wire.ErrorMessage:
+			q.mu.Lock()
+			q.mu.lastErr = &BrokerError{Message: m.Message}
+			q.mu.Unlock()
+		}
+	}
+}
+
+func (q *QueueConsumer) complete(id uint64, err error) {
+	q.mu.Lock()
+	ch := q.mu.pending[id]
+	delete(q.mu.pending, id)
+	q.mu.Unlock()
+	if ch != nil {
+		ch <- err
+	}
+}
+
+func (q *QueueConsumer) failAll(err error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.mu.err == nil {
+		q.mu.err = err
+	}
+	for id, ch := range q.mu.pending {
+		ch <- q.mu.err
+		delete(q.mu.pending, id)
+	}
+}
+
+// Close leaves the group: the broker hands this consumer's unacked records
+// to the other members at once.
+func (q *QueueConsumer) Close() error {
+	q.js.close()
+	q.wmu.Lock()
+	q.ct.str.Close()
+	q.wmu.Unlock()
+	q.ct.str.CancelRead(0)
+	<-q.done
+	return nil
+}

@@ -1,0 +1,132 @@
+package wire
+
+// Consumer-group queue messages (Felix-Go addition, capability CapQueue
+// 0x0200). A group consumes a durable stream: each record goes to one
+// member at a time and is redelivered until acked. See docs/protocol.md
+// "Queues".
+
+// QueueConsume makes the sender a member of Group on Stream. The broker
+// answers subscribed{subscription_id} on the control stream and opens an
+// event stream (event_stream_hello) carrying queue_message frames. At most
+// MaxInflight unacked records are out to this member at a time; a record not
+// acked within VisibilityTimeoutMs is redelivered (to any member). Absent
+// fields take the broker's defaults.
+type QueueConsume struct {
+	TenantID            string
+	Namespace           string
+	Stream              string
+	Group               string
+	Member              string
+	MaxInflight         *uint64
+	VisibilityTimeoutMs *uint64
+}
+
+// QueueMessage is one delivery. Redeliveries counts earlier deliveries of
+// the same record to this group (0 on the first).
+type QueueMessage struct {
+	Offset       uint64
+	Redeliveries uint64
+	Payload      []byte
+}
+
+// QueueAck acknowledges Offsets for Group: they will not be delivered to
+// the group again. With RequestID the broker answers queue_ok once the
+// group's position including these acks is durable, or queue_error.
+type QueueAck struct {
+	TenantID  string
+	Namespace string
+	Stream    string
+	Group     string
+	Offsets   []uint64
+	RequestID *uint64
+}
+
+// QueueNack hands Offsets back to Group for immediate redelivery. With
+// RequestID the broker answers queue_ok or queue_error.
+type QueueNack struct {
+	TenantID  string
+	Namespace string
+	Stream    string
+	Group     string
+	Offsets   []uint64
+	RequestID *uint64
+}
+
+// QueueOK answers a queue_ack or queue_nack that carried a request_id.
+type QueueOK struct {
+	RequestID uint64
+}
+
+// QueueError refuses a queue_ack or queue_nack that carried a request_id.
+type QueueError struct {
+	RequestID uint64
+	Message   string
+}
+
+func (*QueueConsume) Type() MessageType { return TypeQueueConsume }
+func (*QueueMessage) Type() MessageType { return TypeQueueMessage }
+func (*QueueAck) Type() MessageType     { return TypeQueueAck }
+func (*QueueNack) Type() MessageType    { return TypeQueueNack }
+func (*QueueOK) Type() MessageType      { return TypeQueueOK }
+func (*QueueError) Type() MessageType   { return TypeQueueError }
+
+func appendUintArray(dst []byte, key string, vs []uint64) []byte {
+	dst = append(dst, key...)
+	dst = append(dst, '[')
+	for i, v := range vs {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendUint(dst, v)
+	}
+	return append(dst, ']')
+}
+
+func (m *QueueConsume) AppendJSON(dst []byte) []byte {
+	dst = appendHead(dst, TypeQueueConsume)
+	dst = appendTopic(dst, m.TenantID, m.Namespace, `,"stream":`, m.Stream)
+	dst = appendStrField(dst, `,"group":`, m.Group)
+	dst = appendStrField(dst, `,"member":`, m.Member)
+	dst = appendOptUint(dst, `,"max_inflight":`, m.MaxInflight)
+	dst = appendOptUint(dst, `,"visibility_timeout_ms":`, m.VisibilityTimeoutMs)
+	return append(dst, '}')
+}
+
+func (m *QueueMessage) AppendJSON(dst []byte) []byte {
+	dst = appendHead(dst, TypeQueueMessage)
+	dst = appendUintField(dst, `,"offset":`, m.Offset)
+	dst = appendUintField(dst, `,"redeliveries":`, m.Redeliveries)
+	dst = append(dst, `,"payload":`...)
+	dst = appendBase64(dst, m.Payload)
+	return append(dst, '}')
+}
+
+func appendQueueOffsets(dst []byte, t MessageType, tenant, ns, stream, group string, offs []uint64, id *uint64) []byte {
+	dst = appendHead(dst, t)
+	dst = appendTopic(dst, tenant, ns, `,"stream":`, stream)
+	dst = appendStrField(dst, `,"group":`, group)
+	dst = appendUintArray(dst, `,"offsets":`, offs)
+	dst = appendOptUint(dst, `,"request_id":`, id)
+	return append(dst, '}')
+}
+
+func (m *QueueAck) AppendJSON(dst []byte) []byte {
+	return appendQueueOffsets(dst, TypeQueueAck, m.TenantID, m.Namespace, m.Stream, m.Group, m.Offsets, m.RequestID)
+}
+
+func (m *QueueNack) AppendJSON(dst []byte) []byte {
+	return appendQueueOffsets(dst, TypeQueueNack, m.TenantID, m.Namespace, m.Stream, m.Group, m.Offsets, m.RequestID)
+}
+
+func (m *QueueOK) AppendJSON(dst []byte) []byte {
+	dst = appendHead(dst, TypeQueueOK)
+	dst = appendUintField(dst, `,"request_id":`, m.RequestID)
+	return append(dst, '}')
+}
+
+func (m *QueueError) AppendJSON(dst []byte) []byte {
+	dst = appendHead(dst, TypeQueueError)
+	dst = appendUintField(dst, `,"request_id":`, m.RequestID)
+	dst = appendStrField(dst, `,"message":`, m.Message)
+	return append(dst, '}')
+}
