@@ -156,11 +156,23 @@ func (b *Broker) Streams() []StreamSpec {
 func (b *Broker) quicConfig() *quic.Config {
 	c := b.baseQUICConfig()
 	c.GetConfigForClient = func(ci *quic.ClientInfo) (*quic.Config, error) {
+		if n := b.connCount(); n >= b.cfg.MaxConnections {
+			b.metrics.connRefused.Inc()
+			return nil, fmt.Errorf("broker: %d connections, the most FELIX_MAX_CONNECTIONS allows", n)
+		}
 		pc := b.baseQUICConfig()
 		b.mtuFor(ci.RemoteAddr).Apply(pc)
 		return pc, nil
 	}
 	return c
+}
+
+// connCount is the number of live connections (handshakes in progress are
+// not counted: quic-go bounds those with its accept queue).
+func (b *Broker) connCount() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.mu.conns)
 }
 
 func (b *Broker) mtuFor(peer net.Addr) udp.MTUSettings {

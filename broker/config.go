@@ -49,6 +49,13 @@ type Config struct {
 	StreamReceiveWindow     uint64 // per stream, default 16 MiB
 	ConnectionReceiveWindow uint64 // per connection, default 64 MiB
 	MaxIncomingStreams      int64  // bidirectional and unidirectional, default 1024
+	// MaxConnections refuses handshakes beyond this many live connections
+	// (quic-go answers CONNECTION_REFUSED). 0 means 10,000.
+	MaxConnections int
+	// AuthTimeout is how long a new stream may take to send its auth
+	// frame before it is reset: streams opened and left silent would
+	// otherwise hold a goroutine each. 0 means 10 s.
+	AuthTimeout time.Duration
 	// DataDir holds the logs of durable streams, one directory per shard
 	// (segment.ShardDirName). Empty: durable streams are refused.
 	DataDir string
@@ -80,12 +87,14 @@ type Config struct {
 }
 
 const (
-	defaultRingEvents   = 1024
-	defaultAdmitTimeout = 2 * time.Second
-	defaultMaxSubs      = 4096
-	defaultStreamWindow = 16 << 20
-	defaultConnWindow   = 64 << 20
-	defaultMaxStreams   = 1024
+	defaultRingEvents     = 1024
+	defaultAdmitTimeout   = 2 * time.Second
+	defaultMaxSubs        = 4096
+	defaultStreamWindow   = 16 << 20
+	defaultConnWindow     = 64 << 20
+	defaultMaxStreams     = 1024
+	defaultMaxConnections = 10000
+	defaultAuthTimeout    = 10 * time.Second
 )
 
 func (c Config) withDefaults() Config {
@@ -109,6 +118,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxIncomingStreams == 0 {
 		c.MaxIncomingStreams = defaultMaxStreams
+	}
+	if c.MaxConnections == 0 {
+		c.MaxConnections = defaultMaxConnections
+	}
+	if c.AuthTimeout == 0 {
+		c.AuthTimeout = defaultAuthTimeout
 	}
 	if c.RetentionInterval == 0 {
 		c.RetentionInterval = time.Minute
@@ -134,7 +149,7 @@ func (c Config) validate() error {
 			}
 		}
 	}
-	if c.AdmitTimeout < 0 || c.MaxSubscriptionsPerConn < 0 {
+	if c.AdmitTimeout < 0 || c.MaxSubscriptionsPerConn < 0 || c.MaxConnections < 0 || c.AuthTimeout < 0 {
 		return fmt.Errorf("%w: negative limit", ErrInvalidConfig)
 	}
 	return nil

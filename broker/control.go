@@ -4,7 +4,9 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
 	"sync/atomic"
+	"time"
 
 	"github.com/quic-go/quic-go"
 
@@ -81,9 +83,15 @@ func (ct *control) fail(msg string) {
 // server's capabilities when the client offered client_flags, else plain ok
 // (the client then assumes the original v1 flags).
 func (ct *control) authenticate() bool {
+	ct.str.SetReadDeadline(time.Now().Add(ct.c.b.cfg.AuthTimeout))
 	h, payload, err := ct.fr.Next()
+	ct.str.SetReadDeadline(time.Time{})
 	if err != nil {
-		if !errors.Is(err, io.EOF) {
+		switch {
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			ct.c.b.metrics.authTimeouts.Inc()
+			ct.fail("auth required within " + ct.c.b.cfg.AuthTimeout.String())
+		case !errors.Is(err, io.EOF):
 			ct.fail("auth required")
 		}
 		return false

@@ -21,6 +21,8 @@ type metrics struct {
 	deliveredEvents   prometheus.Counter
 	bytesOut          prometheus.Counter
 	connections       prometheus.Gauge
+	connRefused       prometheus.Counter
+	authTimeouts      prometheus.Counter
 	subscribers       prometheus.Gauge
 	violations        *prometheus.CounterVec
 	ackLatency        prometheus.Histogram
@@ -48,6 +50,12 @@ func newMetrics(b *Broker) *metrics {
 		connections: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "felix_connections", Help: "Open client connections.",
 		}),
+		connRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "felix_connections_refused_total", Help: "Handshakes refused at FELIX_MAX_CONNECTIONS.",
+		}),
+		authTimeouts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "felix_auth_timeouts_total", Help: "Streams reset for sending no auth frame within FELIX_AUTH_TIMEOUT_MS.",
+		}),
 		subscribers: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "felix_subscribers", Help: "Live subscriptions.",
 		}),
@@ -61,7 +69,7 @@ func newMetrics(b *Broker) *metrics {
 		}),
 	}
 	m.reg.MustRegister(m.publishRequests, m.publishEvents, m.bytesIn, newDropCollector(b), storageCollector{b},
-		m.deliveredEvents, m.bytesOut, m.connections, m.subscribers, m.violations, m.ackLatency,
+		m.deliveredEvents, m.bytesOut, m.connections, m.connRefused, m.authTimeouts, m.subscribers, m.violations, m.ackLatency,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "felix_streams", Help: "Registered streams."},
 			func() float64 { return float64(len(b.streams.list())) }),
 		collectors.NewGoCollector(),

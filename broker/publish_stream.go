@@ -3,6 +3,8 @@ package broker
 import (
 	"errors"
 	"io"
+	"os"
+	"time"
 
 	"github.com/quic-go/quic-go"
 
@@ -39,8 +41,13 @@ func (ps *publishStream) serve() {
 var errUniViolation = errors.New("publish stream: only auth and publishes are allowed")
 
 func (ps *publishStream) run() error {
+	ps.str.SetReadDeadline(time.Now().Add(ps.c.b.cfg.AuthTimeout))
 	h, payload, err := ps.fr.Next()
+	ps.str.SetReadDeadline(time.Time{})
 	if err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			ps.c.b.metrics.authTimeouts.Inc()
+		}
 		return err
 	}
 	m, err := decodeJSON(h, payload)

@@ -83,6 +83,12 @@ var (
 		"longest a delivery waits for more events, measured from the first buffered event")
 	knobMaxSubs = registry.Int("FELIX_MAX_SUBSCRIPTIONS_PER_CONN", 4096, 1, 1<<20,
 		"live subscriptions one connection may hold")
+	knobMaxConns = registry.Int("FELIX_MAX_CONNECTIONS", 10000, 1, 1<<20,
+		"live client connections; further handshakes are refused (CONNECTION_REFUSED)")
+	knobMaxStreams = registry.Int("FELIX_MAX_STREAMS_PER_CONN", 1024, 1, 1<<16,
+		"streams a client may have open on one connection, each direction (QUIC MAX_STREAMS)")
+	knobAuthTimeout = registry.Duration("FELIX_AUTH_TIMEOUT_MS", 10000, 100, 600000, time.Millisecond,
+		"a stream that sends no auth frame within this long is reset")
 )
 
 // Packet path.
