@@ -96,11 +96,12 @@ func (s *Server) changes(w http.ResponseWriter, r *http.Request) error {
 		defer cancel()
 		defer context.AfterFunc(s.stop, cancel)()
 		switch werr := s.store.Wait(ctx, cursor); {
+		case (ctx.Err() != nil || s.stop.Err() != nil) && r.Context().Err() == nil:
+			// The wait ran out, or the server is closing (its own store
+			// may be closed already): an empty page tells the broker to
+			// ask again.
 		case werr == nil || errors.Is(werr, ErrResync):
 			page, err = s.store.Changes(r.Context(), cursor, int(limit))
-		case ctx.Err() != nil && r.Context().Err() == nil:
-			// The wait ran out, or the server is closing: an empty page
-			// tells the broker to ask again.
 		default:
 			err = werr
 		}

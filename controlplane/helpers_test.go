@@ -211,3 +211,29 @@ func newHTTPServer(t testing.TB, h http.Handler) string {
 	t.Cleanup(hs.Close)
 	return hs.URL
 }
+
+// rawPost posts with the test token from any goroutine (require may not be
+// used off the test goroutine).
+func rawPost(url, body string) (*http.Response, error) {
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	return http.DefaultClient.Do(req)
+}
+
+func stringsBody(s string) io.Reader { return strings.NewReader(s) }
+
+func readAll(t testing.TB, resp *http.Response) string {
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return string(b)
+}
+
+// samplePath fills a route pattern's wildcards with valid names.
+func samplePath(pattern string) string {
+	r := strings.NewReplacer("{tenant}", "t1", "{namespace}", "ns", "{stream}", "s", "{cache}", "c")
+	return r.Replace(pattern)
+}

@@ -219,6 +219,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // messages quote "Bearer <token>"; this is not HTML
 	return enc.Encode(v)
 }
 
