@@ -105,6 +105,7 @@ bench-smoke: ## run each benchmark once so they keep compiling and working
 .PHONY: knobs-readme
 knobs-readme: ## regenerate the README knob table from the registry
 	$(GO) test ./cmd/felix-broker -run TestREADMEKnobTable -update
+	$(GO) test ./cmd/felix-controlplane -run TestREADMEKnobTable -update
 
 .PHONY: clean
 clean: ## remove build output
