@@ -23,6 +23,10 @@ type EtcdConfig struct {
 	Prefix string
 	// Timeout bounds each etcd call (default 5s).
 	Timeout time.Duration
+	// TailSize is how many recent changes the store keeps in memory to
+	// serve pages and long-polls without a watch from the past (default
+	// 10000; see tail).
+	TailSize int
 }
 
 // EtcdStore is the Store for clusters of control planes on one etcd.
@@ -35,13 +39,17 @@ type EtcdConfig struct {
 // CreateRevision compares (so two control planes racing on one name
 // cannot both win) and also writes Prefix+"head"; that key's mod revision
 // is therefore the revision of the newest change, which tells a page read
-// where history ends without waiting for a progress notification.
+// where history ends without waiting for a progress notification. Recent
+// changes are also kept in memory by one live watch (see tail), which serves
+// pages and long-polls without etcd's 100 ms catch-up cycle for watches
+// that start in the past.
 type EtcdStore struct {
 	cli       *clientv3.Client
 	ownClient bool
 	resources string // key prefix of the resources
 	head      string // key rewritten by every change
 	timeout   time.Duration
+	tail      *tail
 }
 
 // NewEtcdStore returns a store on etcd. It does not contact etcd; the first
@@ -56,7 +64,11 @@ func NewEtcdStore(cfg EtcdConfig) (*EtcdStore, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 5 * time.Second
 	}
+	if cfg.TailSize == 0 {
+		cfg.TailSize = 10000
+	}
 	s := &EtcdStore{cli: cfg.Client, resources: cfg.Prefix + "r/", head: cfg.Prefix + "head", timeout: cfg.Timeout}
+	s.tail = newTail(s, cfg.TailSize)
 	if s.cli == nil {
 		if len(cfg.Endpoints) == 0 {
 			return nil, fmt.Errorf("%w: etcd store needs a client or endpoints", ErrInvalid)
@@ -193,8 +205,10 @@ func (s *EtcdStore) rangeItems(ctx context.Context, prefix string) ([]Item, int6
 	return items, resp.Header.Revision, nil
 }
 
-// Close implements Store; it closes the client only if the store dialled it.
+// Close implements Store; it stops the tail's watch and closes the client
+// only if the store dialled it.
 func (s *EtcdStore) Close() error {
+	s.tail.close()
 	if s.ownClient {
 		return s.cli.Close()
 	}

@@ -28,9 +28,10 @@ func (s *EtcdStore) position(ctx context.Context, after int64) (head int64, err 
 	return head, nil
 }
 
-// Changes implements Store: a watch from after+1 replays the retained
-// history in revision order; the page ends at the head revision read
-// first, so it never waits for changes that do not exist yet.
+// Changes implements Store: the tail serves recent cursors; otherwise a
+// watch from after+1 replays the retained history in revision order. The
+// page ends at the head revision read first, so it never waits for changes
+// that do not exist yet.
 func (s *EtcdStore) Changes(ctx context.Context, after int64, limit int) (Page, error) {
 	head, err := s.position(ctx, after)
 	if err != nil {
@@ -39,6 +40,9 @@ func (s *EtcdStore) Changes(ctx context.Context, after int64, limit int) (Page, 
 	page := Page{Revision: head}
 	if head <= after {
 		return page, nil
+	}
+	if p, ok := s.tail.read(ctx, after, head, limit); ok {
+		return p, nil
 	}
 	wctx, cancel := s.call(ctx)
 	defer cancel()
@@ -84,6 +88,9 @@ func (s *EtcdStore) change(ev *clientv3.Event) (Change, bool) {
 // control plane on this etcd.
 func (s *EtcdStore) Wait(ctx context.Context, after int64) error {
 	if _, err := s.position(ctx, after); err != nil {
+		return err
+	}
+	if ok, err := s.tail.wait(ctx, after); ok {
 		return err
 	}
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))

@@ -119,3 +119,31 @@ func TestEtcdUnreachableIs503(t *testing.T) {
 	require.Contains(t, r.body, `"code": "unavailable"`)
 	require.Equal(t, "1", r.header.Get("Retry-After"))
 }
+
+// A tail smaller than the backlog: readers behind its base fall back to a
+// watch from their cursor, readers within it are served from memory, and
+// the pages still join without a gap.
+func TestEtcdTailTrimmedStillNeverSkips(t *testing.T) {
+	es, err := NewEtcdStore(EtcdConfig{Client: etcdClient(t), Prefix: etcdPrefix(), TailSize: 3})
+	require.NoError(t, err)
+	t.Cleanup(func() { es.Close() })
+	in := newBootstrapInstance(t, es)
+	in.seed(t)
+	start := in.changes(t, "cursor=0&limit=1000").NextCursor // starts the tail here
+	var want []int64
+	for i := range 10 {
+		var s Stream
+		in.mustDo(t, 201, "POST", streamsURL, fmt.Sprintf(`{"stream":"s%d"}`, i)).decode(t, &s)
+		want = append(want, s.Revision)
+	}
+	var got []int64
+	for cursor := start; ; {
+		p := in.changes(t, fmt.Sprintf("cursor=%d&limit=2", cursor))
+		got = append(got, revisions(p.Changes)...)
+		cursor = p.NextCursor
+		if !p.Truncated {
+			break
+		}
+	}
+	require.Equal(t, want, got)
+}
