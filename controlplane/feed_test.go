@@ -135,7 +135,7 @@ func TestLongPollReturnsOnChange(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, open func(testing.TB) Store) {
 		in := newBootstrapInstance(t, open(t))
 		in.seed(t)
-		cursor := in.changes(t, "cursor=0").NextCursor
+		cursor := in.follow(t)
 		got := make(chan ChangesPage, 1)
 		go func() {
 			var p ChangesPage

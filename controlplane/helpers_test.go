@@ -119,6 +119,7 @@ var backends = []backend{
 		return func(t testing.TB) Store {
 			es, err := NewEtcdStore(EtcdConfig{Client: etcdClient(t), Prefix: prefix})
 			require.NoError(t, err)
+			t.Cleanup(func() { es.Close() })
 			return es
 		}
 	}},
@@ -236,4 +237,18 @@ func readAll(t testing.TB, resp *http.Response) string {
 func samplePath(pattern string) string {
 	r := strings.NewReplacer("{tenant}", "t1", "{namespace}", "ns", "{stream}", "s", "{cache}", "c")
 	return r.Replace(pattern)
+}
+
+// follow takes a snapshot and reads the feed from its revision, as a broker
+// starts, and returns the cursor to continue from. (Cursor 0 would resync
+// once a test has compacted the shared etcd.)
+func (in *instance) follow(t testing.TB) int64 {
+	var snap Snapshot
+	in.mustDo(t, http.StatusOK, "GET", "/v1/snapshot", "").decode(t, &snap)
+	for cursor := snap.Revision; ; {
+		p := in.changes(t, fmt.Sprintf("cursor=%d&limit=1000", cursor))
+		if cursor = p.NextCursor; !p.Truncated {
+			return cursor
+		}
+	}
 }

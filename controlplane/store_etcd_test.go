@@ -14,6 +14,7 @@ import (
 func etcdStore(t testing.TB, prefix string) *EtcdStore {
 	es, err := NewEtcdStore(EtcdConfig{Client: etcdClient(t), Prefix: prefix})
 	require.NoError(t, err)
+	t.Cleanup(func() { es.Close() })
 	return es
 }
 
@@ -28,7 +29,7 @@ func TestEtcdTwoInstancesSeeEachOther(t *testing.T) {
 	b.mustDo(t, http.StatusCreated, "POST", streamsURL, `{"stream":"from-b","shards":2}`)
 	a.mustDo(t, http.StatusOK, "GET", streamsURL+"/from-b", "")
 
-	cursor := a.changes(t, "cursor=0&limit=1000").NextCursor
+	cursor := a.follow(t)
 	got := make(chan reply, 1)
 	go func() { got <- a.do(t, "GET", fmt.Sprintf("/v1/changes?cursor=%d&wait=20s", cursor), "") }()
 	select {
@@ -129,7 +130,7 @@ func TestEtcdTailTrimmedStillNeverSkips(t *testing.T) {
 	t.Cleanup(func() { es.Close() })
 	in := newBootstrapInstance(t, es)
 	in.seed(t)
-	start := in.changes(t, "cursor=0&limit=1000").NextCursor // starts the tail here
+	start := in.follow(t) // starts the tail here
 	var want []int64
 	for i := range 10 {
 		var s Stream
