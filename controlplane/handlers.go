@@ -187,7 +187,8 @@ func list[T any, P interface {
 		if err := s.authorize(r, api.view, resourceName(api.kind, joinPath(parentPath, "*"))); err != nil {
 			return err
 		}
-		if pref, ok := (Ref{api.kind, joinPath(parentPath, "x")}).Parent(); ok {
+		if len(parent) > 0 {
+			pref := Ref{Kinds[len(parent)-1], parentPath} // tenant or namespace
 			if _, err := s.store.Get(r.Context(), pref); err != nil {
 				return err
 			}
