@@ -183,6 +183,9 @@ func (s *EtcdStore) List(ctx context.Context, kind Kind, parent string) ([]Item,
 // Snapshot implements Store. One range read is one consistent view: its
 // header revision is the snapshot's revision.
 func (s *EtcdStore) Snapshot(ctx context.Context) (int64, []Item, error) {
+	// A snapshot is followed by the feed from its revision: start the tail
+	// first, so that its base is at or before that revision.
+	s.tail.ensure(ctx)
 	items, rev, err := s.rangeItems(ctx, s.resources)
 	return rev, items, err
 }

@@ -33,6 +33,7 @@ func (s *EtcdStore) position(ctx context.Context, after int64) (head int64, err 
 // page ends at the head revision read first, so it never waits for changes
 // that do not exist yet.
 func (s *EtcdStore) Changes(ctx context.Context, after int64, limit int) (Page, error) {
+	s.tail.ensure(ctx) // from now on, this reader's next pages come from memory
 	head, err := s.position(ctx, after)
 	if err != nil {
 		return Page{}, err

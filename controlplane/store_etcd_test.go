@@ -148,3 +148,21 @@ func TestEtcdTailTrimmedStillNeverSkips(t *testing.T) {
 	}
 	require.Equal(t, want, got)
 }
+
+// A broker's start (snapshot, then the feed from its revision) is served
+// from the tail, not from a watch into the past: the snapshot starts it.
+func TestEtcdSnapshotStartsTail(t *testing.T) {
+	es := etcdStore(t, etcdPrefix())
+	in := newBootstrapInstance(t, es)
+	in.seed(t)
+	var snap Snapshot
+	in.mustDo(t, http.StatusOK, "GET", "/v1/snapshot", "").decode(t, &snap)
+	for i := range 3 {
+		in.mustDo(t, http.StatusCreated, "POST", streamsURL, fmt.Sprintf(`{"stream":"s%d"}`, i))
+	}
+	head, err := es.position(context.Background(), snap.Revision)
+	require.NoError(t, err)
+	p, ok := es.tail.read(context.Background(), snap.Revision, head, 10)
+	require.True(t, ok, "the tail serves the feed from the snapshot's revision")
+	require.Len(t, p.Changes, 3)
+}
