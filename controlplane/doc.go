@@ -37,7 +37,10 @@
 //
 // # Concurrency
 //
-// Server and both stores are safe for concurrent use. Server.Close ends
+// Server and both stores are safe for concurrent use. An EtcdStore runs one
+// goroutine, the watch that keeps its tail of recent changes (pprof label
+// goroutine=felix-cp-etcd-tail); the first snapshot or feed read starts it
+// and EtcdStore.Close stops it and waits for it. Server.Close ends
 // pending long-polls so that an http.Server can shut down without waiting
 // out a 30-second wait; it does not close a Store the caller passed in.
 package controlplane

@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"context"
+	"runtime/pprof"
 	"sort"
 	"sync"
 	"time"
@@ -69,7 +70,8 @@ func (t *tail) ensure(ctx context.Context) {
 	wch := t.store.cli.Watch(wctx, t.store.resources, clientv3.WithPrefix(), clientv3.WithRev(base+1))
 	t.mu.running, t.mu.base, t.mu.upto, t.mu.log = true, base, base, nil
 	t.mu.cancel, t.mu.done = stop, make(chan struct{})
-	go t.run(wch, t.mu.done)
+	done := t.mu.done
+	go pprof.Do(context.Background(), pprof.Labels("goroutine", "felix-cp-etcd-tail"), func(context.Context) { t.run(wch, done) })
 }
 
 func (t *tail) run(wch clientv3.WatchChan, done chan struct{}) {
