@@ -65,6 +65,9 @@ func (t *tail) ensure(ctx context.Context) {
 	if t.mu.running || t.mu.closed {
 		return
 	}
+	if t.mu.cancel != nil {
+		t.mu.cancel() // the previous watch ended on its own; release its context
+	}
 	base := resp.Header.Revision
 	wctx, stop := context.WithCancel(clientv3.WithRequireLeader(context.Background()))
 	wch := t.store.cli.Watch(wctx, t.store.resources, clientv3.WithPrefix(), clientv3.WithRev(base+1))
