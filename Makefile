@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO ?= go
 TAGS := invariants
 # Packages with goroutines sharing state; they also run under -race.
-RACE_DIRS := ioruntime udp fanout commit segment broker client internal auth
+RACE_DIRS := ioruntime udp fanout commit segment broker client controlplane internal auth
 RACE_PKGS = $(shell $(GO) list $(addprefix ./,$(addsuffix /...,$(wildcard $(RACE_DIRS)))))
 FUZZTIME ?= 10s
 # Major version of the clang that built the committed cpuprofile/*_bpfel.o.
@@ -109,6 +109,7 @@ bench-smoke: ## run each benchmark once so they keep compiling and working
 .PHONY: knobs-readme
 knobs-readme: ## regenerate the README knob table from the registry
 	$(GO) test ./cmd/felix-broker -run TestREADMEKnobTable -update
+	$(GO) test ./cmd/felix-controlplane -run TestREADMEKnobTable -update
 
 .PHONY: clean
 clean: ## remove build output

@@ -24,7 +24,7 @@ import (
 // Limits the hostile-client test runs the broker with (each a registered
 // knob); the swarm is sized to cross every one of them.
 var hostileEnv = []string{
-	"FELIX_MAX_CONNECTIONS=48", "FELIX_MAX_STREAMS_PER_CONN=64", "FELIX_MAX_SUBSCRIPTIONS_PER_CONN=100",
+	"FELIX_MAX_CONNECTIONS=48", "FELIX_MAX_STREAMS_PER_CONN=64", "FELIX_MAX_SUBSCRIPTIONS_PER_CONN=20",
 	"FELIX_AUTH_TIMEOUT_MS=500", "FELIX_MAX_FRAME_BYTES=1MiB",
 }
 
@@ -223,7 +223,7 @@ func (s *swarm) subscribeNeverRead(ctx context.Context) {
 		return
 	}
 	defer c.Close()
-	for i := 0; i < 150 && ctx.Err() == nil; i++ {
+	for i := 0; i < 40 && ctx.Err() == nil; i++ {
 		if _, err := c.Subscribe(ctx, "default", "demo", client.SubscribeOptions{}); err != nil {
 			var be *client.BrokerError
 			if errors.As(err, &be) {

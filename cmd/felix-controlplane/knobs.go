@@ -1,0 +1,78 @@
+package main
+
+import (
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/felixmq/felix/internal/knob"
+)
+
+// registry declares every FELIX_* knob the control plane reads; `felix-
+// controlplane env` and the README table are generated from it.
+var registry = knob.New()
+
+// Listeners.
+var (
+	knobBind = registry.HostPort("FELIX_CP_BIND", "127.0.0.1:7070",
+		"TCP address of the API brokers and clients use; a non-loopback address requires FELIX_CP_BOOTSTRAP_TOKEN_FILE")
+	knobBootstrapBind = registry.HostPort("FELIX_CP_BOOTSTRAP_BIND", "127.0.0.1:7071",
+		"TCP address of the bootstrap listener (the same API, admitting only the bootstrap token); served only with a token file")
+	knobBootstrapTokenFile = registry.String("FELIX_CP_BOOTSTRAP_TOKEN_FILE", "", "path to a file, or empty",
+		"file holding the day-0 bootstrap token (at least 16 bytes); empty: no bootstrap listener", nil)
+)
+
+// Store.
+var (
+	knobStore = registry.Enum("FELIX_CP_STORE", "memory", []string{"memory", "etcd"},
+		"where resources live: in this process (lost on exit) or in etcd (shared by every control plane on it)")
+	knobEtcdEndpoints = registry.String("FELIX_CP_ETCD_ENDPOINTS", "", "comma list of host:port or URLs, or empty",
+		"etcd client endpoints (required with FELIX_CP_STORE=etcd)", checkEndpoints)
+	knobEtcdPrefix = registry.String("FELIX_CP_ETCD_PREFIX", "/felix/controlplane/", "a key prefix ending in /",
+		"etcd key prefix of this cluster's control-plane data", checkPrefix)
+	knobEtcdTimeout = registry.Duration("FELIX_CP_ETCD_TIMEOUT_MS", 5000, 50, 600000, time.Millisecond,
+		"bound of each etcd request; past it the API answers 503 unavailable")
+	knobHistory = registry.Int("FELIX_CP_HISTORY", 10000, 1, 10_000_000,
+		"changes the memory store retains for the feed; older cursors get 410 resync (etcd: its compaction decides)")
+	knobMaxWait = registry.Duration("FELIX_CP_MAX_WAIT_MS", 60000, 1000, 600000, time.Millisecond,
+		"longest long-poll a client may ask for with GET /v1/changes?wait=")
+)
+
+// Process.
+var (
+	knobShutdownDrain = registry.Duration("FELIX_SHUTDOWN_DRAIN_TIMEOUT_MS", 10000, 0, 600000, time.Millisecond,
+		"budget for finishing in-flight requests on SIGTERM/SIGINT (long-polls end at once)")
+	knobLogLevel = registry.Enum("FELIX_LOG_LEVEL", "info", []string{"debug", "info", "warn", "error"},
+		"minimum level of log lines")
+	knobLogFormat = registry.Enum("FELIX_LOG_FORMAT", "text", []string{"text", "json"},
+		"log line format on stderr")
+)
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func checkEndpoints(s string) error {
+	for _, e := range splitList(s) {
+		if strings.Contains(e, "://") {
+			continue
+		}
+		if err := knob.CheckHostPort(e); err != nil {
+			return errors.New("endpoint " + e + ": " + err.Error())
+		}
+	}
+	return nil
+}
+
+func checkPrefix(s string) error {
+	if !strings.HasPrefix(s, "/") || !strings.HasSuffix(s, "/") {
+		return errors.New("must start and end with /")
+	}
+	return nil
+}

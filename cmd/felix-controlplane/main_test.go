@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bufio"
+	"flag"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+var update = flag.Bool("update", false, "rewrite the README knob table")
+
+// The test binary doubles as the control-plane binary so that process-level
+// tests (exit status, signals) run the real main.
+func TestMain(m *testing.M) {
+	if os.Getenv("CP_TEST_EXEC") == "1" {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+func cpCmd(env ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(append(os.Environ(), "CP_TEST_EXEC=1"), env...)
+	return cmd
+}
+
+func TestREADMEKnobTable(t *testing.T) {
+	const begin, end = "<!-- cp-knobs:begin -->\n", "<!-- cp-knobs:end -->"
+	raw, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	readme := string(raw)
+	i, j := strings.Index(readme, begin), strings.Index(readme, end)
+	require.True(t, i >= 0 && j > i, "README.md lacks the control-plane knob table markers")
+	want := registry.Markdown()
+	if *update {
+		readme = readme[:i+len(begin)] + want + readme[j:]
+		require.NoError(t, os.WriteFile("../../README.md", []byte(readme), 0o644))
+		return
+	}
+	require.Equal(t, want, readme[i+len(begin):j], "README control-plane knob table is stale: run `make knobs-readme`")
+}
+
+func TestEnvListsEveryKnob(t *testing.T) {
+	var b strings.Builder
+	require.Equal(t, exitOK, run([]string{"env"}, &b, io.Discard))
+	for _, k := range registry.Knobs() {
+		require.Contains(t, b.String(), k.Name)
+	}
+	require.Equal(t, exitConfig, run([]string{"frobnicate"}, io.Discard, io.Discard))
+}
+
+func exitsWith(t *testing.T, status int, want string, env ...string) {
+	t.Helper()
+	out, err := cpCmd(env...).CombinedOutput()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, "output: %s", out)
+	require.Equal(t, status, ee.ExitCode(), "output: %s", out)
+	require.Contains(t, string(out), want)
+}
+
+func TestConfigurationErrors(t *testing.T) {
+	short := filepath.Join(t.TempDir(), "short")
+	require.NoError(t, os.WriteFile(short, []byte("abc\n"), 0o600))
+	for _, tc := range []struct {
+		env  []string
+		want string
+	}{
+		{[]string{"FELIX_CP_STORE=zookeeper"}, `FELIX_CP_STORE="zookeeper": unknown word (allowed: one of memory|etcd)`},
+		{[]string{"FELIX_CP_HISTORY=0"}, `FELIX_CP_HISTORY="0": out of range`},
+		{[]string{"FELIX_CP_BIND=7070"}, `FELIX_CP_BIND="7070": not host:port`},
+		{[]string{"FELIX_CP_BIND=0.0.0.0:0"}, "FELIX_CP_BIND=0.0.0.0:0 is not a loopback address and FELIX_CP_BOOTSTRAP_TOKEN_FILE is not set"},
+		{[]string{"FELIX_CP_BIND=:0"}, "is not a loopback address"},
+		{[]string{"FELIX_CP_STORE=etcd"}, "FELIX_CP_STORE=etcd needs FELIX_CP_ETCD_ENDPOINTS"},
+		{[]string{"FELIX_CP_BOOTSTRAP_TOKEN_FILE=" + short}, "bootstrap token is 3 bytes; at least 16 are required"},
+		{[]string{"FELIX_CP_BOOTSTRAP_TOKEN_FILE=/nonexistent/token"}, "FELIX_CP_BOOTSTRAP_TOKEN_FILE: stat /nonexistent/token"},
+	} {
+		t.Run(tc.env[0], func(t *testing.T) { exitsWith(t, exitConfig, tc.want, tc.env...) })
+	}
+}
+
+// An unreachable etcd fails start-up (status 1) within the etcd timeout.
+func TestUnreachableEtcdFailsStartup(t *testing.T) {
+	exitsWith(t, exitFailed, "store unavailable", "FELIX_CP_BIND=127.0.0.1:0",
+		"FELIX_CP_STORE=etcd", "FELIX_CP_ETCD_ENDPOINTS=127.0.0.1:1", "FELIX_CP_ETCD_TIMEOUT_MS=300")
+}
+
+var readyLine = regexp.MustCompile(`felix-controlplane ready.* api=(\S+) .*bootstrap=(\S+)`)
+
+// Started with a bootstrap token: the bootstrap listener admits the token,
+// the main listener refuses everything (no verifier yet), and SIGTERM ends
+// a pending long-poll and exits 0 promptly.
+func TestBootstrapListenerAndSIGTERM(t *testing.T) {
+	const token = "a-bootstrap-token-of-32-bytes-ok"
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	require.NoError(t, os.WriteFile(tokenFile, []byte(token+"\n"), 0o600))
+	cmd := cpCmd("FELIX_CP_BIND=127.0.0.1:0", "FELIX_CP_BOOTSTRAP_BIND=127.0.0.1:0", "FELIX_CP_BOOTSTRAP_TOKEN_FILE="+tokenFile)
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { cmd.Process.Kill() })
+	sc := bufio.NewScanner(stderr)
+	var m []string
+	for m == nil && sc.Scan() {
+		m = readyLine.FindStringSubmatch(sc.Text())
+	}
+	require.NotNil(t, m, "no ready line")
+	go io.Copy(io.Discard, stderr)
+	api, boot := "http://"+m[1], "http://"+m[2]
+
+	do := func(method, url, body string) int {
+		req, err := http.NewRequest(method, url, strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	require.Equal(t, http.StatusCreated, do("POST", boot+"/v1/tenants", `{"tenant":"t1"}`))
+	require.Equal(t, http.StatusUnauthorized, do("GET", api+"/v1/tenants", ""), "the main listener has no authorizer yet")
+	require.Equal(t, http.StatusOK, do("GET", api+"/v1/system/health", ""))
+
+	poll := make(chan int, 1)
+	go func() { poll <- do("GET", boot+"/v1/changes?cursor=1&wait=30s", "") }()
+	select {
+	case s := <-poll:
+		t.Fatalf("long-poll answered early with %d", s)
+	case <-time.After(200 * time.Millisecond):
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		require.NoError(t, err, "exit 0 on SIGTERM")
+	case <-time.After(10 * time.Second):
+		t.Fatal("no exit within 10s of SIGTERM")
+	}
+	require.Equal(t, http.StatusOK, <-poll, "the pending long-poll got an empty page")
+}

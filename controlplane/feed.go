@@ -1,0 +1,120 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"net/http"
+)
+
+// Snapshot is the whole state at one revision.
+type Snapshot struct {
+	Revision   int64       `json:"revision"`
+	Tenants    []Tenant    `json:"tenants"`
+	Namespaces []Namespace `json:"namespaces"`
+	Streams    []Stream    `json:"streams"`
+	Caches     []Cache     `json:"caches"`
+}
+
+// resourceFeed is the feed's resource: the snapshot and changes span every
+// tenant.
+const resourceFeed = "cluster:*"
+
+func (s *Server) snapshot(w http.ResponseWriter, r *http.Request) error {
+	if err := s.authorize(r, ActionWatch, resourceFeed); err != nil {
+		return err
+	}
+	rev, items, err := s.store.Snapshot(r.Context())
+	if err != nil {
+		return err
+	}
+	snap := Snapshot{Revision: rev, Tenants: []Tenant{}, Namespaces: []Namespace{}, Streams: []Stream{}, Caches: []Cache{}}
+	for _, it := range items {
+		switch it.Kind {
+		case KindTenant:
+			err = appendItem(&snap.Tenants, it)
+		case KindNamespace:
+			err = appendItem(&snap.Namespaces, it)
+		case KindStream:
+			err = appendItem(&snap.Streams, it)
+		case KindCache:
+			err = appendItem(&snap.Caches, it)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return writeJSON(w, http.StatusOK, snap)
+}
+
+func appendItem[T any, P interface {
+	*T
+	resource
+}](dst *[]T, it Item) error {
+	p, err := decodeItem[T, P](it)
+	if err != nil {
+		return err
+	}
+	*dst = append(*dst, *p)
+	return nil
+}
+
+// ChangesPage is the answer to GET /v1/changes.
+type ChangesPage struct {
+	Changes []Change `json:"changes"`
+	// Truncated says the limit cut the page short: more changes follow.
+	Truncated bool `json:"truncated"`
+	// NextCursor is the cursor of the next request: the revision of the
+	// last change returned, or the request's cursor if there was none.
+	NextCursor int64 `json:"next_cursor"`
+	// Revision is the newest revision the store knew when it answered.
+	Revision int64 `json:"revision"`
+}
+
+// changes serves a page of the feed. With wait, an empty page is held
+// until a change arrives (then answered at once) or the wait runs out
+// (then answered empty): a broker holding a long-poll learns of a change
+// as soon as the store does.
+func (s *Server) changes(w http.ResponseWriter, r *http.Request) error {
+	cursor, err := queryInt(r, "cursor", 0, 0, 1<<62)
+	if err != nil {
+		return err
+	}
+	limit, err := queryInt(r, "limit", int64(s.cfg.DefaultLimit), 1, int64(s.cfg.MaxLimit))
+	if err != nil {
+		return err
+	}
+	wait, err := queryDuration(r, "wait", s.cfg.MaxWait)
+	if err != nil {
+		return err
+	}
+	if err := s.authorize(r, ActionWatch, resourceFeed); err != nil {
+		return err
+	}
+	page, err := s.store.Changes(r.Context(), cursor, int(limit))
+	if err == nil && len(page.Changes) == 0 && wait > 0 {
+		ctx, cancel := context.WithTimeout(r.Context(), wait)
+		defer cancel()
+		defer context.AfterFunc(s.stop, cancel)()
+		switch werr := s.store.Wait(ctx, cursor); {
+		case (ctx.Err() != nil || s.stop.Err() != nil) && r.Context().Err() == nil:
+			// The wait ran out, or the server is closing (its own store
+			// may be closed already): an empty page tells the broker to
+			// ask again.
+		case werr == nil || errors.Is(werr, ErrResync):
+			page, err = s.store.Changes(r.Context(), cursor, int(limit))
+		default:
+			err = werr
+		}
+	}
+	if err != nil {
+		return err
+	}
+	out := ChangesPage{Changes: page.Changes, Truncated: page.Truncated, NextCursor: cursor, Revision: page.Revision}
+	if out.Changes == nil {
+		out.Changes = []Change{}
+	}
+	if n := len(out.Changes); n > 0 {
+		out.NextCursor = out.Changes[n-1].Revision
+	}
+	return writeJSON(w, http.StatusOK, out)
+}

@@ -1,0 +1,242 @@
+package controlplane
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// resource is what the generic handlers need of Tenant, Namespace, Stream
+// and Cache (through a pointer).
+type resource interface {
+	ref() Ref
+	validate() error
+	// bindPath fills the parent names from the URL, or checks that the
+	// body's agree with it.
+	bindPath(parent []string) error
+	setRevision(int64)
+	getRevision() int64
+}
+
+func (t *Tenant) bindPath([]string) error { return nil }
+func (n *Namespace) bindPath(p []string) error {
+	return samePath("tenant", &n.Tenant, p[0])
+}
+func (s *Stream) bindPath(p []string) error {
+	if err := samePath("tenant", &s.Tenant, p[0]); err != nil {
+		return err
+	}
+	return samePath("namespace", &s.Namespace, p[1])
+}
+func (c *Cache) bindPath(p []string) error {
+	if err := samePath("tenant", &c.Tenant, p[0]); err != nil {
+		return err
+	}
+	return samePath("namespace", &c.Namespace, p[1])
+}
+
+func (t *Tenant) setRevision(r int64)    { t.Revision = r }
+func (n *Namespace) setRevision(r int64) { n.Revision = r }
+func (s *Stream) setRevision(r int64)    { s.Revision = r }
+func (c *Cache) setRevision(r int64)     { c.Revision = r }
+func (t *Tenant) getRevision() int64     { return t.Revision }
+func (n *Namespace) getRevision() int64  { return n.Revision }
+func (s *Stream) getRevision() int64     { return s.Revision }
+func (c *Cache) getRevision() int64      { return c.Revision }
+
+// kindAPI describes one kind's endpoints.
+type kindAPI struct {
+	kind           Kind
+	manage, view   string // the Authorizer actions
+	collectionPath string // URL of the collection, with {tenant}, {namespace}
+}
+
+// wildcards are the URL path wildcards of the hierarchy, top down.
+var wildcards = []string{"tenant", "namespace"}
+
+// pathSegments reads and validates the first n hierarchy names of the URL:
+// the parent's (n = depth-1) or the resource's own (n = depth).
+func pathSegments(r *http.Request, k Kind, n int) ([]string, error) {
+	names := append(wildcards[:k.depth()-1:k.depth()-1], string(k))
+	segs := make([]string, 0, n)
+	for _, w := range names[:n] {
+		v := r.PathValue(w)
+		if err := ValidName(w, v); err != nil {
+			return nil, err
+		}
+		segs = append(segs, v)
+	}
+	return segs, nil
+}
+
+func resourceName(k Kind, path string) string { return string(k) + ":" + path }
+
+func (s *Server) authorize(r *http.Request, action, resource string) error {
+	return s.cfg.Authorizer.Authorize(r, action, resource)
+}
+
+// create handles POST on a collection. The body is decoded before the
+// authorization check because the resource's own name, which fine-grained
+// permissions may name, is in the body.
+func create[T any, P interface {
+	*T
+	resource
+}](s *Server, api kindAPI, defaults T) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		parent, err := pathSegments(r, api.kind, api.kind.depth()-1)
+		if err != nil {
+			return err
+		}
+		v := defaults
+		p := P(&v)
+		if err := s.decodeBody(w, r, p); err != nil {
+			return err
+		}
+		if p.getRevision() != 0 {
+			return invalid("revision is assigned by the server; leave it out")
+		}
+		if err := p.bindPath(parent); err != nil {
+			return err
+		}
+		if err := s.authorize(r, api.manage, resourceName(api.kind, p.ref().Path)); err != nil {
+			return err
+		}
+		if err := p.validate(); err != nil {
+			return err
+		}
+		value, err := json.Marshal(p)
+		if err != nil {
+			return err
+		}
+		rev, err := s.store.Create(r.Context(), p.ref(), value)
+		if err != nil {
+			return err
+		}
+		p.setRevision(rev)
+		w.Header().Set("Location", "/v1/"+itemURL(p.ref()))
+		return writeJSON(w, http.StatusCreated, p)
+	}
+}
+
+// itemURL is the API path of a resource below /v1/.
+func itemURL(ref Ref) string {
+	segs := strings.Split(ref.Path, "/")
+	kinds := []Kind{KindTenant, KindNamespace, ref.Kind}
+	var b strings.Builder
+	for i, seg := range segs {
+		if i > 0 {
+			b.WriteByte('/')
+		}
+		b.WriteString(kinds[i].plural() + "/" + seg)
+	}
+	return b.String()
+}
+
+// get handles GET on one resource.
+func get[T any, P interface {
+	*T
+	resource
+}](s *Server, api kindAPI) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		segs, err := pathSegments(r, api.kind, api.kind.depth())
+		if err != nil {
+			return err
+		}
+		ref := Ref{api.kind, strings.Join(segs, "/")}
+		if err := s.authorize(r, api.view, resourceName(api.kind, ref.Path)); err != nil {
+			return err
+		}
+		it, err := s.store.Get(r.Context(), ref)
+		if err != nil {
+			return err
+		}
+		v, err := decodeItem[T, P](it)
+		if err != nil {
+			return err
+		}
+		return writeJSON(w, http.StatusOK, v)
+	}
+}
+
+func decodeItem[T any, P interface {
+	*T
+	resource
+}](it Item) (P, error) {
+	p := P(new(T))
+	if err := json.Unmarshal(it.Value, p); err != nil {
+		return nil, fmt.Errorf("controlplane: stored %s is not valid: %w", it.Ref, err)
+	}
+	p.setRevision(it.Revision)
+	return p, nil
+}
+
+// list handles GET on a collection. A collection whose parent does not
+// exist is a 404, not an empty list: a typo in a namespace must not look
+// like an empty namespace.
+func list[T any, P interface {
+	*T
+	resource
+}](s *Server, api kindAPI) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		parent, err := pathSegments(r, api.kind, api.kind.depth()-1)
+		if err != nil {
+			return err
+		}
+		parentPath := strings.Join(parent, "/")
+		if err := s.authorize(r, api.view, resourceName(api.kind, joinPath(parentPath, "*"))); err != nil {
+			return err
+		}
+		if len(parent) > 0 {
+			pref := Ref{Kinds[len(parent)-1], parentPath} // tenant or namespace
+			if _, err := s.store.Get(r.Context(), pref); err != nil {
+				return err
+			}
+		}
+		items, rev, err := s.store.List(r.Context(), api.kind, parentPath)
+		if err != nil {
+			return err
+		}
+		out := make([]P, 0, len(items))
+		for _, it := range items {
+			v, err := decodeItem[T, P](it)
+			if err != nil {
+				return err
+			}
+			out = append(out, v)
+		}
+		return writeJSON(w, http.StatusOK, map[string]any{api.kind.plural(): out, "revision": rev})
+	}
+}
+
+func joinPath(parent, name string) string {
+	if parent == "" {
+		return name
+	}
+	return parent + "/" + name
+}
+
+// Deleted is the answer to a DELETE.
+type Deleted struct {
+	Ref
+	Revision int64 `json:"revision"`
+}
+
+// remove handles DELETE on one resource.
+func (s *Server) remove(api kindAPI) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		segs, err := pathSegments(r, api.kind, api.kind.depth())
+		if err != nil {
+			return err
+		}
+		ref := Ref{api.kind, strings.Join(segs, "/")}
+		if err := s.authorize(r, api.manage, resourceName(api.kind, ref.Path)); err != nil {
+			return err
+		}
+		rev, err := s.store.Delete(r.Context(), ref)
+		if err != nil {
+			return err
+		}
+		return writeJSON(w, http.StatusOK, Deleted{Ref: ref, Revision: rev})
+	}
+}

@@ -1,0 +1,178 @@
+package controlplane
+
+// Tenant is the top of the hierarchy; tokens and RBAC are per tenant.
+type Tenant struct {
+	Tenant      string `json:"tenant"`
+	DisplayName string `json:"display_name,omitempty"`
+	// Revision is assigned by the store (the change that created it).
+	Revision int64 `json:"revision,omitempty"`
+}
+
+// Namespace groups streams and caches inside a tenant.
+type Namespace struct {
+	Tenant      string `json:"tenant"`
+	Namespace   string `json:"namespace"`
+	DisplayName string `json:"display_name,omitempty"`
+	Revision    int64  `json:"revision,omitempty"`
+}
+
+// Stream is a stream's specification. Its JSON is the broker's StreamSpec
+// (tenant, namespace, stream, shards, durable, fsync) plus retention, so a
+// broker can register a stream from a change record as it is.
+type Stream struct {
+	Tenant    string `json:"tenant"`
+	Namespace string `json:"namespace"`
+	Stream    string `json:"stream"`
+	Shards    int    `json:"shards"`
+	Durable   bool   `json:"durable"`
+	// Fsync is the durable stream's commit mode: on_commit, periodic
+	// (the default) or never. Empty for ephemeral streams.
+	Fsync string `json:"fsync,omitempty"`
+	// RetentionBytes and RetentionMS bound each shard's log of a durable
+	// stream; 0 keeps everything.
+	RetentionBytes int64 `json:"retention_bytes,omitempty"`
+	RetentionMS    int64 `json:"retention_ms,omitempty"`
+	Revision       int64 `json:"revision,omitempty"`
+}
+
+// Cache is a key/value cache's specification.
+type Cache struct {
+	Tenant    string `json:"tenant"`
+	Namespace string `json:"namespace"`
+	Cache     string `json:"cache"`
+	Durable   bool   `json:"durable"`
+	Fsync     string `json:"fsync,omitempty"`
+	// MaxEntries and MaxBytes bound the cache; 0 means unbounded.
+	MaxEntries int64 `json:"max_entries,omitempty"`
+	MaxBytes   int64 `json:"max_bytes,omitempty"`
+	Revision   int64 `json:"revision,omitempty"`
+}
+
+// Limits of the resource fields.
+const (
+	MaxShards      = 1024 // the broker's bound on one stream's shards
+	MaxNameLen     = 64
+	MaxDisplayName = 256
+	DefaultFsync   = "periodic"
+)
+
+var fsyncModes = []string{"on_commit", "periodic", "never"}
+
+// ValidName reports why name cannot name a tenant, namespace, stream or
+// cache, or nil. Names are URL path segments, store key segments and RBAC
+// resource segments at once, so they are kept to a small alphabet: no '/',
+// no '*' (the RBAC wildcard), nothing that needs escaping.
+func ValidName(what, name string) error {
+	const rule = "use 1-64 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit"
+	if name == "" {
+		return invalid("%s is missing: %s", what, rule)
+	}
+	if len(name) > MaxNameLen {
+		return invalid("%s %q is %d bytes long: %s", what, name, len(name), rule)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		alnum := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+		if !alnum && (i == 0 || c != '.' && c != '_' && c != '-') {
+			return invalid("%s %q has %q at byte %d: %s", what, name, rune(c), i, rule)
+		}
+	}
+	return nil
+}
+
+func validDisplayName(s string) error {
+	if len(s) > MaxDisplayName {
+		return invalid("display_name is %d bytes long: at most %d", len(s), MaxDisplayName)
+	}
+	return nil
+}
+
+// validFsync checks a durable resource's fsync mode, filling the default.
+func validFsync(durable bool, fsync *string) error {
+	if !durable {
+		if *fsync != "" {
+			return invalid("fsync %q applies to durable resources only (set durable: true)", *fsync)
+		}
+		return nil
+	}
+	if *fsync == "" {
+		*fsync = DefaultFsync
+	}
+	for _, m := range fsyncModes {
+		if *fsync == m {
+			return nil
+		}
+	}
+	return invalid("fsync %q: want on_commit, periodic or never", *fsync)
+}
+
+func nonNegative(field string, v int64) error {
+	if v < 0 {
+		return invalid("%s %d must not be negative (0 means unbounded)", field, v)
+	}
+	return nil
+}
+
+func (t *Tenant) validate() error {
+	if err := ValidName("tenant", t.Tenant); err != nil {
+		return err
+	}
+	return validDisplayName(t.DisplayName)
+}
+
+func (n *Namespace) validate() error {
+	if err := ValidName("namespace", n.Namespace); err != nil {
+		return err
+	}
+	return validDisplayName(n.DisplayName)
+}
+
+func (s *Stream) validate() error {
+	if err := ValidName("stream", s.Stream); err != nil {
+		return err
+	}
+	if s.Shards < 1 || s.Shards > MaxShards {
+		return invalid("shards %d not in [1, %d]", s.Shards, MaxShards)
+	}
+	if err := validFsync(s.Durable, &s.Fsync); err != nil {
+		return err
+	}
+	if !s.Durable && (s.RetentionBytes != 0 || s.RetentionMS != 0) {
+		return invalid("retention_bytes and retention_ms apply to durable streams only (set durable: true)")
+	}
+	if err := nonNegative("retention_bytes", s.RetentionBytes); err != nil {
+		return err
+	}
+	return nonNegative("retention_ms", s.RetentionMS)
+}
+
+func (c *Cache) validate() error {
+	if err := ValidName("cache", c.Cache); err != nil {
+		return err
+	}
+	if err := validFsync(c.Durable, &c.Fsync); err != nil {
+		return err
+	}
+	if err := nonNegative("max_entries", c.MaxEntries); err != nil {
+		return err
+	}
+	return nonNegative("max_bytes", c.MaxBytes)
+}
+
+// samePath checks a body field naming a path segment: empty takes the
+// path's value, anything else must equal it.
+func samePath(field string, body *string, path string) error {
+	if *body == "" {
+		*body = path
+		return nil
+	}
+	if *body != path {
+		return invalid("%s %q in the body does not match %q in the path", field, *body, path)
+	}
+	return nil
+}
+
+func (t *Tenant) ref() Ref    { return Ref{KindTenant, t.Tenant} }
+func (n *Namespace) ref() Ref { return Ref{KindNamespace, n.Tenant + "/" + n.Namespace} }
+func (s *Stream) ref() Ref    { return Ref{KindStream, s.Tenant + "/" + s.Namespace + "/" + s.Stream} }
+func (c *Cache) ref() Ref     { return Ref{KindCache, c.Tenant + "/" + c.Namespace + "/" + c.Cache} }
