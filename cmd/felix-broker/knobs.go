@@ -21,6 +21,10 @@ var (
 		"server certificate (PEM); empty generates a self-signed one and logs its fingerprint", nil)
 	knobTLSKey = registry.String("FELIX_TLS_KEY_FILE", "", "path to a PEM file, or empty",
 		"private key of FELIX_TLS_CERT_FILE", nil)
+	knobControlPlane = registry.String("FELIX_CONTROLPLANE_URL", "", "an http(s) URL, or empty",
+		"control plane to follow (streams, caches, tenants) and whose tenant keys verify Felix tokens; empty: the dev verifier (loopback only)", checkURL)
+	knobControlPlaneToken = registry.String("FELIX_CONTROLPLANE_TOKEN_FILE", "", "a file path, or empty",
+		"bearer token the broker reads the control plane's feed with", nil)
 	knobDevDir = registry.String("FELIX_DEV_DIR", "/tmp/felix-dev", "a directory path",
 		"where a broker with a self-signed certificate writes cert.pem for local clients to trust", nil)
 )

@@ -34,9 +34,18 @@ func serve(ctx context.Context, vals *knob.Values, log *slog.Logger) error {
 	}
 	cfg := brokerConfig(vals, log)
 	cfg.TLS = tlsConf
+	cps, err := controlPlaneAuth(vals, &cfg, log)
+	if err != nil {
+		return err
+	}
 	b, err := broker.New(cfg)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errConfig, err)
+	}
+	if cps != nil {
+		if err := cps.start(ctx, b); err != nil {
+			return err
+		}
 	}
 	specs, _ := parseStreamList(knobStreams.Get(vals)) // validated by the registry
 	for _, s := range specs {

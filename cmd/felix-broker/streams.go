@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -101,4 +102,16 @@ func parseCPUList(s string) ([]int, error) {
 func checkCPUList(s string) error {
 	_, err := parseCPUList(s)
 	return err
+}
+
+// checkURL accepts empty or an absolute http(s) URL.
+func checkURL(s string) error {
+	if s == "" {
+		return nil
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q is not an http(s) URL", s)
+	}
+	return nil
 }

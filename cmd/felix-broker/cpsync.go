@@ -1,0 +1,249 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/felixmq/felix/auth"
+	"github.com/felixmq/felix/broker"
+	"github.com/felixmq/felix/controlplane"
+	"github.com/felixmq/felix/internal/knob"
+)
+
+// cpSync keeps the broker's streams and caches in step with the control
+// plane: a snapshot, then a long-poll of the changes feed (so a stream
+// created there is served here within a long-poll round trip), again from
+// a snapshot whenever the feed answers "resync". It also knows which
+// tenants exist, so the token verifier fetches keys only for real tenants.
+type cpSync struct {
+	base  string // control plane URL, no trailing slash
+	token string // bearer token for the feed
+	b     *broker.Broker
+	log   *slog.Logger
+	http  *http.Client
+
+	mu      sync.Mutex
+	tenants map[string]bool
+}
+
+func newCPSync(base, token string, log *slog.Logger) *cpSync {
+	return &cpSync{base: strings.TrimRight(base, "/"), token: token, log: log,
+		http: &http.Client{Timeout: 60 * time.Second}, tenants: map[string]bool{}}
+}
+
+// cpSyncTimeout bounds waiting for the first snapshot at start-up: a broker
+// that cannot reach its control plane says so instead of serving nothing.
+const cpSyncTimeout = 15 * time.Second
+
+// start follows the control plane for b until ctx ends, after the first
+// snapshot has been applied.
+func (s *cpSync) start(ctx context.Context, b *broker.Broker) error {
+	s.b = b
+	synced := make(chan struct{})
+	go s.run(ctx, synced)
+	select {
+	case <-synced:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(cpSyncTimeout):
+		return fmt.Errorf("%w: FELIX_CONTROLPLANE_URL %s: no snapshot within %v", errConfig, s.base, cpSyncTimeout)
+	}
+}
+
+// controlPlaneAuth configures token verification against the control
+// plane when FELIX_CONTROLPLANE_URL is set: Felix tokens are checked
+// locally with the tenant keys the control plane publishes (fetched and
+// cached per tenant, refreshed on rotation), and the broker's streams and
+// caches follow the control plane. Without it the dev verifier stays, which
+// broker.New allows on loopback only.
+func controlPlaneAuth(vals *knob.Values, cfg *broker.Config, log *slog.Logger) (*cpSync, error) {
+	base := knobControlPlane.Get(vals)
+	if base == "" {
+		return nil, nil
+	}
+	var token string
+	if f := knobControlPlaneToken.Get(vals); f != "" {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("%w: FELIX_CONTROLPLANE_TOKEN_FILE: %v", errConfig, err)
+		}
+		token = strings.TrimSpace(string(raw))
+	}
+	s := newCPSync(base, token, log)
+	fetcher, err := auth.NewFetcher(auth.FetcherConfig{})
+	if err != nil {
+		return nil, err
+	}
+	v, err := auth.NewVerifier(auth.VerifierConfig{Keys: auth.JWKSKeySource{Fetcher: fetcher, URL: s.jwksURL}})
+	if err != nil {
+		return nil, err
+	}
+	cfg.Verifier = broker.TokenVerifier{V: v}
+	return s, nil
+}
+
+// jwksURL is the auth.JWKSKeySource URL of tenant: "" for a tenant the
+// control plane does not have, so a client-chosen tenant name never
+// becomes a fetch.
+func (s *cpSync) jwksURL(tenant string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.tenants[tenant] {
+		return ""
+	}
+	return s.base + "/v1/tenants/" + url.PathEscape(tenant) + "/.well-known/jwks.json"
+}
+
+// run follows the control plane until ctx ends, retrying with backoff.
+func (s *cpSync) run(ctx context.Context, synced chan<- struct{}) {
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		rev, err := s.loadSnapshot(ctx)
+		if err == nil {
+			if synced != nil {
+				close(synced)
+				synced = nil
+			}
+			backoff = 100 * time.Millisecond
+			err = s.follow(ctx, rev)
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		s.log.Warn("control plane sync: retrying", "err", err, "in", backoff)
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+func (s *cpSync) loadSnapshot(ctx context.Context) (int64, error) {
+	var snap controlplane.Snapshot
+	if err := s.get(ctx, "/v1/snapshot", &snap); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	s.tenants = map[string]bool{}
+	for _, t := range snap.Tenants {
+		s.tenants[t.Tenant] = true
+	}
+	s.mu.Unlock()
+	for _, st := range snap.Streams {
+		s.applyStream(st)
+	}
+	for _, c := range snap.Caches {
+		s.applyCache(c)
+	}
+	return snap.Revision, nil
+}
+
+// errResync: the feed no longer holds our cursor; start from a snapshot.
+var errResync = errors.New("control plane: resync")
+
+func (s *cpSync) follow(ctx context.Context, cursor int64) error {
+	for ctx.Err() == nil {
+		var page controlplane.ChangesPage
+		err := s.get(ctx, fmt.Sprintf("/v1/changes?cursor=%d&wait=30s", cursor), &page)
+		if err != nil {
+			return err
+		}
+		for _, ch := range page.Changes {
+			s.apply(ch)
+		}
+		cursor = page.NextCursor
+	}
+	return ctx.Err()
+}
+
+func (s *cpSync) apply(ch controlplane.Change) {
+	if ch.Op != controlplane.OpCreated {
+		// Deleting a stream a broker serves needs draining its
+		// subscribers; until that exists the broker keeps serving it.
+		s.log.Warn("control plane: deletion not applied until restart", "kind", ch.Kind, "key", ch.Path)
+		if ch.Kind == controlplane.KindTenant {
+			s.mu.Lock()
+			delete(s.tenants, ch.Path)
+			s.mu.Unlock()
+		}
+		return
+	}
+	var err error
+	switch ch.Kind {
+	case controlplane.KindTenant:
+		var t controlplane.Tenant
+		if err = json.Unmarshal(ch.Object, &t); err == nil {
+			s.mu.Lock()
+			s.tenants[t.Tenant] = true
+			s.mu.Unlock()
+		}
+	case controlplane.KindStream:
+		var st controlplane.Stream
+		if err = json.Unmarshal(ch.Object, &st); err == nil {
+			s.applyStream(st)
+		}
+	case controlplane.KindCache:
+		var c controlplane.Cache
+		if err = json.Unmarshal(ch.Object, &c); err == nil {
+			s.applyCache(c)
+		}
+	}
+	if err != nil {
+		s.log.Error("control plane: bad change", "kind", ch.Kind, "key", ch.Path, "err", err)
+	}
+}
+
+func (s *cpSync) applyStream(st controlplane.Stream) {
+	spec := broker.StreamSpec{StreamKey: broker.StreamKey{Tenant: st.Tenant, Namespace: st.Namespace, Stream: st.Stream},
+		Shards: st.Shards, Durable: st.Durable, Fsync: st.Fsync}
+	if err := s.b.CreateStream(spec); err != nil && !errors.Is(err, broker.ErrStreamExists) {
+		s.log.Error("control plane: cannot serve stream", "stream", spec.StreamKey, "err", err)
+	}
+}
+
+func (s *cpSync) applyCache(c controlplane.Cache) {
+	spec := broker.CacheSpec{CacheKey: broker.CacheKey{Tenant: c.Tenant, Namespace: c.Namespace, Cache: c.Cache},
+		Durable: c.Durable, Fsync: c.Fsync, MaxEntries: int(c.MaxEntries), MaxBytes: c.MaxBytes}
+	if err := s.b.CreateCache(spec); err != nil && !errors.Is(err, broker.ErrCacheExists) {
+		s.log.Error("control plane: cannot serve cache", "cache", spec.CacheKey, "err", err)
+	}
+}
+
+// get fetches path into out; a 410 is errResync.
+func (s *cpSync) get(ctx context.Context, path string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.base+path, nil)
+	if err != nil {
+		return err
+	}
+	if s.token != "" {
+		req.Header.Set("Authorization", "Bearer "+s.token)
+	}
+	resp, err := s.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return err
+	}
+	switch resp.StatusCode {
+	case http.StatusOK:
+		return json.Unmarshal(body, out)
+	case http.StatusGone:
+		return errResync
+	}
+	return fmt.Errorf("control plane %s: HTTP %d: %s", path, resp.StatusCode, strings.TrimSpace(string(body)))
+}
