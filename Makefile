@@ -98,6 +98,10 @@ bench: ## run every benchmark (see docs/BENCHMARKS.md for the recorded runs)
 reliability: ## long fault scenarios (kill -9 x50 under load; short versions run in make test)
 	FELIX_KILL_ROUNDS=50 $(GO) test -count=1 -v -run 'TestKill9' ./cmd/felix-broker
 
+.PHONY: soak
+soak: ## mixed workload against the real binary for DURATION (default 30m); make test runs 2m
+	FELIX_SOAK_DURATION=$(or $(DURATION),30m) $(GO) test -count=1 -v -timeout 0 -run '^TestSoak$$' ./cmd/felix-broker
+
 .PHONY: bench-matrix
 bench-matrix: ## issue 6 matrix: felix-loadgen against fresh brokers, JSON + SVG into docs/bench/<date> (~12 min)
 	scripts/bench-matrix.sh

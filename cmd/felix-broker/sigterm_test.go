@@ -26,14 +26,15 @@ import (
 type brokerProcess struct {
 	cmd    *exec.Cmd
 	addr   string // QUIC
+	admin  string // admin HTTP host:port
 	cert   string // the self-signed certificate it wrote
 	exited chan error
 }
 
 func startBrokerProcess(t *testing.T, env ...string) *brokerProcess {
 	dir := t.TempDir()
-	bp := &brokerProcess{addr: freeAddr(t, "udp"), cert: filepath.Join(dir, "cert.pem"), exited: make(chan error, 1)}
-	bp.cmd = brokerCmd(t, append([]string{"FELIX_QUIC_BIND=" + bp.addr, "FELIX_ADMIN_BIND=" + freeAddr(t, "tcp"),
+	bp := &brokerProcess{addr: freeAddr(t, "udp"), admin: freeAddr(t, "tcp"), cert: filepath.Join(dir, "cert.pem"), exited: make(chan error, 1)}
+	bp.cmd = brokerCmd(t, append([]string{"FELIX_QUIC_BIND=" + bp.addr, "FELIX_ADMIN_BIND=" + bp.admin,
 		"FELIX_DEV_DIR=" + dir}, env...))
 	stderr, err := bp.cmd.StderrPipe()
 	require.NoError(t, err)
