@@ -85,10 +85,14 @@ func TestKill9UnderLoadLosesNoAckedRecord(t *testing.T) {
 // killableBroker is a broker process on a fixed address, certificate and
 // data directory, so a restart is the same broker to its clients.
 type killableBroker struct {
-	env  []string
-	addr string
-	pool *x509.CertPool
-	bp   *brokerProcess
+	env      []string
+	addr     string
+	pool     *x509.CertPool
+	certFile string
+	// serverName is the name the certificate is checked against when addr
+	// is not one of its addresses (a proxy's); "" checks addr's host.
+	serverName string
+	bp         *brokerProcess
 }
 
 func newKillableBroker(t *testing.T) *killableBroker {
@@ -102,7 +106,7 @@ func newKillableBroker(t *testing.T) *killableBroker {
 	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600))
 	pool, err := devtls.Pool(cert.PEM)
 	require.NoError(t, err)
-	kb := &killableBroker{addr: freeAddr(t, "udp"), pool: pool}
+	kb := &killableBroker{addr: freeAddr(t, "udp"), pool: pool, certFile: certFile}
 	kb.env = []string{"FELIX_QUIC_BIND=" + kb.addr, "FELIX_TLS_CERT_FILE=" + certFile, "FELIX_TLS_KEY_FILE=" + keyFile,
 		"FELIX_DATA_DIR=" + filepath.Join(dir, "data"), "FELIX_STREAMS=t1/default/orders:1:on_commit"}
 	return kb
@@ -132,7 +136,8 @@ func (kb *killableBroker) kill(t *testing.T) {
 func (kb *killableBroker) dial(ctx context.Context) (*client.Client, error) {
 	dctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	return client.Dial(dctx, kb.addr, client.Config{Tenant: "t1", Token: "dev", TLS: &tls.Config{RootCAs: kb.pool}})
+	return client.Dial(dctx, kb.addr, client.Config{Tenant: "t1", Token: "dev",
+		TLS: &tls.Config{RootCAs: kb.pool, ServerName: kb.serverName}})
 }
 
 // publish pipelines acked publishes of fresh sequence numbers, redialling
