@@ -25,7 +25,7 @@ import (
 // knob); the swarm is sized to cross every one of them.
 var hostileEnv = []string{
 	"FELIX_MAX_CONNECTIONS=48", "FELIX_MAX_STREAMS_PER_CONN=64", "FELIX_MAX_SUBSCRIPTIONS_PER_CONN=20",
-	"FELIX_AUTH_TIMEOUT_MS=500", "FELIX_MAX_FRAME_BYTES=1MiB",
+	"FELIX_AUTH_TIMEOUT_MS=500", // frames keep the default 16 MiB cap: announce() aims at it
 }
 
 // hostileRSSBoundMiB is the memory the broker may reach under the swarm.
@@ -135,6 +135,9 @@ func (s *swarm) start(ctx context.Context, wg *sync.WaitGroup) {
 	for range 3 {
 		wg.Go(func() { s.subscribeNeverRead(ctx) })
 	}
+	for range 2 {
+		wg.Go(func() { s.announce(ctx) })
+	}
 	wg.Go(func() { s.flood(ctx) })
 }
 
@@ -182,6 +185,30 @@ func errEOF(err error) error {
 		return err
 	}
 	return errors.New("not EOF")
+}
+
+// announce authenticates streams up to the stream limit and on each sends
+// a header announcing a frame of the full 16 MiB cap, then 1 KiB of it,
+// then nothing: a reader that allocated what headers announce would hold
+// 60 x 16 MiB per connection.
+func (s *swarm) announce(ctx context.Context) {
+	qc, err := s.dial(ctx)
+	if err != nil {
+		return
+	}
+	defer qc.CloseWithError(0, "")
+	auth := wire.AppendJSONFrame(nil, &wire.Auth{TenantID: "t1", Token: "dev"})
+	hdr := []byte("FLX1\x00\x01\x00\x00\x01\x00\x00\x00") // JSON frame, 16 MiB announced
+	for range 60 {
+		str, err := qc.OpenStreamSync(ctx)
+		if err != nil {
+			return
+		}
+		str.Write(auth)
+		str.Write(hdr)
+		str.Write(make([]byte, 1024))
+	}
+	<-ctx.Done()
 }
 
 // silent opens streams and never authenticates them: the broker resets

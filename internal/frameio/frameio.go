@@ -41,12 +41,41 @@ func (f *Reader) Next() (wire.Header, []byte, error) {
 	if err != nil && !errors.As(err, &flagsErr) {
 		return h, nil, err
 	}
-	f.payload = slices.Grow(f.payload[:0], int(h.Length))[:h.Length]
-	if _, rerr := io.ReadFull(f.r, f.payload); rerr != nil {
-		if rerr == io.EOF {
-			rerr = io.ErrUnexpectedEOF
-		}
+	if rerr := f.readPayload(int(h.Length)); rerr != nil {
 		return h, nil, rerr
 	}
 	return h, f.payload, err
+}
+
+// Memory is committed as payload bytes arrive, never as a header announces
+// them: a peer could otherwise make the reader allocate max bytes per
+// stream by sending headers alone (1,024 streams x 16 MiB each per
+// connection with the broker's defaults). What arrives is bounded by QUIC
+// flow control, so a connection holds at most about its receive window
+// (x2 for the doubling). A buffer grown past keepBytes is let go before
+// the next frame, so a stream that once carried a big frame does not keep
+// its memory for life.
+const (
+	firstChunk = 64 << 10
+	keepBytes  = 1 << 20
+)
+
+func (f *Reader) readPayload(n int) error {
+	if cap(f.payload) > keepBytes {
+		f.payload = nil
+	}
+	f.payload = f.payload[:0]
+	for len(f.payload) < n {
+		start := len(f.payload)
+		grow := min(n-start, max(firstChunk, start)) // double at most
+		f.payload = slices.Grow(f.payload, grow)[:start+grow]
+		if _, err := io.ReadFull(f.r, f.payload[start:]); err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			f.payload = f.payload[:0]
+			return err
+		}
+	}
+	return nil
 }

@@ -1,0 +1,44 @@
+package frameio
+
+import (
+	"bytes"
+	"io"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/felixmq/felix/wire"
+)
+
+// A header announcing 16 MiB followed by 100 bytes must not make the reader
+// commit 16 MiB: memory follows the bytes that arrive.
+func TestAnnouncedLengthIsNotAllocatedUpFront(t *testing.T) {
+	hdr := wire.AppendJSONFrame(nil, &wire.OK{})[:wire.HeaderLen]
+	hdr[8], hdr[9], hdr[10], hdr[11] = 0x01, 0x00, 0x00, 0x00 // length 16 MiB, big-endian
+	r := NewReader(io.MultiReader(bytes.NewReader(hdr), bytes.NewReader(make([]byte, 100))), 16<<20)
+	_, _, err := r.Next()
+	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+	require.LessOrEqual(t, cap(r.payload), 2*firstChunk)
+}
+
+// Frames of every size round-trip, and a big frame's buffer is let go.
+func TestFramesOfEverySize(t *testing.T) {
+	var stream []byte
+	sizes := []int{0, 1, firstChunk - 1, firstChunk, firstChunk + 1, 3 << 20, 10}
+	for _, n := range sizes {
+		p := bytes.Repeat([]byte{byte(n)}, n)
+		stream = wire.AppendJSONFrame(stream, &wire.Publish{TenantID: "t", Namespace: "n", Stream: "s", Payload: p})
+	}
+	r := NewReader(bytes.NewReader(stream), 16<<20)
+	for i := range sizes {
+		h, payload, err := r.Next()
+		require.NoError(t, err, "frame %d", i)
+		m, err := wire.DecodeJSON(payload)
+		require.NoError(t, err)
+		require.Len(t, m.(*wire.Publish).Payload, sizes[i])
+		require.EqualValues(t, len(payload), h.Length)
+	}
+	_, _, err := r.Next()
+	require.ErrorIs(t, err, io.EOF)
+	require.LessOrEqual(t, cap(r.payload), keepBytes, "the 3 MiB buffer was let go")
+}
