@@ -25,7 +25,10 @@ type Reader struct {
 
 // NewReader reads frames of at most max payload bytes from r.
 func NewReader(r io.Reader, max uint32) *Reader {
-	return &Reader{r: bufio.NewReaderSize(r, 64<<10), max: max}
+	// A small buffer: it only has to hold headers and small frames, since
+	// bufio reads a payload at least this big straight into the caller's
+	// slice; and a connection may have a thousand streams, each with one.
+	return &Reader{r: bufio.NewReaderSize(r, 4<<10), max: max}
 }
 
 // Next returns the next frame. A header error (bad magic, version, unknown
