@@ -40,9 +40,10 @@ type TokensConfig struct {
 // change made by another control plane on the same etcd is therefore seen
 // on the next request, at the cost of one store Get per use.
 type Tokens struct {
-	store  Store
-	minter *auth.Minter
-	idp    *auth.IdPVerifier
+	store     Store
+	minter    *auth.Minter
+	minterCfg auth.MinterConfig // Rotate's scratch Minter: same TTL, skew, clock
+	idp       *auth.IdPVerifier
 
 	mu struct {
 		sync.Mutex
@@ -66,7 +67,7 @@ func NewTokens(store Store, cfg TokensConfig) (*Tokens, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Tokens{store: store, minter: m, idp: v}
+	t := &Tokens{store: store, minter: m, minterCfg: cfg.Minter, idp: v}
 	t.mu.keyRev = map[string]int64{}
 	t.mu.idpRev = map[string]int64{}
 	return t, nil
@@ -102,30 +103,45 @@ func (t *Tokens) installLocked(tenant string, it Item) error {
 	return nil
 }
 
-// createKeys makes tenant's first key set and stores it. If another control
-// plane stored one first, that one wins and is installed.
+// createKeys stores a key set for a tenant that has none and installs it.
+// If this control plane still holds a set for the tenant (another control
+// plane is between the delete and the create of a rotation), that set is
+// stored again rather than a fresh one, so that no key a live token was
+// signed with is lost; the rotation then reports a conflict. If another
+// control plane stored a set first, that one wins and is installed.
 func (t *Tokens) createKeys(ctx context.Context, tenant string) error {
-	if _, err := t.store.Get(ctx, Ref{KindTenant, tenant}); err != nil {
+	ten, err := t.store.Get(ctx, Ref{KindTenant, tenant})
+	if err != nil {
 		return err
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	// The Minter generates the key; it is installed for real only once
-	// stored, below or by installLocked.
-	t.minter.RemoveTenant(tenant)
-	delete(t.mu.keyRev, tenant)
-	if err := t.minter.AddTenant(tenant); err != nil {
-		return err
-	}
 	ks, err := t.minter.Keys(tenant)
-	if err != nil {
-		return err
+	// Keys stored before this tenant was created belong to an earlier
+	// tenant of the same name: never reuse them.
+	if err != nil || t.mu.keyRev[tenant] < ten.Revision {
+		if ks, err = freshKeys(tenant); err != nil {
+			return err
+		}
 	}
 	return t.storeLocked(ctx, tenant, ks)
 }
 
-// storeLocked writes ks as tenant's keys; on a lost race it installs the
-// winner's.
+// freshKeys draws a first key set (through a scratch Minter, which owns
+// key generation).
+func freshKeys(tenant string) (auth.KeySet, error) {
+	m, err := auth.NewMinter(auth.MinterConfig{})
+	if err != nil {
+		return auth.KeySet{}, err
+	}
+	if err := m.AddTenant(tenant); err != nil {
+		return auth.KeySet{}, err
+	}
+	return m.Keys(tenant)
+}
+
+// storeLocked writes ks as tenant's keys and installs them; on a lost race
+// it installs the winner's.
 func (t *Tokens) storeLocked(ctx context.Context, tenant string, ks auth.KeySet) error {
 	raw, err := json.Marshal(ks)
 	if err != nil {
@@ -140,7 +156,9 @@ func (t *Tokens) storeLocked(ctx context.Context, tenant string, ks auth.KeySet)
 		return t.installLocked(tenant, it)
 	}
 	if err != nil {
-		t.minter.RemoveTenant(tenant)
+		return err
+	}
+	if err := t.minter.SetKeys(tenant, ks); err != nil {
 		return err
 	}
 	t.mu.keyRev[tenant] = rev
@@ -148,29 +166,54 @@ func (t *Tokens) storeLocked(ctx context.Context, tenant string, ks auth.KeySet)
 }
 
 // Rotate gives tenant a new current key; the old one stays in the JWKS
-// until the tokens it signed have expired. The store has no update, so the
-// stored set is replaced by a delete and a create: between the two another
-// control plane may find no keys and would create a set of its own, which
-// then wins (storeLocked installs it) and the rotation is still a rotation.
+// until the tokens it signed have expired. The new set is computed on a
+// scratch Minter and installed only once stored, so nothing is signed with
+// a key the store lacks. The store has no update, so the stored set is
+// replaced by a delete and a create; a control plane that reads in between
+// stores back the set it holds (createKeys), and the rotation then fails
+// with a conflict instead of losing a key.
 func (t *Tokens) Rotate(ctx context.Context, tenant string) (string, error) {
 	if err := t.syncKeys(ctx, tenant); err != nil {
 		return "", err
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	kid, err := t.minter.Rotate(tenant)
-	if err != nil {
-		return "", err
-	}
-	ks, err := t.minter.Keys(tenant)
+	next, kid, err := t.rotatedLocked(tenant)
 	if err != nil {
 		return "", err
 	}
 	if _, err := t.store.Delete(ctx, tenantKeysRef(tenant)); err != nil && !errors.Is(err, ErrNotFound) {
-		delete(t.mu.keyRev, tenant) // reinstall the stored set next time
 		return "", err
 	}
-	return kid, t.storeLocked(ctx, tenant, ks)
+	if err := t.storeLocked(ctx, tenant, next); err != nil {
+		return "", err
+	}
+	if cur, _ := t.minter.Keys(tenant); cur.Current.ID != kid {
+		return "", apiErr(ErrExists, "tenant %q keys changed concurrently (another control plane); retry the rotation", tenant)
+	}
+	return kid, nil
+}
+
+// rotatedLocked returns tenant's key set after a rotation, without
+// installing it.
+func (t *Tokens) rotatedLocked(tenant string) (auth.KeySet, string, error) {
+	ks, err := t.minter.Keys(tenant)
+	if err != nil {
+		return auth.KeySet{}, "", err
+	}
+	scratch, err := auth.NewMinter(t.minterCfg)
+	if err != nil {
+		return auth.KeySet{}, "", err
+	}
+	if err := scratch.SetKeys(tenant, ks); err != nil {
+		return auth.KeySet{}, "", err
+	}
+	kid, err := scratch.Rotate(tenant)
+	if err != nil {
+		return auth.KeySet{}, "", err
+	}
+	next, err := scratch.Keys(tenant)
+	return next, kid, err
 }
 
 // forget drops a deleted tenant's keys from the store and the Minter.
@@ -207,7 +250,9 @@ func (t *Tokens) JWKS(ctx context.Context, tenant string) ([]byte, error) {
 func (t *Tokens) PublicKey(ctx context.Context, tenant, kid string) (ed25519.PublicKey, error) {
 	if err := t.syncKeys(ctx, tenant); err != nil {
 		if errors.Is(err, ErrNotFound) {
-			return nil, fmt.Errorf("%w: tenant %q does not exist", auth.ErrTenant, tenant)
+			// Not ErrTenant, which means a token of another tenant (403):
+			// a token of a deleted tenant names a key that is gone (401).
+			return nil, fmt.Errorf("%w: tenant %q does not exist", auth.ErrUnknownKey, tenant)
 		}
 		return nil, fmt.Errorf("%w: tenant %q keys: %v", auth.ErrJWKSUnavailable, tenant, err)
 	}
