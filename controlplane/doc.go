@@ -67,9 +67,9 @@
 // # Concurrency
 //
 // Server, Tokens and both stores are safe for concurrent use. Tokens has one
-// mutex, held across store calls only when creating or rotating keys (rare
-// writes that must not interleave); auth's Minter and IdPVerifier locks
-// are taken under it, never the reverse. An EtcdStore runs one
+// mutex, held across store calls only when creating, rotating or deleting
+// keys (rare writes that must not interleave); auth's Minter and
+// IdPVerifier locks are taken under it, never the reverse. An EtcdStore runs one
 // goroutine, the watch that keeps its tail of recent changes (pprof label
 // goroutine=felix-cp-etcd-tail); the first snapshot or feed read starts it
 // and EtcdStore.Close stops it and waits for it. Server.Close ends
