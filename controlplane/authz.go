@@ -22,6 +22,8 @@ const (
 	ActionCacheManage     = "cache.manage"
 	ActionCacheView       = "cache.view"
 	ActionWatch           = "controlplane.watch"
+	// ActionTenantKeys rotates a tenant's Felix signing keys.
+	ActionTenantKeys = "tenant.keys"
 )
 
 // Authorizer decides whether a request may perform action on resource.

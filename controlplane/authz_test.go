@@ -20,6 +20,12 @@ func TestDefaultRefusesEverything(t *testing.T) {
 			require.Equal(t, http.StatusOK, r.status, "%s %s", rt.method, path)
 			continue
 		}
+		if publicRoutes[rt.method+" "+rt.pattern] {
+			// The IdP token is the exchange's credential; a JWKS is
+			// public. They answer for themselves (bad request, not found).
+			require.NotEqual(t, http.StatusOK, r.status, "%s %s: %s", rt.method, path, r.body)
+			continue
+		}
 		require.Equal(t, http.StatusUnauthorized, r.status, "%s %s: %s", rt.method, path, r.body)
 		require.Contains(t, r.body, "no authorizer configured")
 	}
@@ -115,4 +121,9 @@ func TestAuthorizerSeesActionAndResource(t *testing.T) {
 	r = in.mustDo(t, http.StatusInternalServerError, "POST", streamsURL, `{"stream":"broken"}`)
 	require.Contains(t, r.body, `"code": "internal"`)
 	require.NotContains(t, r.body, "exploded", "internal causes stay in the log")
+}
+
+var publicRoutes = map[string]bool{
+	"POST /v1/token/exchange":                        true,
+	"GET /v1/tenants/{tenant}/.well-known/jwks.json": true,
 }

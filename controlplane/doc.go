@@ -29,15 +29,47 @@
 //
 // # Authorization
 //
-// Every endpoint except the health probe and the OpenAPI document goes through
+// Every endpoint except the health probe, the OpenAPI document, the token
+// exchange and the tenant JWKS goes through
 // Config.Authorizer. The zero Config refuses every such request: the
 // published Felix served its admin API unauthenticated, and an open admin API
 // must never be the default. BootstrapAuthorizer admits a day-0 bootstrap token
 // and is meant for its own (loopback) listener.
 //
+// FelixTokenAuthorizer admits Felix tokens (from the token exchange),
+// verified locally with the control plane's own keys and mapped onto
+// auth.Check: a tenant's admin manages everything in it, ns.manage,
+// stream.manage and cache.manage their kind, any valid token of the tenant
+// reads its resources, and tenant creation, tenant listing and the feed
+// belong to the operator tenant's admins (or the bootstrap token). A token
+// of tenant A is refused (403) on tenant B before any key of B is read.
+// cmd/felix-controlplane serves it on the main listener and AnyOf{bootstrap,
+// Felix} on the bootstrap listener.
+//
+// # Tokens and keys
+//
+// POST /v1/token/exchange (public: the IdP token is the credential)
+// verifies an IdP token against the tenant's idp object and mints a Felix
+// EdDSA token; GET /v1/tenants/{t}/.well-known/jwks.json (public, max-age
+// 60) serves the tenant's current and previous public keys; POST
+// /v1/tenants/{t}/keys/rotate rotates. Tokens keeps each tenant's key set,
+// private keys included, in the Store under the hidden kind tenant_key so
+// that control planes on one etcd mint with the same keys. It is hidden by
+// construction: not in Kinds, so ParseStoreKey rejects its keys and the
+// etcd store's List, Snapshot and Changes skip them; the snapshot handler
+// ignores kinds it does not know, and publicChanges drops it from the
+// memory store's feed (the cursor still advances past it). No route reads
+// it by name. It does cost a revision: a tenant's creation is two changes.
+// Before each use Tokens rereads the stored key set and tenant and
+// reinstalls them when their revision moved, so a rotation or IdP change
+// made through another control plane applies on the next request.
+//
 // # Concurrency
 //
-// Server and both stores are safe for concurrent use. An EtcdStore runs one
+// Server, Tokens and both stores are safe for concurrent use. Tokens has one
+// mutex, held across store calls only when creating, rotating or deleting
+// keys (rare writes that must not interleave); auth's Minter and
+// IdPVerifier locks are taken under it, never the reverse. An EtcdStore runs one
 // goroutine, the watch that keeps its tail of recent changes (pprof label
 // goroutine=felix-cp-etcd-tail); the first snapshot or feed read starts it
 // and EtcdStore.Close stops it and waits for it. Server.Close ends

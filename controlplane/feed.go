@@ -109,12 +109,16 @@ func (s *Server) changes(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := ChangesPage{Changes: page.Changes, Truncated: page.Truncated, NextCursor: cursor, Revision: page.Revision}
-	if out.Changes == nil {
-		out.Changes = []Change{}
-	}
-	if n := len(out.Changes); n > 0 {
-		out.NextCursor = out.Changes[n-1].Revision
+	out := ChangesPage{Changes: publicChanges(page.Changes), Truncated: page.Truncated, NextCursor: cursor, Revision: page.Revision}
+	// The cursor advances past hidden changes too, or a reader whose
+	// next change is hidden would be answered the same empty page forever.
+	if n := len(page.Changes); n > 0 {
+		out.NextCursor = page.Changes[n-1].Revision
+	} else if !page.Truncated && page.Revision > cursor {
+		// Only hidden changes (which the etcd store skips) lie between the
+		// cursor and the store's revision, and an untruncated page covers
+		// them all.
+		out.NextCursor = page.Revision
 	}
 	return writeJSON(w, http.StatusOK, out)
 }

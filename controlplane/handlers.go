@@ -114,6 +114,7 @@ func create[T any, P interface {
 			return err
 		}
 		p.setRevision(rev)
+		s.afterCreate(r, p.ref())
 		w.Header().Set("Location", "/v1/"+itemURL(p.ref()))
 		return writeJSON(w, http.StatusCreated, p)
 	}
@@ -237,6 +238,27 @@ func (s *Server) remove(api kindAPI) handlerFunc {
 		if err != nil {
 			return err
 		}
+		if ref.Kind == KindTenant {
+			if err := s.tokens.forget(r.Context(), ref.Path); err != nil {
+				// The tenant is gone, so its keys verify nothing
+				// (PublicKey checks the tenant); a leftover is removed
+				// when the name is reused.
+				s.cfg.Logger.Warn("deleting tenant keys", "request_id", requestID(r), "tenant", ref.Path, "err", err)
+			}
+		}
 		return writeJSON(w, http.StatusOK, Deleted{Ref: ref, Revision: rev})
+	}
+}
+
+// afterCreate gives a new tenant fresh Felix signing keys, replacing any
+// left by an earlier tenant of the same name so that its tokens cannot
+// verify for this one. A failure is logged, not returned: the tenant
+// exists, and its keys are created on first use (Tokens.syncKeys).
+func (s *Server) afterCreate(r *http.Request, ref Ref) {
+	if ref.Kind != KindTenant {
+		return
+	}
+	if err := s.tokens.resetKeys(r.Context(), ref.Path); err != nil {
+		s.cfg.Logger.Warn("creating tenant keys", "request_id", requestID(r), "tenant", ref.Path, "err", err)
 	}
 }

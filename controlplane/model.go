@@ -4,6 +4,9 @@ package controlplane
 type Tenant struct {
 	Tenant      string `json:"tenant"`
 	DisplayName string `json:"display_name,omitempty"`
+	// IdP is the identity provider the token exchange trusts for this
+	// tenant; nil means no exchange for it.
+	IdP *TenantIdP `json:"idp,omitempty"`
 	// Revision is assigned by the store (the change that created it).
 	Revision int64 `json:"revision,omitempty"`
 }
@@ -116,6 +119,11 @@ func nonNegative(field string, v int64) error {
 func (t *Tenant) validate() error {
 	if err := ValidName("tenant", t.Tenant); err != nil {
 		return err
+	}
+	if t.IdP != nil {
+		if err := t.IdP.validate(t.Tenant); err != nil {
+			return err
+		}
 	}
 	return validDisplayName(t.DisplayName)
 }

@@ -31,6 +31,10 @@ type Config struct {
 	MaxWait time.Duration
 	// MaxBodyBytes bounds a request body (0: 64 KiB).
 	MaxBodyBytes int64
+	// Tokens serves the token exchange, the tenant JWKS and key rotation;
+	// nil makes one with defaults over Store. Share one between the
+	// Servers of one process, and with its FelixTokenAuthorizer.
+	Tokens *Tokens
 }
 
 func (c Config) withDefaults() Config {
@@ -76,6 +80,7 @@ type Server struct {
 	cfg      Config
 	store    Store
 	ownStore bool
+	tokens   *Tokens
 	mux      *http.ServeMux
 	routes   []route
 	// stop ends pending long-polls when the server closes.
@@ -109,6 +114,14 @@ func New(cfg Config) (*Server, error) {
 			return nil, err
 		}
 		s.store, s.ownStore = ms, true
+	}
+	s.tokens = cfg.Tokens
+	if s.tokens == nil {
+		t, err := NewTokens(s.store, TokensConfig{})
+		if err != nil {
+			return nil, err
+		}
+		s.tokens = t
 	}
 	s.stop, s.stopFunc = context.WithCancel(context.Background())
 	s.routes = s.buildRoutes()
@@ -168,7 +181,10 @@ type ErrorBody struct {
 // classify maps an error onto a status and an error code.
 func classify(err error) (int, string) {
 	var tooBig *http.MaxBytesError
+	var te *tokenError
 	switch {
+	case errors.As(err, &te):
+		return te.status, te.code
 	case errors.As(err, &tooBig):
 		return http.StatusRequestEntityTooLarge, "too_large"
 	case errors.Is(err, ErrInvalid):
@@ -210,6 +226,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("Retry-After", "1")
 	case http.StatusUnauthorized:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="felix-controlplane"`)
+	}
+	if status == http.StatusServiceUnavailable && code == "jwks_unavailable" {
+		s.cfg.Logger.Warn("identity provider JWKS unavailable", "request_id", body.RequestID, "err", err)
 	}
 	writeJSON(w, status, body)
 }

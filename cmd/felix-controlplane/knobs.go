@@ -38,6 +38,14 @@ var (
 		"longest long-poll a client may ask for with GET /v1/changes?wait=")
 )
 
+// Tokens.
+var (
+	knobTokenTTL = registry.Duration("FELIX_TOKEN_TTL_S", 900, 1, 86400, time.Second,
+		"lifetime of the Felix tokens the exchange mints (they cannot be revoked, only outlived)")
+	knobOperatorTenant = registry.String("FELIX_CP_OPERATOR_TENANT", "", "a tenant name, or empty",
+		"tenant whose admins may create, list and delete tenants and read the changes feed on the main listener; empty: only the bootstrap token may", nil)
+)
+
 // Process.
 var (
 	knobShutdownDrain = registry.Duration("FELIX_SHUTDOWN_DRAIN_TIMEOUT_MS", 10000, 0, 600000, time.Millisecond,

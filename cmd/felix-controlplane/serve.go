@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/felixmq/felix/auth"
 	"github.com/felixmq/felix/controlplane"
 	"github.com/felixmq/felix/internal/knob"
 )
@@ -45,8 +46,19 @@ func serve(ctx context.Context, vals *knob.Values, log *slog.Logger) error {
 	}
 	defer store.Close()
 
-	// The main listener gets no authorizer yet, so it refuses every
-	// protected request until Felix token verification is plugged in.
+	// One token service for both listeners: they mint and verify with the
+	// same keys. The main listener admits Felix tokens only; the bootstrap
+	// listener also the bootstrap token.
+	tokens, err := controlplane.NewTokens(store, controlplane.TokensConfig{
+		Minter: auth.MinterConfig{TTL: knobTokenTTL.Get(vals)}})
+	if err != nil {
+		return err
+	}
+	felix, err := controlplane.NewFelixTokenAuthorizer(controlplane.FelixTokenConfig{
+		Keys: tokens, OperatorTenant: knobOperatorTenant.Get(vals)})
+	if err != nil {
+		return err
+	}
 	lns := []*listener{}
 	defer func() {
 		for _, l := range lns {
@@ -54,14 +66,14 @@ func serve(ctx context.Context, vals *knob.Values, log *slog.Logger) error {
 			l.ln.Close()
 		}
 	}()
-	api, err := newListener("api", bind, controlplane.Config{Store: store, Logger: log, MaxWait: knobMaxWait.Get(vals)})
+	api, err := newListener("api", bind, controlplane.Config{Store: store, Authorizer: felix, Tokens: tokens, Logger: log, MaxWait: knobMaxWait.Get(vals)})
 	if err != nil {
 		return err
 	}
 	lns = append(lns, api)
 	if boot != nil {
 		bl, err := newListener("bootstrap", knobBootstrapBind.Get(vals),
-			controlplane.Config{Store: store, Authorizer: boot, Logger: log, MaxWait: knobMaxWait.Get(vals)})
+			controlplane.Config{Store: store, Authorizer: controlplane.AnyOf{boot, felix}, Tokens: tokens, Logger: log, MaxWait: knobMaxWait.Get(vals)})
 		if err != nil {
 			return err
 		}

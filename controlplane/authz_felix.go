@@ -1,0 +1,150 @@
+package controlplane
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/felixmq/felix/auth"
+)
+
+// FelixTokenConfig configures a FelixTokenAuthorizer.
+type FelixTokenConfig struct {
+	// Keys are the tenants' public keys: the control plane's own Tokens.
+	Keys auth.KeySource
+	// OperatorTenant, if set, is the tenant whose admins run the whole
+	// control plane: they create and delete tenants, list them, and read
+	// the changes feed. Empty leaves those to the bootstrap token.
+	OperatorTenant string
+	// Issuer, Audience and ClockSkew as the Minter's (auth defaults).
+	Issuer, Audience string
+	ClockSkew        time.Duration
+	// Now is the clock. Nil means time.Now.
+	Now func() time.Time
+}
+
+// FelixTokenAuthorizer admits requests carrying a Felix token (the result
+// of the token exchange) as "Authorization: Bearer <token>" whose
+// permissions grant the action (see needs). It verifies locally against
+// the control plane's own keys.
+type FelixTokenAuthorizer struct {
+	v        *auth.Verifier
+	operator string
+}
+
+// NewFelixTokenAuthorizer returns the authorizer.
+func NewFelixTokenAuthorizer(cfg FelixTokenConfig) (*FelixTokenAuthorizer, error) {
+	v, err := auth.NewVerifier(auth.VerifierConfig{Keys: cfg.Keys, Issuer: cfg.Issuer, Audience: cfg.Audience, ClockSkew: cfg.ClockSkew, Now: cfg.Now})
+	if err != nil {
+		return nil, err
+	}
+	return &FelixTokenAuthorizer{v: v, operator: cfg.OperatorTenant}, nil
+}
+
+// need is one way to be allowed: a token of tenant that passes
+// auth.Check(action, resource); an empty action only asks for a valid
+// token of the tenant.
+type need struct {
+	tenant   string
+	action   auth.Action
+	resource string
+}
+
+// needs maps an API action on a resource ("kind:path") onto the Felix
+// permissions that allow it, any one sufficing. Managing tenants and
+// reading the cluster-wide feed is the operator's; inside a tenant, its
+// admin may do everything, the *.manage permissions manage their kind, and
+// any valid token of the tenant may read its resources (the data path's
+// permissions already imply knowing they exist).
+func (a *FelixTokenAuthorizer) needs(action, resource string) []need {
+	var out []need
+	_, path, _ := strings.Cut(resource, ":")
+	seg := strings.Split(path, "/")
+	tenant := seg[0]
+	for len(seg) < 3 {
+		seg = append(seg, "*")
+	}
+	within := strings.Join(seg, "/")
+	if tenant != "*" {
+		admin := need{tenant, auth.ActionAdmin, tenant + "/*/*"}
+		switch action {
+		case ActionTenantView, ActionTenantKeys:
+			out = append(out, admin)
+		case ActionNamespaceManage:
+			out = append(out, need{tenant, auth.ActionNamespace, within})
+		case ActionStreamManage:
+			out = append(out, need{tenant, auth.ActionStreamAdmin, within})
+		case ActionCacheManage:
+			out = append(out, need{tenant, auth.ActionCacheAdmin, within})
+		case ActionNamespaceView, ActionStreamView, ActionCacheView:
+			out = append(out, need{tenant: tenant})
+		}
+	}
+	if a.operator != "" {
+		out = append(out, need{a.operator, auth.ActionAdmin, a.operator + "/*/*"})
+	}
+	return out
+}
+
+// Authorize implements Authorizer. A token that fails verification is 401
+// with auth's reason; a valid token of another tenant, or one lacking the
+// permission, is 403.
+func (a *FelixTokenAuthorizer) Authorize(r *http.Request, action, resource string) error {
+	tok, err := bearer(r)
+	if err != nil {
+		return err
+	}
+	needs := a.needs(action, resource)
+	if len(needs) == 0 {
+		return Forbidden("%s on %s is reserved to the bootstrap token (no operator tenant is configured)", action, resource)
+	}
+	var verifyErr, checkErr error
+	for _, n := range needs {
+		claims, err := a.v.Verify(r.Context(), n.tenant, tok)
+		if err != nil {
+			if verifyErr == nil || !errors.Is(err, auth.ErrTenant) {
+				verifyErr = err
+			}
+			continue
+		}
+		if n.action == "" {
+			return nil
+		}
+		if err := auth.Check(claims, n.action, n.resource); err != nil {
+			checkErr = err
+			continue
+		}
+		return nil
+	}
+	switch {
+	case checkErr != nil:
+		return Forbidden("%s on %s: %v", action, resource, checkErr)
+	case errors.Is(verifyErr, auth.ErrTenant):
+		return Forbidden("%s on %s: %v", action, resource, verifyErr)
+	}
+	return Unauthenticated("felix token rejected (%s): %v", auth.Reason(verifyErr), verifyErr)
+}
+
+// AnyOf allows a request that any of its authorizers allows. Refusals
+// report the most useful error: a forbidden (valid credentials) over an
+// unauthenticated one. The bootstrap listener uses AnyOf{bootstrap, felix}.
+type AnyOf []Authorizer
+
+// Authorize implements Authorizer.
+func (as AnyOf) Authorize(r *http.Request, action, resource string) error {
+	var first error
+	for _, a := range as {
+		err := a.Authorize(r, action, resource)
+		if err == nil {
+			return nil
+		}
+		if first == nil || errors.Is(err, ErrForbidden) && !errors.Is(first, ErrForbidden) {
+			first = err
+		}
+	}
+	if first == nil {
+		return Unauthenticated("no authorizer configured")
+	}
+	return first
+}

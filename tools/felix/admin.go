@@ -1,0 +1,156 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+
+	"github.com/felixmq/felix/controlplane"
+)
+
+const adminUsage = `usage: felix admin KIND VERB [NAME] [flags]
+  KIND  tenant | namespace | stream | cache
+  VERB  create NAME | list | delete NAME   (tenant also: rotate-keys NAME)
+Talks to the control plane (--controlplane URL) with the bearer token in
+--token-file and prints the answer as JSON. --tenant and --namespace name the
+parent of namespaces, streams and caches. Create flags: tenant --idp-file FILE
+(a JSON idp object) --display-name; stream --shards --durable --fsync
+--retention-bytes --retention-ms; cache --durable --fsync --max-entries
+--max-bytes. A refusal prints the control plane's code and message and
+exits 1.`
+
+// adminFlags are every admin flag; each kind uses its own.
+type adminFlags struct {
+	cp                              *cpFlags
+	tenant, namespace               string
+	idpFile, displayName, fsync     string
+	shards                          int
+	durable                         bool
+	retBytes, retMS, maxEnt, maxByt int64
+}
+
+func newAdminFlags(stderr io.Writer) (*flag.FlagSet, *adminFlags) {
+	set := flag.NewFlagSet("admin", flag.ContinueOnError)
+	set.SetOutput(stderr)
+	set.Usage = func() { fmt.Fprintln(stderr, adminUsage); set.PrintDefaults() }
+	f := &adminFlags{cp: addCPFlags(set, true)}
+	set.StringVar(&f.tenant, "tenant", "", "parent tenant `T`")
+	set.StringVar(&f.namespace, "namespace", "", "parent namespace `N`")
+	set.StringVar(&f.idpFile, "idp-file", "", "tenant create: `FILE` with the idp JSON object")
+	set.StringVar(&f.displayName, "display-name", "", "tenant/namespace create: display name")
+	set.StringVar(&f.fsync, "fsync", "", "durable stream/cache: on_commit, periodic or never")
+	set.IntVar(&f.shards, "shards", 1, "stream create: shards")
+	set.BoolVar(&f.durable, "durable", false, "stream/cache create: durable")
+	set.Int64Var(&f.retBytes, "retention-bytes", 0, "durable stream: bytes kept per shard (0: all)")
+	set.Int64Var(&f.retMS, "retention-ms", 0, "durable stream: age kept (0: all)")
+	set.Int64Var(&f.maxEnt, "max-entries", 0, "cache: entry bound (0: none)")
+	set.Int64Var(&f.maxByt, "max-bytes", 0, "cache: byte bound (0: none)")
+	return set, f
+}
+
+// collection is the API path of kind's collection under the parent flags.
+func (f *adminFlags) collection(kind string) (string, error) {
+	need := map[string]int{"tenant": 0, "namespace": 1, "stream": 2, "cache": 2}[kind]
+	if need >= 1 && f.tenant == "" || need == 2 && f.namespace == "" {
+		return "", fmt.Errorf("%s needs --tenant%s", kind, map[bool]string{true: " and --namespace"}[need == 2])
+	}
+	p := "/v1/tenants"
+	if need >= 1 {
+		p += "/" + f.tenant + "/namespaces"
+	}
+	if need == 2 {
+		p += "/" + f.namespace + "/" + map[string]string{"stream": "streams", "cache": "caches"}[kind]
+	}
+	return p, nil
+}
+
+// body is the create request of kind named name.
+func (f *adminFlags) body(kind, name string) (any, error) {
+	switch kind {
+	case "tenant":
+		t := controlplane.Tenant{Tenant: name, DisplayName: f.displayName}
+		if f.idpFile != "" {
+			raw, err := os.ReadFile(f.idpFile)
+			if err != nil {
+				return nil, fmt.Errorf("--idp-file: %w", err)
+			}
+			t.IdP = new(controlplane.TenantIdP)
+			if err := json.Unmarshal(raw, t.IdP); err != nil {
+				return nil, fmt.Errorf("--idp-file %s: %w", f.idpFile, err)
+			}
+		}
+		return t, nil
+	case "namespace":
+		return controlplane.Namespace{Namespace: name, DisplayName: f.displayName}, nil
+	case "stream":
+		return controlplane.Stream{Stream: name, Shards: f.shards, Durable: f.durable, Fsync: f.fsync,
+			RetentionBytes: f.retBytes, RetentionMS: f.retMS}, nil
+	}
+	return controlplane.Cache{Cache: name, Durable: f.durable, Fsync: f.fsync, MaxEntries: f.maxEnt, MaxBytes: f.maxByt}, nil
+}
+
+func runAdmin(args []string, stdout, stderr io.Writer) int {
+	kinds := []string{"tenant", "namespace", "stream", "cache"}
+	if len(args) < 2 || !slices.Contains(kinds, args[0]) {
+		fmt.Fprintln(stderr, adminUsage)
+		return exitUsage
+	}
+	kind, verb := args[0], args[1]
+	set, f := newAdminFlags(stderr)
+	// Flags may follow the name: parse, take the name, parse the rest.
+	if err := set.Parse(args[2:]); err != nil {
+		return exitUsage
+	}
+	var name string
+	if rest := set.Args(); len(rest) > 0 {
+		name = rest[0]
+		if err := set.Parse(rest[1:]); err != nil || set.NArg() > 0 {
+			fmt.Fprintln(stderr, "felix admin: one NAME only")
+			return exitUsage
+		}
+	}
+	method, path, body, err := f.request(kind, verb, name)
+	if err == nil {
+		err = f.cp.check()
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "felix admin:", err)
+		return exitUsage
+	}
+	var out json.RawMessage
+	if err := f.cp.call(method, path, body, &out); err != nil {
+		fmt.Fprintln(stderr, "felix admin:", err)
+		return exitFail
+	}
+	stdout.Write(append(out, '\n'))
+	return exitOK
+}
+
+// request maps kind, verb and name onto an API call.
+func (f *adminFlags) request(kind, verb, name string) (method, path string, body any, err error) {
+	coll, err := f.collection(kind)
+	if err != nil {
+		return "", "", nil, err
+	}
+	needName := verb != "list"
+	if needName != (name != "") {
+		return "", "", nil, fmt.Errorf("%s %s takes %s", kind, verb, map[bool]string{true: "a NAME", false: "no NAME"}[needName])
+	}
+	switch verb {
+	case "list":
+		return "GET", coll, nil, nil
+	case "delete":
+		return "DELETE", coll + "/" + name, nil, nil
+	case "create":
+		b, err := f.body(kind, name)
+		return "POST", coll, b, err
+	case "rotate-keys":
+		if kind == "tenant" {
+			return "POST", coll + "/" + name + "/keys/rotate", nil, nil
+		}
+	}
+	return "", "", nil, fmt.Errorf("unknown verb %q for %s", verb, kind)
+}
