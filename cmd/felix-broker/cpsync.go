@@ -81,7 +81,9 @@ func controlPlaneAuth(vals *knob.Values, cfg *broker.Config, log *slog.Logger) (
 		token = strings.TrimSpace(string(raw))
 	}
 	s := newCPSync(base, token, log)
-	fetcher, err := auth.NewFetcher(auth.FetcherConfig{})
+	// The control plane is ours: refetch soon after an unknown kid (a
+	// rotation) rather than after the default 30 s meant for IdPs.
+	fetcher, err := auth.NewFetcher(auth.FetcherConfig{MinRefreshInterval: 2 * time.Second})
 	if err != nil {
 		return nil, err
 	}
