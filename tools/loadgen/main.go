@@ -70,6 +70,9 @@ func cli(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "felix-loadgen: %v\n", err)
 		return exitUsage
 	}
+	if cfg.Scenario != "pubsub" {
+		return cliScenario(ctx, cfg, stdout, stderr)
+	}
 	res, err := run(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "felix-loadgen: %v\n", err)
