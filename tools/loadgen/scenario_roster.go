@@ -110,9 +110,10 @@ func lateJoiner(ctx context.Context, e *scenarioEnv, name string) (ScenarioRound
 	slices.Sort(want)
 	r := ScenarioRound{Counts: map[string]uint64{}}
 	var h opHist
-	var sizeOff, setOff, samples int64
+	var sizeOff, setOff int64
+	var samples atomic.Int64 // read by the progress line
 	e.startClock()
-	stop := e.startProgress(func() string { return "snapshots " + group(uint64(samples)) })
+	stop := e.startProgress(func() string { return "snapshots " + group(uint64(samples.Load())) })
 	defer stop()
 	b := e.budget(0, 1)
 	for {
@@ -131,7 +132,7 @@ func lateJoiner(ctx context.Context, e *scenarioEnv, name string) (ScenarioRound
 		if measured {
 			h.record(start, time.Now())
 		}
-		samples++
+		samples.Add(1)
 		if len(members) != len(want) {
 			sizeOff++
 		} else if !slices.EqualFunc(members, want, func(m client.RosterMember, w string) bool { return m.Member == w }) {
@@ -144,7 +145,7 @@ func lateJoiner(ctx context.Context, e *scenarioEnv, name string) (ScenarioRound
 		check("snapshots whose size is not the members joined", sizeOff, 0),
 		check("snapshots of the right size with other members", setOff, 0),
 	}
-	r.Counts["snapshots"] = uint64(samples)
+	r.Counts["snapshots"] = uint64(samples.Load())
 	return r, nil
 }
 

