@@ -84,6 +84,9 @@ func rosterRound(ctx context.Context, e *scenarioEnv) (ScenarioRound, error) {
 	join := OpResult{Op: "join (set-up)", Count: jh.Count(), Latency: jh.Summary(), Seconds: joinDur.Seconds(),
 		PerS: float64(jh.Count()) / joinDur.Seconds()}
 	r.Ops = append(r.Ops, join)
+	if n, ok := rosterMembers(ctx, cfg, name); ok {
+		r.Checks = append(r.Checks, check("members the broker lists (/debug/felix/stats) minus members joined", int64(n-cfg.Members), 0))
+	}
 	r.Counts["members joined"] = uint64(joined.Load())
 	r.Counts["member connections"] = uint64(len(conns))
 	return r, nil
@@ -167,4 +170,28 @@ func snapshot(ctx context.Context, cfg *Config, ro *client.Roster) ([]client.Ros
 		return nil, fmt.Errorf("first event of a roster watch is kind %d, not the snapshot", ev.Kind)
 	}
 	return ev.Members, nil
+}
+
+// rosterMembers is the broker's own count of the roster's members, the
+// true count the snapshots are checked against; false when unavailable.
+func rosterMembers(ctx context.Context, cfg *Config, name string) (int, bool) {
+	a := newAdmin(cfg)
+	if a == nil {
+		return 0, false
+	}
+	var stats struct {
+		Rosters []struct {
+			Roster  string `json:"roster"`
+			Members int    `json:"members"`
+		} `json:"rosters"`
+	}
+	if err := a.get(ctx, "/debug/felix/stats", &stats); err != nil {
+		return 0, false
+	}
+	for _, r := range stats.Rosters {
+		if r.Roster == cfg.Tenant+"/"+cfg.Namespace+"/"+name {
+			return r.Members, true
+		}
+	}
+	return 0, false
 }

@@ -18,4 +18,5 @@ func TestRosterScenarioLateJoinerSeesEveryMember(t *testing.T) {
 	require.EqualValues(t, 150, op(t, r, "join (set-up)").Count)
 	require.EqualValues(t, 3, r.Counts["member connections"]) // 64 + 64 + 22
 	require.EqualValues(t, 5, r.Counts["snapshots"])
+	require.Len(t, r.Checks, 3) // with the broker's own member count
 }
