@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -64,4 +66,19 @@ func TestScenarioCLIWritesTableAndJSON(t *testing.T) {
 	require.Len(t, out.Rounds, 2)
 	require.Len(t, out.Summary.Ops, 2)
 	require.NotNil(t, out.Summary.Ops[0].P50)
+}
+
+// An interrupt ends the measured phase early; the round still reports, with
+// its checks, and says it was interrupted.
+func TestScenarioInterruptStillReports(t *testing.T) {
+	tb := startBroker(t, broker.Config{})
+	ctx, cancel := context.WithCancel(ctxT(t))
+	time.AfterFunc(300*time.Millisecond, cancel)
+	res, err := runScenario(ctx, tb.config(t, "--scenario", "counter", "--workers", "2", "--duration", "20s", "--warmup", "0", "--repeat", "3"))
+	require.NoError(t, err)
+	requireChecks(t, res)
+	require.True(t, res.Interrupted)
+	require.Len(t, res.Rounds, 1)
+	require.True(t, res.Rounds[0].Interrupted)
+	require.Positive(t, res.Rounds[0].Ops[0].Count)
 }
