@@ -45,7 +45,8 @@ type watchState struct {
 	key      string
 	puts     atomic.Uint64 // acked puts, warm-up included
 	boundary atomic.Uint32 // first measured sequence; MaxUint32 while warming up
-	put      opHist
+	put      opHist        // from the paced slot
+	putCall  opHist        // from the call: put minus the writer's own lateness
 	putErr   error
 }
 
@@ -93,6 +94,7 @@ func (s *watchState) write(ctx context.Context, k *client.Cache) {
 		binary.BigEndian.PutUint32(value[0:], e.tag)
 		binary.BigEndian.PutUint32(value[4:], seq)
 		binary.BigEndian.PutUint64(value[8:], uint64(intended.UnixNano()))
+		called := time.Now()
 		if err := k.Put(e.opCtx, s.key, value, 0); err != nil {
 			if ctx.Err() == nil {
 				s.putErr = fmt.Errorf("writer: put: %w", err)
@@ -101,7 +103,9 @@ func (s *watchState) write(ctx context.Context, k *client.Cache) {
 		}
 		s.puts.Add(1)
 		if measured {
-			s.put.record(intended, time.Now())
+			done := time.Now()
+			s.put.record(intended, done)
+			s.putCall.record(called, done)
 		}
 	}
 }
@@ -291,7 +295,7 @@ func watchResult(e *scenarioEnv, s *watchState, ws []*watcher) ScenarioRound {
 		del.Seconds = d.Seconds()
 		del.PerS = float64(all.Count()) / d.Seconds()
 	}
-	r.Ops = []OpResult{put, del}
+	r.Ops = []OpResult{put, e.mergeOps("put call→ack", []*opHist{&s.putCall}), del}
 	r.MeasuredSeconds = put.Seconds
 	r.Counts["puts"] = puts
 	r.Checks = []Check{
