@@ -232,7 +232,9 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	if err := applyProfile(&cfg, given); err != nil {
 		return Config{}, err
 	}
-	applyScenario(&cfg, given)
+	if err := applyScenario(&cfg, given); err != nil {
+		return Config{}, err
+	}
 	sizes := []struct {
 		flag string
 		s    string

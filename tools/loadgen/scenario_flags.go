@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -32,8 +33,21 @@ func defineScenarioFlags(set *flag.FlagSet, cfg *Config) {
 	set.IntVar(&cfg.Consumers, "consumers", 1, "queue scenario: members of the consumer group, each on its own connection")
 }
 
+// scenarioFlags says which scenarios read each scenario flag: a flag given
+// to another scenario would be silently ignored, so it is a usage error.
+var scenarioFlags = map[string][]string{
+	"cache": {"cache", "counter", "watch"}, "op": {"cache"}, "value-size": {"cache", "watch"},
+	"keys": {"cache", "counter"}, "workers": {"cache", "counter"}, "watchers": {"watch"},
+	"members": {"roster"}, "consumers": {"queue"},
+}
+
 // applyScenario fills in what a scenario implies and the flags left unset.
-func applyScenario(cfg *Config, given map[string]bool) {
+func applyScenario(cfg *Config, given map[string]bool) error {
+	for name, users := range scenarioFlags {
+		if given[name] && !slices.Contains(users, cfg.Scenario) {
+			return fmt.Errorf("--%s applies to --scenario %s, not %s", name, strings.Join(users, ", "), cfg.Scenario)
+		}
+	}
 	switch cfg.Scenario {
 	case "roster", "queue":
 		if !given["count"] && !given["duration"] {
@@ -55,6 +69,7 @@ func applyScenario(cfg *Config, given map[string]bool) {
 			cfg.Fsync = "on_commit"
 		}
 	}
+	return nil
 }
 
 // validateScenario checks the scenario flags; validate has checked the rest.

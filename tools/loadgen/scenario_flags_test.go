@@ -21,6 +21,8 @@ func TestScenarioFlagValidationErrorsArePrecise(t *testing.T) {
 		{[]string{"--scenario", "roster", "--duration", "5s"}, "--scenario roster counts (samples or records): pass --count, not --duration"},
 		{[]string{"--scenario", "queue", "--consumers", "0"}, "--consumers 0: want at least 1"},
 		{[]string{"--scenario", "cache", "--cache", "a/b"}, "--cache must not contain '/'"},
+		{[]string{"--watchers", "50"}, "--watchers applies to --scenario watch, not pubsub"},
+		{[]string{"--scenario", "roster", "--op", "get"}, "--op applies to --scenario cache, not roster"},
 	}
 	for _, c := range cases {
 		_, err := parseFlags(caArgs(t, c.args...), &bytes.Buffer{})
