@@ -2,18 +2,21 @@
 # bench-matrix.sh [ROUNDS] — issue 6's benchmark matrix with felix-loadgen
 # against real felix-broker processes on 127.0.0.1, watched by felixtrace.
 #
-# Three brokers are started in turn, each a fresh process with its own
+# Four brokers are started in turn, each a fresh process with its own
 # ports and directories:
 #   latency  FELIX_EVENT_BATCH_MAX_EVENTS=1, MAX_DELAY_US=0 (the latency
 #            profile): acked publish p50/p99 by payload x fanout, fanout
 #            1->500 paced, 50 subscribers with 10 slow, publish->delivery;
 #   default  default batching: publish->delivery, ingest by publishers;
-#   durable  FELIX_DATA_DIR set: durable on_commit vs ephemeral by publishers.
+#   durable  FELIX_DATA_DIR set: durable on_commit vs ephemeral by publishers;
+#   issue7   FELIX_DATA_DIR set, default batching: issue 7's scenarios (cache
+#            put/get, counter add, watch fanout 1/50/500, roster late joiner
+#            100/1K/10K, queue drain 0 B/256 B/4 KiB), about 3 minutes.
 # Every loadgen run does ROUNDS rounds (default 3; fresh connections, same
 # broker process) and writes its JSON; felixtrace samples the broker
 # during each phase (CPU per thread, commit batching, softirq). Charts are
 # drawn with `felix-loadgen report`. Output: $BENCH_OUT (default
-# docs/bench/<date>), a summary table on stdout. About 12 minutes.
+# docs/bench/<date>), a summary table on stdout. About 15 minutes.
 set -euo pipefail
 
 rounds=${1:-3}
@@ -100,6 +103,26 @@ start_broker durable FELIX_DATA_DIR="$work/data"
 for n in 1 8 16; do
 	lg "eph-n$n" --profile throughput --ack batch --payload 4KiB --publishers "$n" --duration 5s --warmup 1s
 	lg "dur-n$n" --profile throughput --ack batch --payload 4KiB --publishers "$n" --duration 5s --warmup 1s --durable --fsync on_commit
+done
+stop_broker
+
+# Issue 7. Watch rates fall with the watcher count so that one writer can
+# keep its pace on a small host (the table warns when it cannot): a shared
+# 2-core host delivered ~15 K/s at 500 watchers, so that cell is 50 K
+# deliveries per round. The queue cells publish 10 K records to a fresh
+# durable on_commit stream per round.
+phase=issue7
+start_broker issue7 FELIX_DATA_DIR="$work/data7"
+lg cache-putget --scenario cache --op putget --workers 1 --duration 3s --warmup 1s
+lg counter-add --scenario counter --workers 1 --keys 16 --duration 3s --warmup 1s
+lg watch-w1 --scenario watch --watchers 1 --rate 1000 --count 2000 --warmup 500ms
+lg watch-w50 --scenario watch --watchers 50 --rate 200 --count 600 --warmup 500ms
+lg watch-w500 --scenario watch --watchers 500 --rate 20 --count 100 --warmup 500ms
+for m in 100 1000 10000; do
+	lg "roster-m$m" --scenario roster --members "$m" --count 20 --warmup 0
+done
+for p in 0 256 4096; do
+	lg "queue-p$p" --scenario queue --payload "$p" --consumers 1 --count 10000
 done
 stop_broker
 

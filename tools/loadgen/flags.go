@@ -36,6 +36,18 @@ type Config struct {
 
 	Profile string // latency | throughput
 
+	// Scenario is pubsub (the publishers × subscribers run) or one of the
+	// scenarios of scenario.go; the fields below apply to those.
+	Scenario  string
+	Cache     string // cache of cache, counter and watch; "" picks loadgen-cache-<ephemeral|fsync>
+	Op        string // cache: putget | get | put | mixed
+	ValueSize int
+	Keys      int // cache: keys per worker; counter: keys shared by the workers
+	Workers   int
+	Watchers  int
+	Members   int
+	Consumers int
+
 	StreamPrefix string // "" picks loadgen-<shards>s-<ephemeral|fsync mode>
 	Streams      int
 	Shards       int
@@ -136,6 +148,23 @@ A throughput run that publishes less than 4× what the QUIC receive windows
 can hold in flight prints "warning: undersized run:" (and "undersized": true
 in the JSON): its rate mostly measures filling buffers.
 
+Scenarios (--scenario; pubsub is everything above):
+  cache    --workers N each put then get their own --keys (or --op get|put|mixed),
+           --value-size bytes; latency per op; a get must return what the same
+           worker last put (mismatches must be 0)
+  counter  --workers N counter_add on --keys shared keys; at the end each key's
+           counter_get must equal the sum of the acked deltas
+  watch    one writer puts one key at --rate, --watchers N on their own
+           connections; put->delivery latency, unaccounted = puts - delivered
+           - dropped per watcher (must be 0)
+  roster   --members N joined (64 per connection), then a late joiner's watch
+           until its snapshot is complete, --count times; its size must be N
+  queue    --count records of --payload bytes published to a fresh durable
+           single-shard stream, drained by --consumers K of one group with
+           batched AckAsync; every record acked once (redeliveries counted)
+Cache, counter and watch use --cache (created with --create, --durable
+--fsync honoured); roster and queue names are fresh each round.
+
 Flags:`
 
 // rawFlags are the flags parsed into Config only after the profile applied.
@@ -180,6 +209,7 @@ func defineFlags(set *flag.FlagSet, cfg *Config, raw *rawFlags) {
 	set.DurationVar(&cfg.DrainTimeout, "drain-timeout", 10*time.Second, "after publishing, how long subscribers may go without progress before the rest counts as unaccounted")
 	set.DurationVar(&cfg.DialTimeout, "timeout", 5*time.Second, "timeout for connecting, subscribing and admin requests")
 	set.StringVar(&cfg.JSONFile, "json", "", "write the whole result to `FILE`")
+	defineScenarioFlags(set, cfg)
 }
 
 // parseFlags parses and validates the command line. The returned error is a
@@ -200,6 +230,9 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 		return Config{}, fmt.Errorf("unexpected argument %q (flags only)", set.Arg(0))
 	}
 	if err := applyProfile(&cfg, given); err != nil {
+		return Config{}, err
+	}
+	if err := applyScenario(&cfg, given); err != nil {
 		return Config{}, err
 	}
 	sizes := []struct {
@@ -234,7 +267,10 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	if cfg.TLS, err = tlsConfig(raw.ca, given["ca"], raw.fingerprint); err != nil {
 		return Config{}, err
 	}
-	return cfg, cfg.validate()
+	if err := cfg.validate(); err != nil {
+		return Config{}, err
+	}
+	return cfg, cfg.validateScenario()
 }
 
 func applyProfile(cfg *Config, given map[string]bool) error {

@@ -7,6 +7,10 @@
 // round: connect, publish, drain), publisher.go and subscriber.go (the
 // workers), histogram.go, transport.go (the undersized-run check),
 // result.go (what a run measured) and report.go (progress, table, JSON).
+// --scenario other than pubsub: scenario.go (shared clock, bounds, checks,
+// rounds), scenario_flags.go, scenario_result.go, scenario_report.go and
+// one scenario_<name>.go per scenario (cache, counter, watch, roster,
+// queue); each ends with accounting checks that must all hold.
 //
 // Accounting. Every subscriber follows every shard of its stream and is
 // subscribed before the first publish, so it must account for every message
@@ -69,6 +73,9 @@ func cli(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if cfg.Net, err = netknobs.Load(os.LookupEnv); err != nil {
 		fmt.Fprintf(stderr, "felix-loadgen: %v\n", err)
 		return exitUsage
+	}
+	if cfg.Scenario != "pubsub" {
+		return cliScenario(ctx, cfg, stdout, stderr)
 	}
 	res, err := run(ctx, cfg)
 	if err != nil {

@@ -104,15 +104,21 @@ func durability(durable bool, fsync string) string {
 
 // create posts the spec: true when created, false when it existed.
 func (a *admin) create(ctx context.Context, spec streamSpec) (bool, error) {
+	return a.post(ctx, "/v1/streams", "stream", spec.Stream, spec)
+}
+
+// post creates one object of kind (stream, cache) named name through the
+// admin API: true when created, false when it existed.
+func (a *admin) post(ctx context.Context, path, kind, name string, spec any) (bool, error) {
 	body, _ := json.Marshal(spec)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.base+"/v1/streams", bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.base+path, bytes.NewReader(body))
 	if err != nil {
 		return false, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := a.hc.Do(req)
 	if err != nil {
-		return false, fmt.Errorf("create stream %s through the admin API: %w (pass --admin, or --create=false for an existing stream)", spec.Stream, err)
+		return false, fmt.Errorf("create %s %s through the admin API: %w (pass --admin, or --create=false for an existing %s)", kind, name, err, kind)
 	}
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
@@ -126,9 +132,9 @@ func (a *admin) create(ctx context.Context, spec streamSpec) (bool, error) {
 		Error string `json:"error"`
 	}
 	if json.Unmarshal(msg, &e) == nil && e.Error != "" {
-		return false, fmt.Errorf("create stream %s: broker says: %s", spec.Stream, e.Error)
+		return false, fmt.Errorf("create %s %s: broker says: %s", kind, name, e.Error)
 	}
-	return false, fmt.Errorf("create stream %s: %s: %s", spec.Stream, resp.Status, bytes.TrimSpace(msg))
+	return false, fmt.Errorf("create %s %s: %s: %s", kind, name, resp.Status, bytes.TrimSpace(msg))
 }
 
 // lookup finds the stream in GET /v1/streams.
