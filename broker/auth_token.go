@@ -16,6 +16,11 @@ import (
 // token's permissions; the streams it authenticated end when it expires.
 type TokenVerifier struct {
 	V *auth.Verifier
+	// ClockSkew is V's tolerance past a token's exp (its
+	// VerifierConfig.ClockSkew): streams end when V would start refusing
+	// the token, not before, so a client never sees a token accepted at
+	// auth and then its stream ended at once.
+	ClockSkew time.Duration
 }
 
 // Verify implements Verifier.
@@ -24,13 +29,16 @@ func (t TokenVerifier) Verify(ctx context.Context, tenant, token string) (Princi
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrAuth, auth.Reason(err), err)
 	}
-	return tokenPrincipal{c}, nil
+	return tokenPrincipal{c: c, skew: t.ClockSkew}, nil
 }
 
-type tokenPrincipal struct{ c *auth.Claims }
+type tokenPrincipal struct {
+	c    *auth.Claims
+	skew time.Duration
+}
 
 func (p tokenPrincipal) Tenant() string    { return p.c.Tenant }
-func (p tokenPrincipal) Expiry() time.Time { return p.c.Expiry }
+func (p tokenPrincipal) Expiry() time.Time { return p.c.Expiry.Add(p.skew) }
 func (p tokenPrincipal) Check(a Action, resource string) error {
 	return auth.Check(p.c, auth.Action(a), resource)
 }

@@ -32,7 +32,7 @@ func newTokenRig(t *testing.T, ttl time.Duration) *tokenRig {
 	v, err := auth.NewVerifier(auth.VerifierConfig{Keys: m, ClockSkew: time.Millisecond})
 	require.NoError(t, err)
 	t2 := broker.StreamSpec{StreamKey: broker.StreamKey{Tenant: "t2", Namespace: "default", Stream: "demo"}, Shards: 1}
-	h := startBroker(t, broker.Config{Verifier: broker.TokenVerifier{V: v}}, demo, t2)
+	h := startBroker(t, broker.Config{Verifier: broker.TokenVerifier{V: v, ClockSkew: time.Millisecond}}, demo, t2)
 	return &tokenRig{h: h, minter: m, ttl: ttl}
 }
 

@@ -41,6 +41,10 @@ func newCPSync(base, token string, log *slog.Logger) *cpSync {
 		http: &http.Client{Timeout: 60 * time.Second}, tenants: map[string]bool{}}
 }
 
+// tokenClockSkew is tolerated past a Felix token's exp: the broker's and
+// the control plane's clocks are both ours (NTP), unlike an IdP's.
+const tokenClockSkew = 5 * time.Second
+
 // cpSyncTimeout bounds waiting for the first snapshot at start-up: a broker
 // that cannot reach its control plane says so instead of serving nothing.
 const cpSyncTimeout = 15 * time.Second
@@ -87,11 +91,12 @@ func controlPlaneAuth(vals *knob.Values, cfg *broker.Config, log *slog.Logger) (
 	if err != nil {
 		return nil, err
 	}
-	v, err := auth.NewVerifier(auth.VerifierConfig{Keys: auth.JWKSKeySource{Fetcher: fetcher, URL: s.jwksURL}})
+	v, err := auth.NewVerifier(auth.VerifierConfig{Keys: auth.JWKSKeySource{Fetcher: fetcher, URL: s.jwksURL},
+		ClockSkew: tokenClockSkew})
 	if err != nil {
 		return nil, err
 	}
-	cfg.Verifier = broker.TokenVerifier{V: v}
+	cfg.Verifier = broker.TokenVerifier{V: v, ClockSkew: tokenClockSkew}
 	return s, nil
 }
 
