@@ -24,11 +24,12 @@ import (
 // brokerProcess is the broker (this test binary re-executed) in its own
 // process, as an orchestrator runs it.
 type brokerProcess struct {
-	cmd    *exec.Cmd
-	addr   string // QUIC
-	admin  string // admin HTTP host:port
-	cert   string // the self-signed certificate it wrote
-	exited chan error
+	cmd     *exec.Cmd
+	addr    string // QUIC
+	admin   string // admin HTTP host:port
+	dataDir string // FELIX_DATA_DIR, when the test set one
+	cert    string // the self-signed certificate it wrote
+	exited  chan error
 }
 
 func startBrokerProcess(t *testing.T, env ...string) *brokerProcess {
