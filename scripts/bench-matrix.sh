@@ -126,6 +126,8 @@ for p in 0 256 4096; do
 done
 stop_broker
 
+# felixtrace's per-second JSON lines are large (a row per connection): keep them compressed.
+gzip -f "$out"/trace-*.jsonl
 "$work/felix-loadgen" report --chart fanout --svg "$out/latency-fanout.svg" "$out"/lat-p*-f*.json >"$out/charts.txt"
 "$work/felix-loadgen" report --chart publishers --svg "$out/throughput-publishers.svg" "$out"/ingest-*.json >>"$out/charts.txt"
 "$work/felix-loadgen" report --chart publishers --svg "$out/durable-publishers.svg" "$out"/eph-n*.json "$out"/dur-n*.json >>"$out/charts.txt"

@@ -42,7 +42,15 @@ func TestHostileClientsAreContained(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a broker process under a client swarm")
 	}
-	bp := startBrokerProcess(t, hostileEnv...)
+	// With small limits the swarm crosses every one of them; with the
+	// defaults it crosses none but the frame cap, and the defaults must
+	// still keep the broker within the memory bound and serving.
+	t.Run("limits", func(t *testing.T) { hostileRun(t, true, hostileEnv...) })
+	t.Run("defaults", func(t *testing.T) { hostileRun(t, false) })
+}
+
+func hostileRun(t *testing.T, limits bool, env ...string) {
+	bp := startBrokerProcess(t, env...)
 	pem, err := os.ReadFile(bp.cert)
 	require.NoError(t, err)
 	pool, err := devtls.Pool(pem)
@@ -70,11 +78,13 @@ func TestHostileClientsAreContained(t *testing.T) {
 		quantile(before, 0.5), p99b, quantile(during, 0.5), p99d, float64(p99d)/float64(p99b), peakRSS.Load()>>20)
 	t.Logf("swarm: %d handshakes refused, %d subscriptions refused, %d malformed streams reset, %d silent streams reset, %d streams blocked at the limit",
 		sw.refusedConns.Load(), sw.refusedSubs.Load(), sw.malformedReset.Load(), sw.silentReset.Load(), sw.streamBlocked.Load())
-	require.Positive(t, sw.refusedConns.Load(), "FELIX_MAX_CONNECTIONS refused nothing")
-	require.Positive(t, sw.refusedSubs.Load(), "FELIX_MAX_SUBSCRIPTIONS_PER_CONN refused nothing")
 	require.Positive(t, sw.malformedReset.Load(), "malformed frames did not end their streams")
-	require.Positive(t, sw.silentReset.Load(), "FELIX_AUTH_TIMEOUT_MS reset no silent stream")
-	require.Positive(t, sw.streamBlocked.Load(), "FELIX_MAX_STREAMS_PER_CONN blocked no stream")
+	if limits {
+		require.Positive(t, sw.refusedConns.Load(), "FELIX_MAX_CONNECTIONS refused nothing")
+		require.Positive(t, sw.refusedSubs.Load(), "FELIX_MAX_SUBSCRIPTIONS_PER_CONN refused nothing")
+		require.Positive(t, sw.silentReset.Load(), "FELIX_AUTH_TIMEOUT_MS reset no silent stream")
+		require.Positive(t, sw.streamBlocked.Load(), "FELIX_MAX_STREAMS_PER_CONN blocked no stream")
+	}
 	require.Less(t, peakRSS.Load()>>20, int64(hostileRSSBoundMiB))
 	require.Less(t, float64(p99d), 20*float64(p99b)+float64(20*time.Millisecond), "the good client's p99 under the swarm")
 	require.NoError(t, pub.Publish(ctx, []byte("still serving")))
