@@ -173,9 +173,14 @@ type rawFlags struct {
 	streamWin, connWin, slowWin string
 }
 
+// proxy is --via-proxy and its impairments (proxy.go); main reads it.
+var proxy proxyFlags
+
 // defineFlags registers every flag on set, writing into cfg and raw.
 func defineFlags(set *flag.FlagSet, cfg *Config, raw *rawFlags) {
 	set.StringVar(&cfg.Addr, "addr", "127.0.0.1:5000", "broker QUIC address `host:port` (FELIX_QUIC_BIND)")
+	proxy = proxyFlags{}
+	proxy.define(set)
 	set.StringVar(&cfg.Admin, "admin", "127.0.0.1:8080", "broker admin HTTP address `host:port` (FELIX_ADMIN_BIND) for creating streams and shard stats; empty: none")
 	set.StringVar(&cfg.Tenant, "tenant", "t1", "tenant")
 	set.StringVar(&cfg.Namespace, "namespace", "default", "namespace")

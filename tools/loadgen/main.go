@@ -74,6 +74,19 @@ func cli(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "felix-loadgen: %v\n", err)
 		return exitUsage
 	}
+	if proxy.on {
+		if err := proxy.validate(); err != nil {
+			fmt.Fprintf(stderr, "felix-loadgen: %v\n", err)
+			return exitUsage
+		}
+		via, stop, err := proxy.start(cfg.Addr, stderr)
+		if err != nil {
+			fmt.Fprintf(stderr, "felix-loadgen: %v\n", err)
+			return exitFail
+		}
+		defer stop()
+		cfg.Addr = via
+	}
 	if cfg.Scenario != "pubsub" {
 		return cliScenario(ctx, cfg, stdout, stderr)
 	}
