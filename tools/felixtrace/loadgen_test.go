@@ -18,8 +18,8 @@ import (
 // TestTraceUnderLoadgen is the check as a user runs it: the real
 // felix-loadgen binary (built here) drives a durable on_commit stream with
 // two publishers and two subscribers while felixtrace samples the broker;
-// every column that loopback can fill is non-zero and plausible. (Loss and
-// congestion need a lossy path: TestTraceBrokerUnderLoad adds one.)
+// every column is non-zero and plausible (loadgen's --via-proxy loses 1%
+// of the datagrams, so the loss and congestion columns fill too).
 func TestTraceUnderLoadgen(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds felix-loadgen")
@@ -44,7 +44,10 @@ func TestTraceUnderLoadgen(t *testing.T) {
 	var lgOut bytes.Buffer
 	cmd := exec.CommandContext(ctx, lg, "--addr", tb.addr, "--admin", tb.admin, "--ca", caFile,
 		"--profile", "throughput", "--ack", "batch", "--durable", "--fsync", "on_commit",
-		"--publishers", "2", "--subscribers", "2", "--payload", "1KiB", "--duration", "4s", "--warmup", "500ms")
+		"--publishers", "2", "--subscribers", "2", "--payload", "1KiB", "--duration", "4s", "--warmup", "500ms",
+		// through loadgen's impairment proxy, so the loss and congestion
+		// columns have something to show too
+		"--via-proxy", "--proxy-loss", "0.01")
 	cmd.Stdout, cmd.Stderr = &lgOut, &lgOut
 	require.NoError(t, cmd.Start())
 	done := make(chan error, 1)
@@ -59,7 +62,14 @@ func TestTraceUnderLoadgen(t *testing.T) {
 	require.NoError(t, <-done, "felix-loadgen:\n%s", lgOut.String())
 	t.Logf("felixtrace:\n%s\nfelix-loadgen:\n%s", stdout.String(), lgOut.String())
 
-	_, samples, _ := readJSON(t, file)
+	_, samples, summary := readJSON(t, file)
+	var lost, congestion uint64
+	for _, c := range summary.Connections {
+		lost += c.Lost
+		congestion += c.CongestionEvents
+	}
+	require.Positive(t, lost, "the proxy's 1% loss shows as lost packets")
+	require.Positive(t, congestion, "and as congestion events")
 	require.Len(t, samples, 3)
 	for i, s := range samples {
 		// 2 publishers + 2 subscribers, each its own connection.
