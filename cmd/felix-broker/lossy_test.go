@@ -46,18 +46,30 @@ func lossyRun(t *testing.T, imp impair.Impairment) {
 	proxy.Set(impair.Both, imp)
 	via := &killableBroker{addr: proxy.Addr(), pool: kb.pool}
 
+	acked, lat, sub, elapsed := resumeRun(t, via, 2*time.Second)
+	st := proxy.Stats()
+	p50, p99 := lat.quantiles()
+	t.Logf("acked %d (%.0f/s), delivered %d exactly once, ack p50 %v p99 %v; proxy relayed %d, dropped %d, reordered %d; resubscribes %d after %d drop reports",
+		acked.len(), float64(acked.len())/elapsed.Seconds(), sub.count(), p50, p99,
+		st.Relayed, st.Dropped(), st.Reordered, sub.resubscribes, sub.gaps)
+}
+
+// resumeRun publishes (acked, on_commit) through via for d while a resuming
+// subscriber follows, then waits until the subscriber has seen every acked
+// record and checks it saw each exactly once, in offset order.
+func resumeRun(t *testing.T, via *killableBroker, d time.Duration) (*seqSet, *latencies, *resumer, time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	pubCtx, stopPub := context.WithCancel(ctx)
+	subCtx, stopSub := context.WithCancel(ctx)
 	acked := &seqSet{m: map[uint64]bool{}}
 	lat := &latencies{}
 	sub := &resumer{seen: map[uint64]bool{}}
 	var wg sync.WaitGroup
-	subCtx, stopSub := context.WithCancel(ctx)
 	wg.Go(func() { sub.follow(subCtx, via) })
 	start := time.Now()
 	wg.Go(func() { via.publish(pubCtx, acked, lat) })
-	time.Sleep(2 * time.Second)
+	time.Sleep(d) // the load's length: the scenario runs for d
 	stopPub()
 	elapsed := time.Since(start)
 	require.Eventually(t, func() bool { return sub.covers(acked) }, 30*time.Second, 10*time.Millisecond,
@@ -66,11 +78,7 @@ func lossyRun(t *testing.T, imp impair.Impairment) {
 	wg.Wait()
 	require.NoError(t, sub.failure())
 	require.Positive(t, acked.len())
-	st := proxy.Stats()
-	p50, p99 := lat.quantiles()
-	t.Logf("acked %d (%.0f/s), delivered %d exactly once, ack p50 %v p99 %v; proxy relayed %d, dropped %d, reordered %d; resubscribes %d after %d drop reports",
-		acked.len(), float64(acked.len())/elapsed.Seconds(), sub.count(), p50, p99,
-		st.Relayed, st.Dropped(), st.Reordered, sub.resubscribes, sub.gaps)
+	return acked, lat, sub, elapsed
 }
 
 // latencies collects ack latencies; nil collects nothing.

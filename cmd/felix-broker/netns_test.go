@@ -1,13 +1,11 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -94,23 +92,7 @@ func TestNetnsChild(t *testing.T) {
 	// The certificate names loopback and localhost, not the proxy's veth
 	// address.
 	via := &killableBroker{addr: addr, pool: pool, serverName: "localhost"}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	pubCtx, stopPub := context.WithCancel(ctx)
-	subCtx, stopSub := context.WithCancel(ctx)
-	acked := &seqSet{m: map[uint64]bool{}}
-	lat := &latencies{}
-	sub := &resumer{seen: map[uint64]bool{}}
-	var wg sync.WaitGroup
-	wg.Go(func() { sub.follow(subCtx, via) })
-	wg.Go(func() { via.publish(pubCtx, acked, lat) })
-	time.Sleep(2 * time.Second)
-	stopPub()
-	require.Eventually(t, func() bool { return sub.covers(acked) }, 30*time.Second, 10*time.Millisecond)
-	stopSub()
-	wg.Wait()
-	require.NoError(t, sub.failure())
-	require.Positive(t, acked.len())
+	acked, lat, sub, _ := resumeRun(t, via, 2*time.Second)
 	p50, p99 := lat.quantiles()
 	fmt.Printf("NETNS RESULT acked=%d delivered=%d exactly once, ack p50 %v p99 %v, resubscribes %s\n",
 		acked.len(), sub.count(), p50, p99, strconv.Itoa(sub.resubscribes))
