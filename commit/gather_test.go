@@ -43,8 +43,13 @@ func TestOnCommitClosedLoopWritersShareEverySync(t *testing.T) {
 		wg.Wait()
 		st := s.Stats()
 		require.NoError(t, s.Close())
+		// Without gather this is writers/2 (the halves alternate). With it,
+		// most syncs cover all writers; a few cover fewer when the Go
+		// scheduler runs a released writer on the other P past gather's
+		// yields (seen in CI: 56 syncs for 50 rounds, 7.1 per sync), so the
+		// bound sits between the two regimes, not at the ideal.
 		mean := float64(st.WaitersPerSync.Sum) / float64(st.WaitersPerSync.Count)
-		require.Greater(t, mean, float64(writers)*0.9, "waiters per sync (syncs %d)", st.Syncs)
+		require.Greater(t, mean, float64(writers)*0.75, "waiters per sync (syncs %d)", st.Syncs)
 	})
 }
 
