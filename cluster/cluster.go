@@ -1,0 +1,81 @@
+// Package cluster holds what several brokers share about each other: the
+// live members and which member owns each shard (the placement). The
+// control plane computes and stores it; brokers and ClusterClient read it.
+//
+// HTTP contract (control plane, JSON, errors as the rest of its API):
+//
+//	POST /v1/members                {"id","quic_addr","admin_addr"}
+//	     → 200 {"member":Member,"lease_ttl_ms":N}
+//	     Registers (or re-registers) a broker under a lease of lease_ttl_ms.
+//	     Requires a Felix token with the "node" permission.
+//	POST /v1/members/{id}/keepalive → 200 {"lease_ttl_ms":N}; 404 when the
+//	     lease has lapsed (the broker registers again).
+//	DELETE /v1/members/{id}         graceful leave.
+//	GET  /v1/members                → {"members":[Member...]} (live only)
+//	GET  /v1/placement[?after=V&wait_ms=N]
+//	     → Placement. With after, long-polls until Version > after or
+//	     wait_ms passes (then 200 with the current placement).
+//	     Readable with any valid Felix token of the cluster (brokers use the
+//	     node credential, ClusterClient the user's token).
+//
+// Placement rules: every shard of every stream is assigned to one member;
+// balanced by shard count (max-min <= 1 over live members when nothing
+// pins), stable across restarts and minimal movement when a member joins
+// or leaves. A durable shard stays with its owner while that owner is
+// absent (its data is on that broker's disk; no replication): publishes to
+// it fail with "owner unavailable" until it returns.
+package cluster
+
+import "fmt"
+
+// Member is one broker of the cluster.
+type Member struct {
+	ID        string `json:"id"`
+	QUICAddr  string `json:"quic_addr"`
+	AdminAddr string `json:"admin_addr,omitempty"`
+	// Live is false for an owner of durable shards whose lease lapsed.
+	Live bool `json:"live"`
+}
+
+// Shard names one shard of one stream.
+type Shard struct {
+	Tenant    string `json:"tenant"`
+	Namespace string `json:"namespace"`
+	Stream    string `json:"stream"`
+	Shard     int    `json:"shard"`
+}
+
+func (s Shard) String() string {
+	return fmt.Sprintf("%s/%s/%s#%d", s.Tenant, s.Namespace, s.Stream, s.Shard)
+}
+
+// Assignment gives one shard its owner (a Member.ID).
+type Assignment struct {
+	Shard
+	Owner   string `json:"owner"`
+	Durable bool   `json:"durable,omitempty"`
+}
+
+// Placement is the whole cluster's shard ownership at one version. Version
+// grows with every change (the store revision that wrote it).
+type Placement struct {
+	Version     int64        `json:"version"`
+	Members     []Member     `json:"members"`
+	Assignments []Assignment `json:"assignments"`
+}
+
+// Owner returns the member that owns s, and false when s is unassigned or
+// its owner is not in Members.
+func (p *Placement) Owner(s Shard) (Member, bool) {
+	for _, a := range p.Assignments {
+		if a.Shard == s {
+			for _, m := range p.Members {
+				if m.ID == a.Owner {
+					return m, true
+				}
+			}
+			return Member{ID: a.Owner}, false
+		}
+	}
+	return Member{}, false
+}
