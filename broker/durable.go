@@ -111,9 +111,7 @@ func (d *durable) committed(sh *shard, buf *fanout.Buffer, base uint64, err erro
 		done(0, err)
 		return
 	}
-	sh.mu.Lock()
-	sh.deliverLocked(buf, base)
-	sh.mu.Unlock()
+	sh.deliverCommitted(buf, base)
 	done(base, nil)
 }
 

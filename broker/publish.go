@@ -54,7 +54,7 @@ var errTenantMismatch = fmt.Errorf("%w: tenant mismatch", ErrForbidden)
 // shard). It returns an error without calling done when the publish cannot
 // start (draining, tenant, permission, unknown stream); otherwise it returns
 // nil and done is called exactly once with the outcome, before publish
-// returns for ephemeral streams, from the commit goroutine for durable ones.
+// returns for ephemeral streams, from the commit completer goroutine for durable ones.
 //
 // Acked publishes wait at most AdmitTimeout for Block subscribers;
 // fire-and-forget ones wait as long as the connection lives (backpressure)

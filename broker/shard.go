@@ -84,7 +84,7 @@ func (sh *shard) encode(payloads [][]byte) (*fanout.Buffer, error) {
 // Ephemeral shards call done before publish returns. Durable shards append
 // to the log and reserve the range with the commit sequencer under the shard
 // lock (so reservation order is offset order), and done runs later on the
-// sequencer's goroutine, once the batch is durable per the stream's fsync
+// sequencer's completer goroutine, once the batch is durable per the stream's fsync
 // mode and has reached every subscriber queue: disk order = delivery order =
 // ack order. A batch whose sync failed is never delivered nor acked.
 //
@@ -121,16 +121,38 @@ func (sh *shard) publish(admit context.Context, payloads [][]byte, done func(uin
 // deliverLocked numbers buf from base, appends it to the ring and offers it
 // to every subscriber. The shard lock is held.
 func (sh *shard) deliverLocked(buf *fanout.Buffer, base uint64) {
+	for _, sub := range sh.commitLocked(buf, base) {
+		sub.offer(buf)
+	}
+}
+
+// deliverCommitted is deliverLocked for a durable shard's commit completer,
+// the one goroutine that delivers its batches, in offset order. It offers
+// outside the shard lock: offering to a full Block subscriber waits for
+// room, and under the lock that wait would also stop the publishers
+// appending the next batches, so the disk would idle while the subscriber
+// caught up. Subscribers attached after the ring push replay buf from the
+// ring; the list offered to is the one the push saw (copy on write).
+func (sh *shard) deliverCommitted(buf *fanout.Buffer, base uint64) {
+	sh.mu.Lock()
+	subs := sh.commitLocked(buf, base)
+	sh.mu.Unlock()
+	for _, sub := range subs {
+		sub.offer(buf)
+	}
+}
+
+// commitLocked numbers buf from base, appends it to the ring, wakes the
+// tail watchers and returns the subscribers to offer it to.
+func (sh *shard) commitLocked(buf *fanout.Buffer, base uint64) []*subscription {
 	binary.BigEndian.PutUint64(buf.B[baseOffsetAt:], base)
 	buf.BaseOffset = base
 	sh.mu.next = base + uint64(buf.Events)
 	sh.mu.ring.push(buf)
-	for _, sub := range sh.mu.subs {
-		sub.offer(buf)
-	}
 	for _, ch := range sh.mu.onCommit {
 		notify(ch)
 	}
+	return sh.mu.subs
 }
 
 // notifyOnCommit signals ch whenever records reach the tail.

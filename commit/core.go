@@ -10,8 +10,8 @@ import "fmt"
 //	st := c.plan(trigger)    // under the lock: take the staged batch, decide
 //	err := Syncer.Sync()     // outside the lock, only if st.sync
 //	res := c.finish(st, err) // under the lock: record the outcome
-//	complete st.batch with res // outside the lock, in order
-//	c.recycle(st.batch)      // under the lock
+//	complete st.batch with res // on the completer goroutine, in order
+//	c.recycle(st.batch)      // under the lock, once completed
 //
 // Design. Offsets are the caller's business; the core only checks that
 // reservations arrive in order and remembers the end of the last one (the
@@ -19,7 +19,7 @@ import "fmt"
 // before it, because the caller appended each batch before reserving it and
 // the sync starts after the plan. All of them are released together after
 // the sync: that is group commit. Reservations staged while the sync runs go
-// to the other of two alternating slices and wait for the next round, so
+// to a fresh slice from a small free list and wait for the next round, so
 // batching grows with concurrency without any timer, and steady state does
 // not allocate.
 //
@@ -35,13 +35,13 @@ import "fmt"
 // half (ring append, fanout) must run in offset order on one goroutine.
 type core struct {
 	mode    Mode
-	pending []reservation // staged since the last plan, in order
-	spare   []reservation // the other buffer, empty, or nil while in flight
-	tail    uint64        // end of the last reservation
-	synced  uint64        // tail covered by the last successful sync
-	err     error         // terminal; wraps ErrSyncFailed
-	closing bool          // Close has begun; Reserve refuses
-	started bool          // a reservation was seen; synced starts at its first
+	pending []reservation   // staged since the last plan, in order
+	spares  [][]reservation // empty batch buffers for reuse (at most maxSpares)
+	tail    uint64          // end of the last reservation
+	synced  uint64          // tail covered by the last successful sync
+	err     error           // terminal; wraps ErrSyncFailed
+	closing bool            // Close has begun; Reserve refuses
+	started bool            // a reservation was seen; synced starts at its first
 }
 
 type reservation struct {
@@ -90,7 +90,10 @@ func (c *core) reserve(first, end uint64, done func(error)) {
 // plan takes the staged batch and decides the round.
 func (c *core) plan(t trigger) step {
 	st := step{batch: c.pending, tail: c.tail, from: c.synced, early: c.mode != OnCommit}
-	c.pending, c.spare = c.spare[:0], nil
+	c.pending = nil
+	if n := len(c.spares); n > 0 {
+		c.pending, c.spares = c.spares[n-1], c.spares[:n-1]
+	}
 	switch {
 	case c.err != nil:
 		st.err = c.err
@@ -127,7 +130,11 @@ func (c *core) finish(st step, syncErr error) error {
 // callbacks so their captures can be collected.
 func (c *core) recycle(batch []reservation) {
 	clear(batch)
-	if c.spare == nil && cap(batch) > 0 {
-		c.spare = batch[:0]
+	if len(c.spares) < maxSpares && cap(batch) > 0 {
+		c.spares = append(c.spares, batch[:0])
 	}
 }
+
+// maxSpares bounds the free list: one buffer staging, one syncing and the
+// completer's queue in flight (see completerDepth) is the working set.
+const maxSpares = completerDepth + 2

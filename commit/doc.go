@@ -1,7 +1,7 @@
 // Package commit is Felix's group-commit sequencer: writers reserve the
 // record ranges they appended to a log, one flusher goroutine makes them
-// durable with as few syncs as possible, and then runs each writer's
-// callback strictly in reservation order.
+// durable with as few syncs as possible, and a completer goroutine then runs
+// each writer's callback strictly in reservation order.
 //
 // # What it owns
 //
@@ -17,8 +17,10 @@
 //     syncs every [Config.Interval] if anything was reserved, and [Never]
 //     only on Flush and Close; in both, callbacks run without waiting for the
 //     disk, still in order.
-//   - The commit order: callbacks run on the flusher goroutine, one at a
-//     time, in reservation order. The broker does its post-commit half
+//   - The commit order: callbacks run on the completer goroutine, one at a
+//     time, in reservation order, while the flusher goes on syncing (a
+//     callback may wait for a Block subscriber's queue without stalling the
+//     disk; up to four synced batches queue behind it). The broker does its post-commit half
 //     (replay-ring append, fanout, ack) in them, so disk order = cursor order
 //     = delivery order (felix-upstream.md 1.2, "commit sequencer").
 //   - Terminal failure: the first failed Sync is recorded before any callback

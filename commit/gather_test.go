@@ -69,3 +69,39 @@ func TestOnCommitLoneWriterDoesNotWait(t *testing.T) {
 		require.NoError(t, s.Close())
 	})
 }
+
+// TestSyncsContinueWhileACallbackBlocks proves the completer split: a
+// callback that waits (fanout to a full Block subscriber) holds up later
+// callbacks but not later syncs, and callbacks still run in order.
+func TestSyncsContinueWhileACallbackBlocks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSequencer(t, Config{Mode: OnCommit, Syncer: slowLog{time.Millisecond}})
+		unblock := make(chan struct{})
+		var order []uint64
+		var mu sync.Mutex
+		done := func(i uint64) func(error) {
+			return func(err error) {
+				require.NoError(t, err)
+				if i == 0 {
+					<-unblock
+				}
+				mu.Lock()
+				order = append(order, i)
+				mu.Unlock()
+			}
+		}
+		require.NoError(t, s.Reserve(0, 1, done(0)))
+		synctest.Wait() // synced; its callback now blocks
+		for i := uint64(1); i < 4; i++ {
+			require.NoError(t, s.Reserve(i, i+1, done(i)))
+			time.Sleep(2 * time.Millisecond) // one sync each
+		}
+		require.Equal(t, uint64(4), s.Stats().Syncs, "syncs went on behind the blocked callback")
+		mu.Lock()
+		require.Empty(t, order, "no callback overtook the blocked one")
+		mu.Unlock()
+		close(unblock)
+		require.NoError(t, s.Close())
+		require.Equal(t, []uint64{0, 1, 2, 3}, order)
+	})
+}
