@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/felixmq/felix/auth"
+	"github.com/felixmq/felix/cluster"
 )
 
 // clusterAuthPlane is a control plane with an operator tenant "ops" and a
@@ -71,7 +73,7 @@ func TestClusterNodeCredential(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, r.status, r.body)
 	require.Contains(t, r.body, "renews only itself")
 
-	user, _, err := p.tokens.minter.Mint("t1", "alice", []auth.Permission{{Action: auth.ActionAdmin, Resource: "t1/*/*"}})
+	user, _, err := p.tokens.minter.Mint("t1", "alice", []auth.Permission{{Action: auth.ActionSubscribe, Resource: "t1/*/*"}})
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, p.main.doToken(t, "GET", "/v1/placement", "", user).status)
 	require.Equal(t, http.StatusOK, p.main.doToken(t, "GET", "/v1/members", "", user).status)
@@ -83,4 +85,31 @@ func TestClusterNodeCredential(t *testing.T) {
 	require.Equal(t, http.StatusUnauthorized, r.status, r.body)
 	r = p.main.doToken(t, "GET", "/v1/placement", "", "not.a.jwt")
 	require.Equal(t, http.StatusUnauthorized, r.status, r.body)
+}
+
+// A client's token reads the placement of its own tenant's shards (every
+// member listed); a node credential reads every tenant's.
+func TestClusterPlacementScopedToTenant(t *testing.T) {
+	p := newClusterAuthPlane(t)
+	for _, tenant := range []string{"t1", "ops"} {
+		p.boot.mustDo(t, http.StatusCreated, "POST", "/v1/tenants/"+tenant+"/namespaces", `{"namespace":"ns"}`)
+		p.boot.mustDo(t, http.StatusCreated, "POST", "/v1/tenants/"+tenant+"/namespaces/ns/streams", `{"stream":"s","shards":3}`)
+	}
+	p.boot.register(t, "b1")
+	all := p.boot.awaitPlacement(t, 5*time.Second, func(p cluster.Placement) bool { return len(p.Assignments) == 6 })
+
+	var node ExchangeResponse
+	p.mintNode(t, p.boot, testToken, "b1").decode(t, &node)
+	user, _, err := p.tokens.minter.Mint("t1", "alice", []auth.Permission{{Action: auth.ActionPublish, Resource: "t1/ns/s"}})
+	require.NoError(t, err)
+	var got cluster.Placement
+	p.main.doToken(t, "GET", "/v1/placement", "", node.Token).decode(t, &got)
+	require.Equal(t, all, got)
+	p.main.doToken(t, "GET", fmt.Sprintf("/v1/placement?after=%d&wait_ms=1", all.Version), "", user).decode(t, &got)
+	require.Equal(t, all.Version, got.Version)
+	require.Equal(t, all.Members, got.Members)
+	require.Len(t, got.Assignments, 3)
+	for _, a := range got.Assignments {
+		require.Equal(t, "t1", a.Tenant)
+	}
 }
