@@ -25,15 +25,15 @@ type receiver struct {
 
 func newReceiver(uc *net.UDPConn) receiver {
 	raw, _ := uc.SyscallConn() // New has already checked it
-	return receiver{raw: raw, mm: linux.NewMmsg(maxReadMessages)}
+	return receiver{raw: raw}
 }
 
-// maxReadMessages bounds one recvmmsg: the larger of our batch size limit
-// and any caller's slice is cut to it.
-const maxReadMessages = maxBatchSize
-
 func (r *receiver) read(ms []ipv4.Message) (int, error) {
-	want := min(len(ms), r.mm.Len())
+	want := min(len(ms), maxBatchSize)
+	if r.mm == nil || r.mm.Len() < want {
+		// Sized by the first caller: our batch, or quic-go's 8 messages.
+		r.mm = linux.NewMmsg(want)
+	}
 	for i := range want {
 		r.mm.Set(i, ms[i].Buffers[0], ms[i].OOB)
 	}
