@@ -45,23 +45,10 @@ func ratio(a, b uint64) float64 {
 	return float64(a) / float64(b)
 }
 
-// counters are written on both paths at once: the receive group by the
-// one reading goroutine, the send group by every connection's writer. The
-// groups sit on cache lines of their own (cacheLinePad), apart from each
-// other and from the Conn fields both paths read, so a send's atomic add
-// does not take the line away from the reader's core and the other way
-// round (false sharing: a few adds per ReadBatch and per sendmsg, each a
-// cross-core line transfer when the two paths run on different cores).
 type counters struct {
-	_                                                                                cacheLinePad
 	recvCalls, datagramsIn, packetsIn, groBatches, truncated, oobDropped, readErrors atomic.Uint64
-	_                                                                                cacheLinePad
 	sendCalls, packetsOut, gsoSends, gsoSplit, writeErrors                           atomic.Uint64
-	_                                                                                cacheLinePad
 }
-
-// cacheLinePad is one cache line (64 bytes on amd64 and arm64 servers).
-type cacheLinePad [64]byte
 
 func (c *counters) snapshot() Stats {
 	return Stats{
