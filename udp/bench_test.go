@@ -20,7 +20,9 @@ import (
 //
 //	go test ./udp/ -run '^$' -bench Transfer -benchtime 1x -count 3
 //
-// Metrics: MiB/s; dgrams/call and pkts/dgram on the receiving conn (felix
+// Metrics: MiB/s; lost_pkts (declared lost by the sending client) and
+// queue_drops (dropped by the server for a full per-connection queue) per
+// run; dgrams/call and pkts/dgram on the receiving conn (felix
 // only: quic-go's own recvmmsg is not observable); cpu-s/GiB is the whole
 // process's getrusage user+system time, both ends included.
 func BenchmarkTransfer(b *testing.B) {
@@ -60,7 +62,7 @@ func BenchmarkTransfer(b *testing.B) {
 				return c, c
 			}
 			var elapsed, cpu time.Duration
-			var calls, dgrams, pkts uint64
+			var calls, dgrams, pkts, lost, drops uint64
 			for b.Loop() {
 				spc, sc := open(ioruntime.RoleServer)
 				cpc, _ := open(ioruntime.RoleClient)
@@ -68,6 +70,8 @@ func BenchmarkTransfer(b *testing.B) {
 				res := transfer(b, spc, cpc, size)
 				cpu1, _ := linux.ProcessCPUTime()
 				elapsed += res.elapsed
+				lost += res.client.PacketsLost
+				drops += res.server.QueueDrops
 				cpu += cpu1 - cpu0
 				if sc != nil {
 					s := sc.Stats()
@@ -79,6 +83,10 @@ func BenchmarkTransfer(b *testing.B) {
 			gib := float64(b.N) * float64(size) / (1 << 30)
 			b.ReportMetric(float64(b.N)*float64(size)/(1<<20)/elapsed.Seconds(), "MiB/s")
 			b.ReportMetric(cpu.Seconds()/gib, "cpu-s/GiB")
+			// Losses cost CPU twice (retransmission, smaller congestion
+			// window so fewer packets per GSO send): report them per run.
+			b.ReportMetric(float64(lost)/float64(b.N), "lost_pkts")
+			b.ReportMetric(float64(drops)/float64(b.N), "queue_drops")
 			if calls > 0 {
 				b.ReportMetric(float64(dgrams)/float64(calls), "dgrams/call")
 				b.ReportMetric(float64(pkts)/float64(dgrams), "pkts/dgram")

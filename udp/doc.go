@@ -47,7 +47,8 @@
 //
 // # Platforms
 //
-// Linux: recvmmsg via golang.org/x/net/ipv4, UDP_GRO, UDP_SEGMENT, the
+// Linux: recvmmsg(2) through a reused argument vector (internal/linux
+// Mmsg; ipv4.Message stays the API quic-go calls with), UDP_GRO, UDP_SEGMENT, the
 // SO_RCVBUFFORCE / SO_SNDBUFFORCE retry when root. Elsewhere: one
 // ReadMsgUDP per datagram, no GRO, no GSO (quic-go never asks for it off
 // Linux), socket buffers set but not read back; the counters count what

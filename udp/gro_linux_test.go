@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/net/ipv4"
 
 	"github.com/felixmq/felix/internal/linux"
 	"github.com/felixmq/felix/udp"
@@ -22,6 +23,27 @@ func segmentCmsgs(seg uint16, ecn byte) []byte {
 	binary.NativeEndian.PutUint16(b[:], seg)
 	oob := linux.AppendCmsg(nil, linux.SOL_UDP, linux.UDP_SEGMENT, b[:])
 	return linux.AppendCmsg(oob, linux.IPPROTO_IP, linux.IP_TOS, []byte{ecn})
+}
+
+// gsoPair opens a receiving Conn on laddr with the socket options quic-go's
+// newConn turns on through SyscallConn (IP_RECVTOS, and IP_PKTINFO if
+// pktinfo), and a stock sender on 127.0.0.1; both close with t.
+func gsoPair(t testing.TB, laddr string, gro, pktinfo bool) (*udp.Conn, *net.UDPConn) {
+	rx, err := udp.Listen("udp4", laddr, udp.Config{DisableGRO: !gro})
+	require.NoError(t, err)
+	t.Cleanup(func() { rx.Close() })
+	raw, err := rx.SyscallConn()
+	require.NoError(t, err)
+	require.NoError(t, raw.Control(func(fd uintptr) {
+		require.NoError(t, linux.SetsockoptInt(fd, linux.IPPROTO_IP, linux.IP_RECVTOS, 1))
+		if pktinfo {
+			require.NoError(t, linux.SetsockoptInt(fd, linux.IPPROTO_IP, linux.IP_PKTINFO, 1))
+		}
+	}))
+	tx, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	require.NoError(t, err)
+	t.Cleanup(func() { tx.Close() })
+	return rx, tx
 }
 
 type pieceInfo struct {
@@ -61,26 +83,14 @@ func TestGROSplitsGSOSends(t *testing.T) {
 	for _, gro := range []bool{true, false} {
 		for _, ecn := range []byte{1, 2, 3} { // ECT(1), ECT(0), CE
 			t.Run(fmt.Sprintf("gro=%v/ecn=%d", gro, ecn), func(t *testing.T) {
-				rx, err := udp.Listen("udp4", "0.0.0.0:0", udp.Config{DisableGRO: !gro})
-				require.NoError(t, err)
-				defer rx.Close()
-				raw, err := rx.SyscallConn()
-				require.NoError(t, err)
-				// What quic-go's newConn turns on through SyscallConn.
-				require.NoError(t, raw.Control(func(fd uintptr) {
-					require.NoError(t, linux.SetsockoptInt(fd, linux.IPPROTO_IP, linux.IP_RECVTOS, 1))
-					require.NoError(t, linux.SetsockoptInt(fd, linux.IPPROTO_IP, linux.IP_PKTINFO, 1))
-				}))
-				tx, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-				require.NoError(t, err)
-				defer tx.Close()
+				rx, tx := gsoPair(t, "0.0.0.0:0", gro, true)
 
 				payload := make([]byte, full*seg+tail)
 				for i := range payload {
 					payload[i] = byte(i / seg)
 				}
 				dst := &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: rx.LocalAddr().(*net.UDPAddr).Port}
-				_, _, err = tx.WriteMsgUDP(payload, segmentCmsgs(seg, ecn), dst)
+				_, _, err := tx.WriteMsgUDP(payload, segmentCmsgs(seg, ecn), dst)
 				require.NoError(t, err)
 
 				var pieces [][]byte
@@ -156,4 +166,45 @@ func TestGSOSplitWhenDisabled(t *testing.T) {
 		}
 	}
 	require.Equal(t, []int{1200, 1000}, got)
+}
+
+// TestReadBatchSourceAddresses: datagrams from several senders, read in
+// one recvmmsg, each carry their own sender's address, in both read modes.
+func TestReadBatchSourceAddresses(t *testing.T) {
+	for _, gro := range []bool{true, false} {
+		t.Run(fmt.Sprintf("gro=%v", gro), func(t *testing.T) {
+			rx, err := udp.Listen("udp4", "127.0.0.1:0", udp.Config{DisableGRO: !gro})
+			require.NoError(t, err)
+			defer rx.Close()
+			var txs []*net.UDPConn
+			for range 3 {
+				tx, err := net.DialUDP("udp4", nil, rx.LocalAddr().(*net.UDPAddr))
+				require.NoError(t, err)
+				defer tx.Close()
+				txs = append(txs, tx)
+			}
+			const rounds = 4
+			for r := range rounds {
+				for i, tx := range txs {
+					_, err := tx.Write([]byte{byte(r), byte(i)})
+					require.NoError(t, err)
+				}
+			}
+			ms := make([]ipv4.Message, 5)
+			for i := range ms {
+				ms[i].Buffers = [][]byte{make([]byte, 1452)}
+				ms[i].OOB = make([]byte, 128)
+			}
+			for got := 0; got < rounds*len(txs); {
+				n, err := rx.ReadBatch(ms, 0)
+				require.NoError(t, err)
+				for _, m := range ms[:n] {
+					require.Equal(t, 2, m.N)
+					from := txs[m.Buffers[0][1]].LocalAddr().String()
+					require.Equal(t, from, m.Addr.(*net.UDPAddr).String())
+				}
+				got += n
+			}
+		})
+	}
 }

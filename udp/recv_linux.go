@@ -4,30 +4,61 @@ package udp
 
 import (
 	"net"
+	"net/netip"
 
 	"golang.org/x/net/ipv4"
 
 	"github.com/felixmq/felix/internal/linux"
 )
 
-// receiver does one batched read: recvmmsg(2) through x/net's
-// ipv4.PacketConn on our own socket. It blocks in the runtime's netpoller,
-// so the socket's read deadline and Close interrupt it. (ipv4 vs ipv6 does
-// not matter: both packages' Message is x/net/internal/socket.Message and
-// the address is parsed by family.)
+// receiver does one batched read: recvmmsg(2) on our own socket through
+// the socket's RawConn, so it waits in the runtime's netpoller and the read
+// deadline and Close interrupt it. The argument vector and the source
+// addresses are reused from call to call; see linux.Mmsg and addrCache.
+// One goroutine reads at a time (quic-go's read loop, or the pinned
+// reader), so a receiver needs no lock.
 type receiver struct {
-	pc *ipv4.PacketConn
+	raw   linux.RawConn
+	mm    *linux.Mmsg
+	addrs addrCache
 }
 
-func newReceiver(uc *net.UDPConn) receiver { return receiver{pc: ipv4.NewPacketConn(uc)} }
+func newReceiver(uc *net.UDPConn) receiver {
+	raw, _ := uc.SyscallConn() // New has already checked it
+	return receiver{raw: raw}
+}
 
-func (r receiver) read(ms []ipv4.Message) (int, error) {
-	for {
-		n, err := r.pc.ReadBatch(ms, 0)
-		if err != nil || n > 0 {
-			return n, err
+func (r *receiver) read(ms []ipv4.Message) (int, error) {
+	want := min(len(ms), maxBatchSize)
+	if r.mm == nil || r.mm.Len() < want {
+		// Sized by the first caller: our batch, or quic-go's 8 messages.
+		r.mm = linux.NewMmsg(want)
+	}
+	for i := range want {
+		r.mm.Set(i, ms[i].Buffers[0], ms[i].OOB)
+	}
+	var n int
+	var rerr error
+	for n == 0 { // recvmmsg returns at least one datagram or an error; never pass on (0, nil)
+		err := r.raw.Read(func(fd uintptr) bool {
+			n, rerr = r.mm.Recv(fd, want)
+			return !linux.IsEAGAIN(rerr)
+		})
+		if err != nil {
+			return 0, err // deadline or close, already a *net.OpError
+		}
+		if rerr != nil {
+			return 0, &net.OpError{Op: "read", Net: "udp", Err: rerr}
 		}
 	}
+	for i := range n {
+		m := &ms[i]
+		var from netip.AddrPort
+		var scope uint32
+		m.N, m.NN, m.Flags, from, scope = r.mm.Got(i)
+		m.Addr = r.addrs.get(from, scope)
+	}
+	return n, nil
 }
 
 // enableGRO turns UDP_GRO on. ok is false when the kernel refuses (older
