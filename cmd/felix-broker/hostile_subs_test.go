@@ -13,11 +13,11 @@ import (
 	"github.com/felixmq/felix/client"
 )
 
-// subSwarm is the part of the hostile swarm that subscribes thousands of
-// times and never reads an event. conns connections each keep parallel
+// subSwarm is the part of the hostile swarm that subscribes many times and
+// never reads an event. conns connections each keep parallel
 // subscribes in flight until they have asked perConn times (past the
-// per-connection limit, limit, when the broker runs with hostileEnv), and hold
-// every subscription they got; one more connection churns, subscribing
+// per-connection limit, limit, when the broker runs with hostileEnv), and
+// hold every subscription they got; one more connection churns, subscribing
 // churnBatch at a time and closing them again, until the swarm stops; and
 // one feeds the stream they subscribe to, 1 KiB every feedEvery, so that
 // their flow-control windows fill and their broker queues reach the
@@ -25,7 +25,7 @@ import (
 //
 // Subscribing is a round trip for the stream's auth and one for the
 // subscribe, so one subscribe at a time on a loaded two-core machine
-// manages a few hundred a second at best; the swarm gets thousands by
+// manages a few hundred a second under the swarm; it gets more by
 // keeping many in flight. Its clients have small stream windows and read
 // ahead one frame, so what they absorb before flow control stops the
 // broker is ~16 KiB per subscription; their connection window (64 MiB) is

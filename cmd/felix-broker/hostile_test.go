@@ -71,8 +71,9 @@ func hostileSubSwarm(addr string, tlsConf *tls.Config, scale int) *subSwarm {
 // scenario on the real binary: while a well-behaved client publishes
 // (acked, sequential) to a stream it follows, a swarm sends malformed and
 // oversized frames, opens streams it never authenticates, floods
-// handshakes past the connection limit and subscribes thousands of times,
-// past the subscription limit, without ever reading (subSwarm). The broker
+// handshakes past the connection limit and subscribes hundreds to
+// thousands of times, past the subscription limit, without ever reading
+// (subSwarm). The broker
 // must enforce each limit, bound every never-read queue by its capacity,
 // stay under hostileRSSBound, release everything once the swarm's
 // connections close (goroutines back to idle), keep the good client's ack
