@@ -166,3 +166,32 @@ func expectSequence(ctx context.Context, s *client.Subscription, first, last uin
 	}
 	return nil
 }
+
+// A subscription the client closes on a stream nothing is published to
+// ends at once: its slot under MaxSubscriptionsPerConn, its queue and its
+// writer are released although the writer has nothing to write (it used to
+// learn of the STOP_SENDING only at its next write, or when the
+// connection closed).
+func TestClosedIdleSubscriptionIsReleased(t *testing.T) {
+	h := startBroker(t, broker.Config{MaxSubscriptionsPerConn: 2})
+	c := h.dial(t)
+	ctx := ctxT(t, 10*time.Second)
+	for range 5 {
+		a, err := c.Subscribe(ctx, "default", "demo", client.SubscribeOptions{})
+		require.NoError(t, err)
+		b, err := c.Subscribe(ctx, "default", "demo", client.SubscribeOptions{})
+		require.NoError(t, err)
+		require.NoError(t, a.Close())
+		require.NoError(t, b.Close())
+		require.Eventually(t, func() bool { return subscriptionsOf(h.b) == 0 }, 5*time.Second, time.Millisecond,
+			"closed subscriptions still registered with the broker")
+	}
+}
+
+func subscriptionsOf(b *broker.Broker) int {
+	n := 0
+	for _, cs := range b.Stats().Connections {
+		n += len(cs.Subscriptions)
+	}
+	return n
+}

@@ -116,6 +116,10 @@ func (ct *control) startEventStream(sub *subscription) bool {
 		return false
 	}
 	sub.out = out
+	// A client that closes its subscription stops reading the event stream
+	// (STOP_SENDING): end the subscription then, not at its next write,
+	// which on a quiet stream may never come.
+	context.AfterFunc(out.Context(), sub.cancel)
 	ct.out.send(func(b []byte) []byte {
 		return wire.AppendJSONFrame(b, &wire.Subscribed{SubscriptionID: sub.id})
 	})

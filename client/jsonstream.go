@@ -37,12 +37,17 @@ func newJSONStream(c *Client, sess *session, id uint64) *jsonStream {
 }
 
 func (js *jsonStream) attach(es eventStream) {
+	first := false
 	js.attachOne.Do(func() {
+		first = true
 		js.es = es
 		close(js.attached)
 		js.c.wg.Add(1)
 		go func() { defer js.c.wg.Done(); js.read() }()
 	})
+	if !first { // closed before its stream came (close)
+		js.sess.router.refuse(js.id, es)
+	}
 }
 
 func (js *jsonStream) read() {
@@ -107,15 +112,15 @@ func (js *jsonStream) next(ctx context.Context) (wire.Message, error) {
 // watch or consumer. It waits for the reader.
 func (js *jsonStream) close() {
 	js.closeOnce.Do(func() {
-		js.sess.router.forget(js.id)
-		select {
-		case <-js.attached:
-			js.es.str.CancelRead(0)
-			for range js.ch {
-			}
-			<-js.readDone
-		default:
+		if !js.sess.router.release(js.id, &js.attachOne) {
+			close(js.ch) // Next reports ErrClosed
+			close(js.attached)
+			return
 		}
+		js.es.str.CancelRead(0)
+		for range js.ch {
+		}
+		<-js.readDone
 	})
 }
 

@@ -105,3 +105,37 @@ func (r *router) forget(id uint64) {
 	delete(r.mu.subs, id)
 	r.mu.Unlock()
 }
+
+// release unbinds id when its owner closes, and reports whether the owner
+// must stop its stream itself. attachOnce is the owner's: once release
+// returns the owner takes no stream any more. An owner closed before its
+// event stream came has it stopped by the router when it arrives (the
+// broker opens it before replying `subscribed`, so it does), and the
+// broker then ends what it serves; merely forgetting id would park the
+// stream with the pending ones and leave the broker's side running until
+// the connection ends.
+func (r *router) release(id uint64, attachOnce *sync.Once) (attached bool) {
+	attached = true
+	attachOnce.Do(func() { attached = false })
+	r.mu.Lock()
+	if attached {
+		delete(r.mu.subs, id)
+	} else {
+		r.mu.subs[id] = streamStopper{r: r, id: id}
+	}
+	r.mu.Unlock()
+	return attached
+}
+
+// refuse stops es, which came for an owner that already closed.
+func (r *router) refuse(id uint64, es eventStream) {
+	r.forget(id)
+	es.str.CancelRead(0)
+}
+
+type streamStopper struct {
+	r  *router
+	id uint64
+}
+
+func (s streamStopper) attach(es eventStream) { s.r.refuse(s.id, es) }

@@ -131,12 +131,17 @@ func (s *Subscription) Delivered() uint64 { return s.delivered.Load() }
 func (s *Subscription) Dropped() uint64 { return s.dropped.Load() }
 
 func (s *Subscription) attach(es eventStream) {
+	first := false
 	s.attachOne.Do(func() {
+		first = true
 		s.es = es
 		close(s.attached)
 		s.c.wg.Add(1)
 		go func() { defer s.c.wg.Done(); s.read() }()
 	})
+	if !first { // closed before its stream came (Close)
+		s.sess.router.refuse(s.id, es)
+	}
 }
 
 // read turns event frames into Events until the stream ends.
@@ -240,15 +245,15 @@ func (s *Subscription) Next(ctx context.Context) (Event, error) {
 // releases the subscription. Close waits for the subscription's reader.
 func (s *Subscription) Close() error {
 	s.closeOnce.Do(func() {
-		s.sess.router.forget(s.id)
-		select {
-		case <-s.attached:
-			s.es.str.CancelRead(0)
-			for range s.ch { // unblock the reader
-			}
-			<-s.readDone
-		default:
+		if !s.sess.router.release(s.id, &s.attachOne) {
+			close(s.ch) // Next reports ErrClosed
+			close(s.attached)
+			return
 		}
+		s.es.str.CancelRead(0)
+		for range s.ch { // unblock the reader
+		}
+		<-s.readDone
 	})
 	return nil
 }

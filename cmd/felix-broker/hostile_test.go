@@ -21,23 +21,64 @@ import (
 	"github.com/felixmq/felix/wire"
 )
 
-// Limits the hostile-client test runs the broker with (each a registered
-// knob); the swarm is sized to cross every one of them.
-var hostileEnv = []string{
-	"FELIX_MAX_CONNECTIONS=48", "FELIX_MAX_STREAMS_PER_CONN=64", "FELIX_MAX_SUBSCRIPTIONS_PER_CONN=20",
-	"FELIX_AUTH_TIMEOUT_MS=500", // frames keep the default 16 MiB cap: announce() aims at it
+// hostileEnv is the limits the hostile-client test runs the broker with
+// (each a registered knob); the swarm is sized to cross every one of them.
+func hostileEnv(scale int) []string {
+	return []string{
+		"FELIX_MAX_CONNECTIONS=48", "FELIX_MAX_STREAMS_PER_CONN=64",
+		"FELIX_MAX_SUBSCRIPTIONS_PER_CONN=" + strconv.Itoa(scale*hostileMaxSubs),
+		"FELIX_SUBSCRIBER_QUEUE=128", "FELIX_AUTH_TIMEOUT_MS=500", // frames keep the default 16 MiB cap: announce() aims at it
+	}
 }
 
-// hostileRSSBoundMiB is the memory the broker may reach under the swarm.
-const hostileRSSBoundMiB = 512
+// hostileRSSBound is the memory the broker may reach under a swarm whose
+// never-reading subscribers hold subs subscriptions: 320 MiB for the rest
+// of the swarm (at the defaults its 200 flooded connections, 4,096 silent
+// streams and 16 MiB announcers peaked at 180 MiB before the subscribers
+// joined), plus 64 KiB per subscription: a subscription whose peer does not
+// read keeps a full gather buffer (FELIX_EVENT_BATCH_MAX_BYTES, 64 KiB)
+// blocked in its stream write, besides the peer's window in flight and its
+// queue of references to shared buffers (docs/RELIABILITY.md, memory model).
+func hostileRSSBound(subs int) int64 { return 320<<20 + int64(subs)*64<<10 }
+
+// hostileP99Ceiling bounds the good client's ack p99 under the swarm.
+const hostileP99Ceiling = 500 * time.Millisecond
+
+// hostileMaxSubs is hostileEnv's FELIX_MAX_SUBSCRIPTIONS_PER_CONN at scale
+// 1; the subscribe swarm asks for a quarter more on each connection.
+const hostileMaxSubs = 100
+
+// hostileScaleEnv scales the subscribe swarm (default 1; `make
+// reliability` runs 4): scale×4 connections, each asking for
+// scale×125 subscriptions with the per-connection limit at scale×100, and
+// up to scale×15 s for them to get there before the good client's latency
+// is measured under them.
+const hostileScaleEnv = "FELIX_HOSTILE_SCALE"
+
+func hostileScale() int {
+	if v, err := strconv.Atoi(os.Getenv(hostileScaleEnv)); err == nil && v > 0 {
+		return v
+	}
+	return 1
+}
+
+func hostileSubSwarm(addr string, tlsConf *tls.Config, scale int) *subSwarm {
+	return &subSwarm{addr: addr, tls: tlsConf, conns: 4 * scale, limit: scale * hostileMaxSubs, perConn: scale * hostileMaxSubs * 5 / 4,
+		parallel: 8, churnParallel: 4, churnBatch: 50, stream: "demo", feedEvery: 10 * time.Millisecond}
+}
 
 // TestHostileClientsAreContained is the reliability issue's hostile-client
 // scenario on the real binary: while a well-behaved client publishes
-// (acked, sequential), a swarm sends malformed and oversized frames, opens
-// streams it never authenticates, floods handshakes past the connection
-// limit and subscribes past the subscription limit without ever reading.
-// The broker must enforce each limit, stay under hostileRSSBoundMiB, and
-// keep the good client's ack p99 within 20x of its p99 before the swarm.
+// (acked, sequential) to a stream it follows, a swarm sends malformed and
+// oversized frames, opens streams it never authenticates, floods
+// handshakes past the connection limit and subscribes hundreds to
+// thousands of times, past the subscription limit, without ever reading
+// (subSwarm). The broker
+// must enforce each limit, bound every never-read queue by its capacity,
+// stay under hostileRSSBound, release everything once the swarm's
+// connections close (goroutines back to idle), keep the good client's ack
+// p50 within 20x of its p50 before the swarm and its p99 under
+// hostileP99Ceiling, and deliver the good client every record it published.
 func TestHostileClientsAreContained(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a broker process under a client swarm")
@@ -45,49 +86,161 @@ func TestHostileClientsAreContained(t *testing.T) {
 	// With small limits the swarm crosses every one of them; with the
 	// defaults it crosses none but the frame cap, and the defaults must
 	// still keep the broker within the memory bound and serving.
-	t.Run("limits", func(t *testing.T) { hostileRun(t, true, hostileEnv...) })
+	t.Run("limits", func(t *testing.T) { hostileRun(t, true, hostileEnv(hostileScale())...) })
 	t.Run("defaults", func(t *testing.T) { hostileRun(t, false) })
 }
 
 func hostileRun(t *testing.T, limits bool, env ...string) {
-	bp := startBrokerProcess(t, env...)
+	// The swarm subscribes to demo; the good client publishes to and
+	// follows a stream of its own.
+	bp := startBrokerProcess(t, append(env, "FELIX_STREAMS=t1/default/demo:1,t1/default/good:1")...)
 	pem, err := os.ReadFile(bp.cert)
 	require.NoError(t, err)
 	pool, err := devtls.Pool(pem)
 	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	good := bp.dial(t)
-	pub, err := good.NewPublisher(ctx, "default", "demo")
-	require.NoError(t, err)
-	before := ackLatencies(ctx, t, pub, time.Second)
+	good := newGoodClient(ctx, t, bp)
+	var o hostileOutcome
+	o.before = ackLatencies(ctx, t, good.pub, time.Second)
+	o.idle = sample(t, bp)
 
 	swarmCtx, stopSwarm := context.WithCancel(ctx)
-	sw := &swarm{addr: bp.addr, tls: &tls.Config{RootCAs: pool, NextProtos: []string{client.ALPN}}}
+	tlsConf := &tls.Config{RootCAs: pool, NextProtos: []string{client.ALPN}}
+	o.sw = &swarm{addr: bp.addr, tls: tlsConf}
+	scale := hostileScale()
+	o.subs = hostileSubSwarm(bp.addr, tlsConf, scale)
+	require.NoError(t, o.subs.dial(ctx))
+	defer o.subs.close()
 	var wg sync.WaitGroup
-	sw.start(swarmCtx, &wg)
-	time.Sleep(500 * time.Millisecond) // let the swarm reach its limits
-	peakRSS := atomic.Int64{}
-	wg.Go(func() { sampleRSS(swarmCtx, bp.cmd.Process.Pid, &peakRSS) })
-	during := ackLatencies(ctx, t, pub, 2*time.Second)
+	started := time.Now()
+	o.subs.start(swarmCtx, &wg)
+	o.sw.start(swarmCtx, &wg)
+	wg.Go(func() { sampleRSS(swarmCtx, bp.cmd.Process.Pid, &o.peakRSS) })
+	select { // the subscribers hold what the broker lets them
+	case <-o.subs.settled:
+	case <-time.After(time.Duration(scale) * 15 * time.Second):
+	}
+	o.settled = time.Since(started)
+	o.during = ackLatencies(ctx, t, good.pub, 2*time.Second)
+	o.busy, o.held = sample(t, bp), brokerSubscriptions(t, bp)
 	stopSwarm()
 	wg.Wait()
+	o.subs.close()
+	stopped := time.Now()
+	o.after = backToIdle(t, bp, o.idle, 15*time.Second)
+	o.toIdle = time.Since(stopped)
+	o.left = brokerSubscriptions(t, bp)
+	o.log(t)
+	o.check(t, limits)
+	good.check(ctx, t, len(o.before)+len(o.during))
+}
 
-	p99b, p99d := quantile(before, 0.99), quantile(during, 0.99)
-	t.Logf("good client ack p50/p99 before %v/%v, during the swarm %v/%v (x%.1f); broker peak RSS %d MiB",
-		quantile(before, 0.5), p99b, quantile(during, 0.5), p99d, float64(p99d)/float64(p99b), peakRSS.Load()>>20)
-	t.Logf("swarm: %d handshakes refused, %d subscriptions refused, %d malformed streams reset, %d silent streams reset, %d streams blocked at the limit",
-		sw.refusedConns.Load(), sw.refusedSubs.Load(), sw.malformedReset.Load(), sw.silentReset.Load(), sw.streamBlocked.Load())
+// goodClient is the well-behaved client: a publisher and a subscriber
+// that reads everything, on one stream.
+type goodClient struct {
+	pub            *client.Publisher
+	received, gaps atomic.Int64
+}
+
+func newGoodClient(ctx context.Context, t *testing.T, bp *brokerProcess) *goodClient {
+	c := bp.dial(t)
+	g := &goodClient{}
+	var err error
+	g.pub, err = c.NewPublisher(ctx, "default", "good")
+	require.NoError(t, err)
+	follow, err := c.Subscribe(ctx, "default", "good", client.SubscribeOptions{})
+	require.NoError(t, err)
+	go func() { // ends when the client is closed at cleanup
+		for {
+			ev, err := follow.Next(ctx)
+			switch {
+			case err != nil:
+				return
+			case ev.Dropped > 0:
+				g.gaps.Add(1)
+			default:
+				g.received.Add(1)
+			}
+		}
+	}()
+	return g
+}
+
+// check publishes once more and requires that the subscriber received
+// every one of the published acked records, with no gap.
+func (g *goodClient) check(ctx context.Context, t *testing.T, published int) {
+	require.NoError(t, g.pub.Publish(ctx, []byte("still serving")))
+	sent := int64(published + 1)
+	require.Eventually(t, func() bool { return g.received.Load() == sent }, 10*time.Second, time.Millisecond,
+		"the good client's subscriber received %d of its %d acked publishes", g.received.Load(), sent)
+	require.Zero(t, g.gaps.Load(), "the good client's subscriber was reported a gap")
+}
+
+// hostileOutcome is what one hostile run measured.
+type hostileOutcome struct {
+	before, during    []time.Duration // the good client's ack latencies
+	idle, busy, after soakSample      // the broker before, under and after the swarm
+	held, left        subscriptionStats
+	sw                *swarm
+	subs              *subSwarm
+	peakRSS           atomic.Int64
+	settled, toIdle   time.Duration
+}
+
+func (o *hostileOutcome) log(t *testing.T) {
+	p50b, p50d := quantile(o.before, 0.5), quantile(o.during, 0.5)
+	p99b, p99d := quantile(o.before, 0.99), quantile(o.during, 0.99)
+	t.Logf("good client ack p50/p99 before %v/%v, during the swarm %v/%v (x%.1f/x%.1f); broker peak RSS %d MiB (bound %d MiB)",
+		p50b, p99b, p50d, p99d, float64(p50d)/float64(p50b), float64(p99d)/float64(p99b), o.peakRSS.Load()>>20, hostileRSSBound(o.held.count)>>20)
+	t.Logf("swarm: %d handshakes refused, %d malformed streams reset, %d silent streams reset, %d streams blocked at the limit",
+		o.sw.refusedConns.Load(), o.sw.malformedReset.Load(), o.sw.silentReset.Load(), o.sw.streamBlocked.Load())
+	t.Logf("subscribers: %v; settled after %v", o.subs, o.settled.Round(time.Millisecond))
+	t.Logf("broker subscriptions during: %d, queue depth max %d (capacity %d), %d events dropped by their queues",
+		o.held.count, o.held.maxDepth, o.held.capacity, o.held.dropped)
+	t.Logf("broker idle before: %v", o.idle)
+	t.Logf("broker during:      %v", o.busy)
+	t.Logf("broker after:       %v (%v after the swarm stopped); %d subscriptions left (the good client's: 1)",
+		o.after, o.toIdle.Round(time.Millisecond), o.left.count)
+}
+
+func (o *hostileOutcome) check(t *testing.T, limits bool) {
+	sw, subs := o.sw, o.subs
 	require.Positive(t, sw.malformedReset.Load(), "malformed frames did not end their streams")
 	if limits {
 		require.Positive(t, sw.refusedConns.Load(), "FELIX_MAX_CONNECTIONS refused nothing")
-		require.Positive(t, sw.refusedSubs.Load(), "FELIX_MAX_SUBSCRIPTIONS_PER_CONN refused nothing")
+		require.Positive(t, subs.refused.Load(), "FELIX_MAX_SUBSCRIPTIONS_PER_CONN refused nothing")
+		require.Equal(t, "max subscriptions per connection exceeded", *subs.refusal.Load())
+		require.Equal(t, int64(subs.conns*subs.limit), subs.held.Load(), "each swarm connection holds the limit")
 		require.Positive(t, sw.silentReset.Load(), "FELIX_AUTH_TIMEOUT_MS reset no silent stream")
 		require.Positive(t, sw.streamBlocked.Load(), "FELIX_MAX_STREAMS_PER_CONN blocked no stream")
 	}
-	require.Less(t, peakRSS.Load()>>20, int64(hostileRSSBoundMiB))
-	require.Less(t, float64(p99d), 20*float64(p99b)+float64(20*time.Millisecond), "the good client's p99 under the swarm")
-	require.NoError(t, pub.Publish(ctx, []byte("still serving")))
+	require.GreaterOrEqual(t, subs.held.Load()+subs.churned.Load(), int64(subs.conns*subs.limit), "the swarm subscribed too few times")
+	require.LessOrEqual(t, o.held.maxDepth, o.held.capacity, "a never-read subscription queued past its capacity")
+	require.Less(t, o.peakRSS.Load(), hostileRSSBound(o.held.count), "broker peak RSS, MiB: %d", o.peakRSS.Load()>>20)
+	// The p50 holds within the factor; the p99 only under a ceiling: on
+	// two cores shared with other builds (load 15+) the good client's p99
+	// under the previous, smaller swarm already reached x131
+	// (docs/RELIABILITY.md).
+	p50b, p50d := quantile(o.before, 0.5), quantile(o.during, 0.5)
+	require.Less(t, float64(p50d), 20*float64(p50b)+float64(20*time.Millisecond), "the good client's p50 under the swarm")
+	require.Less(t, quantile(o.during, 0.99), hostileP99Ceiling, "the good client's p99 under the swarm")
+	require.Equal(t, 1, o.left.count, "subscriptions of closed connections are still registered (1 is the good client's)")
+	require.Equal(t, o.idle.goroutines, o.after.goroutines, "broker goroutines did not return to idle after the swarm")
+	require.LessOrEqual(t, o.after.buffers, int64(2*1024), "pooled buffers outstanding beyond what the two streams' rings hold")
+}
+
+// backToIdle waits until the broker's goroutines and fds are back to
+// idle's and no event is queued, and returns the sample. (Pooled buffers
+// need not be: the streams' rings keep their last events.)
+func backToIdle(t *testing.T, bp *brokerProcess, idle soakSample, within time.Duration) soakSample {
+	var s soakSample
+	for end := time.Now().Add(within); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if s = sample(t, bp); s.goroutines == idle.goroutines && s.fds == idle.fds && s.queueDepth == 0 {
+			break
+		}
+	}
+	return s
 }
 
 // ackLatencies publishes sequentially for d and returns each ack latency.
@@ -132,7 +285,7 @@ type swarm struct {
 	addr string
 	tls  *tls.Config
 
-	refusedConns, refusedSubs, malformedReset, silentReset, streamBlocked atomic.Int64
+	refusedConns, malformedReset, silentReset, streamBlocked atomic.Int64
 }
 
 func (s *swarm) start(ctx context.Context, wg *sync.WaitGroup) {
@@ -141,9 +294,6 @@ func (s *swarm) start(ctx context.Context, wg *sync.WaitGroup) {
 	}
 	for range 4 {
 		wg.Go(func() { s.silent(ctx) })
-	}
-	for range 3 {
-		wg.Go(func() { s.subscribeNeverRead(ctx) })
 	}
 	for range 2 {
 		wg.Go(func() { s.announce(ctx) })
@@ -249,26 +399,6 @@ func (s *swarm) silent(ctx context.Context) {
 			str.CancelWrite(0)
 		}()
 	}
-}
-
-// subscribeNeverRead subscribes past the per-connection limit and never
-// reads an event.
-func (s *swarm) subscribeNeverRead(ctx context.Context) {
-	c, err := client.Dial(ctx, s.addr, client.Config{Tenant: "t1", Token: "dev", TLS: s.tls.Clone(),
-		StreamReceiveWindow: 64 << 10, ConnectionReceiveWindow: 256 << 10})
-	if err != nil {
-		return
-	}
-	defer c.Close()
-	for i := 0; i < 40 && ctx.Err() == nil; i++ {
-		if _, err := c.Subscribe(ctx, "default", "demo", client.SubscribeOptions{}); err != nil {
-			var be *client.BrokerError
-			if errors.As(err, &be) {
-				s.refusedSubs.Add(1)
-			}
-		}
-	}
-	<-ctx.Done()
 }
 
 // flood dials connections as fast as it can, keeping them, until the

@@ -40,12 +40,7 @@ func TestKill9UnderLoadLosesNoAckedRecord(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills and restarts a broker process several times")
 	}
-	rounds := 4
-	if s := os.Getenv(killRoundsEnv); s != "" {
-		var err error
-		rounds, err = strconv.Atoi(s)
-		require.NoError(t, err)
-	}
+	rounds := killRounds(t, 4)
 	kb := newKillableBroker(t)
 	kb.start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rounds)*10*time.Second+30*time.Second)
@@ -80,6 +75,17 @@ func TestKill9UnderLoadLosesNoAckedRecord(t *testing.T) {
 	require.NoError(t, sub.failure(), "offsets out of order or a record delivered twice")
 	t.Logf("%d kills: %d records acked, %d delivered (exactly once, offsets contiguous), %d resubscribes",
 		rounds, acked.len(), sub.count(), sub.resubscribes)
+}
+
+// killRounds is FELIX_KILL_ROUNDS, or def.
+func killRounds(t *testing.T, def int) int {
+	s := os.Getenv(killRoundsEnv)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	require.NoError(t, err)
+	return n
 }
 
 // killableBroker is a broker process on a fixed address, certificate and
@@ -144,13 +150,18 @@ func (kb *killableBroker) dial(ctx context.Context) (*client.Client, error) {
 // after any failure; an unacked publish is never retried, so a sequence
 // number is in the log at most once.
 func (kb *killableBroker) publish(ctx context.Context, acked *seqSet, lat *latencies) {
+	kb.publishTo(ctx, "orders", acked, lat)
+}
+
+// publishTo is publish to another stream.
+func (kb *killableBroker) publishTo(ctx context.Context, stream string, acked *seqSet, lat *latencies) {
 	var seq uint64
 	for ctx.Err() == nil {
 		c, err := kb.dial(ctx)
 		if err != nil {
 			continue
 		}
-		pub, err := c.NewPublisher(ctx, "default", "orders")
+		pub, err := c.NewPublisher(ctx, "default", stream)
 		if err == nil {
 			seq = publishBatch(ctx, pub, seq, acked, lat)
 		}
