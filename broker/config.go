@@ -82,6 +82,12 @@ type Config struct {
 	// ConnStatsInterval logs every connection's QUIC statistics (RTT, MTU,
 	// losses, congestion, GSO) at this interval (FELIX_CONN_STATS_MS); 0 = off.
 	ConnStatsInterval time.Duration
+	// NodeID is this broker's cluster member id: in the placement given to
+	// SetPlacement, the shards assigned to NodeID are this broker's.
+	NodeID string
+	// Forwarder sends publishes for shards of other brokers to their
+	// owner (cluster mode); nil answers them not_owner instead.
+	Forwarder Forwarder
 	// Logger receives the broker's logs; nil discards them.
 	Logger *slog.Logger
 }
