@@ -30,6 +30,12 @@ type clusterNode struct {
 // each the placement place(members) builds.
 func startCluster(t testing.TB, ids []string, streams []broker.StreamSpec, dataDir bool) ([]*clusterNode, *tls.Config) {
 	t.Helper()
+	return startClusterCfg(t, ids, streams, dataDir, broker.Config{})
+}
+
+// startClusterCfg is startCluster with base as every broker's Config.
+func startClusterCfg(t testing.TB, ids []string, streams []broker.StreamSpec, dataDir bool, base broker.Config) ([]*clusterNode, *tls.Config) {
+	t.Helper()
 	cert, err := devtls.SelfSigned()
 	require.NoError(t, err)
 	pool, err := devtls.Pool(cert.PEM)
@@ -40,10 +46,10 @@ func startCluster(t testing.TB, ids []string, streams []broker.StreamSpec, dataD
 		pc, err := udp.Listen("udp", "127.0.0.1:0", udp.Config{})
 		require.NoError(t, err)
 		fw := forward.New(forward.Config{TLS: clientTLS, Token: "node"})
-		cfg := broker.Config{
-			TLS: &tls.Config{Certificates: []tls.Certificate{cert.TLS}}, ListenAddrs: []string{pc.LocalAddr().String()},
-			NodeID: id, Forwarder: fw,
-		}
+		cfg := base
+		cfg.TLS = &tls.Config{Certificates: []tls.Certificate{cert.TLS}}
+		cfg.ListenAddrs = []string{pc.LocalAddr().String()}
+		cfg.NodeID, cfg.Forwarder = id, fw
 		if dataDir {
 			cfg.DataDir = t.TempDir()
 		}
