@@ -23,6 +23,7 @@ var floors = map[string]float64{
 	"segment":      2,
 	"commit":       2,
 	"auth":         2,
+	"cluster":      2, // shared types and HTTP clients of membership and placement
 	"cpuprofile":   2,
 	"cluster":      2, // shared types of membership and placement
 	"broker":       3,

@@ -1,0 +1,77 @@
+package cluster
+
+import "slices"
+
+// Index is a Placement with O(1) lookups, for callers that ask per publish
+// batch. Build it once per placement version (NewIndex); it is immutable
+// and safe for concurrent use. Do not modify the embedded Placement's
+// slices: the index would no longer describe them.
+type Index struct {
+	Placement
+	shards  map[Shard]int  // shard -> position in Assignments
+	members map[string]int // member ID -> position in Members
+	owned   map[string][]Shard
+}
+
+// NewIndex indexes p (it keeps p's slices).
+func NewIndex(p Placement) *Index {
+	x := &Index{
+		Placement: p,
+		shards:    make(map[Shard]int, len(p.Assignments)),
+		members:   make(map[string]int, len(p.Members)),
+		owned:     map[string][]Shard{},
+	}
+	for i, m := range p.Members {
+		x.members[m.ID] = i
+	}
+	for i, a := range p.Assignments {
+		x.shards[a.Shard] = i
+		x.owned[a.Owner] = append(x.owned[a.Owner], a.Shard)
+	}
+	return x
+}
+
+// Owner returns the member that owns s, as Placement.Owner does: false
+// when s is unassigned or its owner is not in Members. A false Live on the
+// returned member means the owner is absent (its durable shard is
+// unavailable until it returns).
+func (x *Index) Owner(s Shard) (Member, bool) {
+	i, ok := x.shards[s]
+	if !ok {
+		return Member{}, false
+	}
+	a := x.Assignments[i]
+	j, ok := x.members[a.Owner]
+	if !ok {
+		return Member{ID: a.Owner}, false
+	}
+	return x.Members[j], true
+}
+
+// Assignment returns s's assignment.
+func (x *Index) Assignment(s Shard) (Assignment, bool) {
+	i, ok := x.shards[s]
+	if !ok {
+		return Assignment{}, false
+	}
+	return x.Assignments[i], true
+}
+
+// Member returns the member with id.
+func (x *Index) Member(id string) (Member, bool) {
+	i, ok := x.members[id]
+	if !ok {
+		return Member{}, false
+	}
+	return x.Members[i], true
+}
+
+// Owned returns the shards member id owns, in Assignments order. The slice
+// belongs to the index: do not modify it.
+func (x *Index) Owned(id string) []Shard { return x.owned[id] }
+
+// SameAs reports whether p and q place the same shards on the same members
+// with the same addresses and liveness, whatever their versions.
+func (p Placement) SameAs(q Placement) bool {
+	return slices.Equal(p.Members, q.Members) && slices.Equal(p.Assignments, q.Assignments)
+}

@@ -1,0 +1,221 @@
+package cluster
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+)
+
+// ShardSpec is one shard to place: its name and whether its stream is
+// durable (its data lives on its owner's disk, so it never moves).
+type ShardSpec struct {
+	Shard
+	Durable bool
+}
+
+// Place computes the placement of shards over the live members, starting
+// from prev. It is pure and deterministic: equal inputs (in any order)
+// give equal outputs, so several control planes computing it from one
+// store agree. The result's Version is prev's; the store that writes it
+// sets the new one.
+//
+// Rules, in order:
+//  1. A durable shard that has an owner in prev keeps it, live or not: its
+//     data is on that broker's disk and there is no replication. An owner
+//     that is not in members stays in the result's Members with Live=false
+//     (its address from prev), and publishes to its shards fail with
+//     "owner unavailable" until it registers again.
+//  2. Every other shard (ephemeral, or durable and never placed) goes to a
+//     live member. Shard counts are balanced by water-filling over the
+//     pinned counts: max-min <= 1 over live members when nothing is pinned;
+//     otherwise a member above min+1 holds only pinned shards.
+//  3. Movement is minimal: an ephemeral shard keeps its live previous
+//     owner unless that owner is above its balanced count; the +1
+//     remainders go to the members that already hold the most, so a leave
+//     moves only the leaver's shards and a join moves only as many shards
+//     as the newcomer's share.
+//
+// With no live member, shards without a pinned owner are left unassigned.
+//
+// TODO(issue 9): balance "then by observed load" (the brokers' per-shard
+// rates) once brokers report it; today every shard weighs the same.
+func Place(prev Placement, members []Member, shards []ShardSpec) Placement {
+	live := liveMembers(members)
+	known := map[string]Member{}
+	for _, m := range prev.Members {
+		known[m.ID] = m
+	}
+	prevOwner := make(map[Shard]string, len(prev.Assignments))
+	for _, a := range prev.Assignments {
+		prevOwner[a.Shard] = a.Owner
+	}
+	specs := sortedSpecs(shards)
+
+	out := Placement{Version: prev.Version}
+	pinned := map[string]int{}       // live member -> durable shards it keeps
+	kept := map[string][]ShardSpec{} // live member -> movable shards it held
+	absent := map[string]Member{}
+	var pool []ShardSpec
+	for _, sp := range specs {
+		owner, had := prevOwner[sp.Shard]
+		_, isLive := live.index[owner]
+		switch {
+		case had && sp.Durable:
+			out.Assignments = append(out.Assignments, Assignment{Shard: sp.Shard, Owner: owner, Durable: true})
+			if isLive {
+				pinned[owner]++
+			} else if _, seen := absent[owner]; !seen {
+				m, ok := known[owner]
+				if !ok {
+					m = Member{ID: owner}
+				}
+				m.Live = false
+				absent[owner] = m
+			}
+		case had && isLive:
+			kept[owner] = append(kept[owner], sp)
+		default:
+			pool = append(pool, sp)
+		}
+	}
+
+	if len(live.list) > 0 {
+		movable := len(pool)
+		for _, ks := range kept {
+			movable += len(ks)
+		}
+		targets := waterFill(live.list, pinned, kept, movable)
+		// Members above their target release their last shards (in shard
+		// order) to the pool; the pool then fills the deficits in member
+		// order.
+		for _, m := range live.list {
+			ks := kept[m.ID]
+			if n := targets[m.ID] - pinned[m.ID]; len(ks) > n {
+				pool = append(pool, ks[n:]...)
+				kept[m.ID] = ks[:n]
+			}
+		}
+		slices.SortFunc(pool, func(a, b ShardSpec) int { return compareShards(a.Shard, b.Shard) })
+		for _, m := range live.list {
+			ks := kept[m.ID]
+			for n := targets[m.ID] - pinned[m.ID]; len(ks) < n; {
+				ks, pool = append(ks, pool[0]), pool[1:]
+			}
+			for _, sp := range ks {
+				out.Assignments = append(out.Assignments, Assignment{Shard: sp.Shard, Owner: m.ID, Durable: sp.Durable})
+			}
+		}
+		if len(pool) != 0 {
+			panic("cluster: placement targets do not add up to the shards")
+		}
+	}
+
+	out.Members = append(out.Members, live.list...)
+	for _, m := range absent {
+		out.Members = append(out.Members, m)
+	}
+	slices.SortFunc(out.Members, func(a, b Member) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortFunc(out.Assignments, func(a, b Assignment) int { return compareShards(a.Shard, b.Shard) })
+	return out
+}
+
+// waterFill returns each live member's target shard count: the counts that
+// minimise the maximum given the pinned shards, with the movable shards on
+// top. The remainders (members at level+1) go to the members that hold the
+// most already (pinned plus kept), then by ID, so that as few shards move
+// as possible.
+func waterFill(live []Member, pinned map[string]int, kept map[string][]ShardSpec, movable int) map[string]int {
+	// fill(l) is how many movable shards raise every member to at least l.
+	fill := func(level int) int {
+		n := 0
+		for _, m := range live {
+			n += max(0, level-pinned[m.ID])
+		}
+		return n
+	}
+	// The highest level that the movable shards can fill completely.
+	lo, hi := 0, movable+1
+	for _, m := range live {
+		hi = max(hi, pinned[m.ID]+movable+1)
+	}
+	for lo+1 < hi {
+		mid := (lo + hi) / 2
+		if fill(mid) <= movable {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	level, rest := lo, movable-fill(lo)
+	targets := make(map[string]int, len(live))
+	var atLevel []Member
+	for _, m := range live {
+		targets[m.ID] = max(level, pinned[m.ID])
+		if pinned[m.ID] <= level {
+			atLevel = append(atLevel, m)
+		}
+	}
+	held := func(m Member) int { return pinned[m.ID] + len(kept[m.ID]) }
+	slices.SortFunc(atLevel, func(a, b Member) int {
+		if c := cmp.Compare(held(b), held(a)); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	for _, m := range atLevel[:rest] {
+		targets[m.ID]++
+	}
+	return targets
+}
+
+// memberSet is the live members sorted by ID, without duplicates (the
+// last entry of an ID wins).
+type memberSet struct {
+	list  []Member
+	index map[string]int
+}
+
+func liveMembers(members []Member) memberSet {
+	byID := map[string]Member{}
+	for _, m := range members {
+		m.Live = true
+		byID[m.ID] = m
+	}
+	s := memberSet{index: make(map[string]int, len(byID))}
+	for _, m := range byID {
+		s.list = append(s.list, m)
+	}
+	slices.SortFunc(s.list, func(a, b Member) int { return strings.Compare(a.ID, b.ID) })
+	for i, m := range s.list {
+		s.index[m.ID] = i
+	}
+	return s
+}
+
+// sortedSpecs returns the shards sorted, without duplicates (durable wins
+// if a shard is listed both ways).
+func sortedSpecs(shards []ShardSpec) []ShardSpec {
+	out := slices.Clone(shards)
+	slices.SortFunc(out, func(a, b ShardSpec) int {
+		if c := compareShards(a.Shard, b.Shard); c != 0 {
+			return c
+		}
+		if a.Durable == b.Durable {
+			return 0
+		}
+		if a.Durable {
+			return -1
+		}
+		return 1
+	})
+	return slices.CompactFunc(out, func(a, b ShardSpec) bool { return a.Shard == b.Shard })
+}
+
+func compareShards(a, b Shard) int {
+	return cmp.Or(
+		strings.Compare(a.Tenant, b.Tenant),
+		strings.Compare(a.Namespace, b.Namespace),
+		strings.Compare(a.Stream, b.Stream),
+		cmp.Compare(a.Shard, b.Shard),
+	)
+}
