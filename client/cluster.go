@@ -42,7 +42,7 @@ type ClusterClient struct {
 		clients   map[string]*Client // by broker QUIC address
 		pubs      map[clusterPubKey]*Publisher
 		learned   map[cluster.Shard]string // owner address from acks
-		placement *cluster.Placement
+		placement *cluster.Index
 		bootstrap string
 		closed    bool
 	}
@@ -77,7 +77,10 @@ func DialCluster(ctx context.Context, cfg ClusterConfig) (*ClusterClient, error)
 func (cc *ClusterClient) SetPlacement(p *cluster.Placement) {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
-	cc.mu.placement = p
+	cc.mu.placement = nil
+	if p != nil {
+		cc.mu.placement = cluster.NewIndex(*p)
+	}
 	clear(cc.mu.learned)
 }
 

@@ -25,7 +25,6 @@ var floors = map[string]float64{
 	"auth":         2,
 	"cluster":      2, // shared types and HTTP clients of membership and placement
 	"cpuprofile":   2,
-	"cluster":      2, // shared types of membership and placement
 	"broker":       3,
 	"controlplane": 3,
 	"client":       3,
