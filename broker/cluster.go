@@ -1,8 +1,11 @@
 package broker
 
 import (
+	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/felixmq/felix/cluster"
 	"github.com/felixmq/felix/wire"
@@ -160,4 +163,32 @@ func (p *publisher) forward(r *route, payloads [][]byte, acked bool, done func(u
 		done(0, &r.owner, err)
 		b.inflight.Add(-1)
 	})
+}
+
+// verify authenticates an auth frame. A forwarding broker's stream
+// (wire.CapForwarded with the cluster's node credential, Config.NodeToken)
+// gets a node principal for the claimed tenant that may only publish: the
+// forwarding broker checked the client's own rights before forwarding.
+// Everything else goes to the verifier.
+func (b *Broker) verify(ctx context.Context, auth *wire.Auth) (Principal, error) {
+	if b.cfg.NodeToken != "" && wire.Supports(wire.PeerFlags(auth.ClientFlags), wire.CapForwarded) &&
+		subtle.ConstantTimeCompare([]byte(auth.Token), []byte(b.cfg.NodeToken)) == 1 {
+		if auth.TenantID == "" {
+			return nil, fmt.Errorf("%w: empty tenant", ErrAuth)
+		}
+		return nodePrincipal(auth.TenantID), nil
+	}
+	return b.verifier.Verify(ctx, auth.TenantID, auth.Token)
+}
+
+// nodePrincipal is a forwarding broker acting for tenant: publish only.
+type nodePrincipal string
+
+func (p nodePrincipal) Tenant() string    { return string(p) }
+func (p nodePrincipal) Expiry() time.Time { return time.Time{} }
+func (p nodePrincipal) Check(a Action, resource string) error {
+	if a == ActionPublish {
+		return nil
+	}
+	return fmt.Errorf("%w: the node credential only forwards publishes, not %s on %s", ErrForbidden, a, resource)
 }

@@ -1,7 +1,9 @@
 package broker_test
 
 import (
+	"context"
 	"crypto/tls"
+	"fmt"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -45,11 +47,11 @@ func startClusterCfg(t testing.TB, ids []string, streams []broker.StreamSpec, da
 	for _, id := range ids {
 		pc, err := udp.Listen("udp", "127.0.0.1:0", udp.Config{})
 		require.NoError(t, err)
-		fw := forward.New(forward.Config{TLS: clientTLS, Token: "node"})
+		fw := forward.New(forward.Config{TLS: clientTLS, Token: "node-secret"})
 		cfg := base
 		cfg.TLS = &tls.Config{Certificates: []tls.Certificate{cert.TLS}}
 		cfg.ListenAddrs = []string{pc.LocalAddr().String()}
-		cfg.NodeID, cfg.Forwarder = id, fw
+		cfg.NodeID, cfg.Forwarder, cfg.NodeToken = id, fw, "node-secret"
 		if dataDir {
 			cfg.DataDir = t.TempDir()
 		}
@@ -200,4 +202,38 @@ func TestClusterSingleBrokerUnchanged(t *testing.T) {
 	err = pub.PublishShardAsync(9, [][]byte{[]byte("x")}).Wait(ctx)
 	require.ErrorContains(t, err, "shard 9 not in [0, 4)")
 	require.Equal(t, 4, h.b.ClusterStats().ShardsOwned)
+}
+
+// userOnly accepts the token "user" only: the node credential is not a
+// user token, so only Config.NodeToken can let a forwarding broker in.
+type userOnly struct{}
+
+func (userOnly) Verify(ctx context.Context, tenant, token string) (broker.Principal, error) {
+	if token != "user" {
+		return nil, fmt.Errorf("%w: unknown token", broker.ErrAuth)
+	}
+	return broker.DevVerifier{}.Verify(ctx, tenant, token)
+}
+
+// TestClusterNodeCredential: forwarding authenticates with the cluster's
+// node credential, which may only publish, and only on a stream that
+// declares itself forwarded.
+func TestClusterNodeCredential(t *testing.T) {
+	nodes, _ := startClusterCfg(t, []string{"b1", "b2"}, []broker.StreamSpec{quad}, false, broker.Config{Verifier: userOnly{}})
+	p := assign(1, members(nodes), quad.StreamKey, false, "b1", "b1", "b2", "b2")
+	for _, n := range nodes {
+		n.b.SetPlacement(p)
+	}
+	ctx := ctxT(t, 20*time.Second)
+	pub, err := nodes[0].h.dialWith(t, client.Config{Tenant: "t1", Token: "user"}).NewPublisher(ctx, "default", "quad")
+	require.NoError(t, err)
+	require.NoError(t, pub.PublishShardAsync(3, [][]byte{[]byte("x")}).Wait(ctx), "forwarded with the node credential")
+	require.Equal(t, uint64(1), nodes[0].b.ClusterStats().ForwardedPublishes)
+
+	node := nodes[1].h.dialWith(t, client.Config{Tenant: "t1", Token: "node-secret", Flags: wire.KnownCapabilities | wire.CapForwarded})
+	_, err = node.Subscribe(ctx, "default", "quad", client.SubscribeOptions{Shard: 3})
+	require.ErrorContains(t, err, "only forwards publishes")
+
+	_, err = nodes[1].h.dialWith(t, client.Config{Tenant: "t1", Token: "node-secret"}).NewPublisher(ctx, "default", "quad")
+	require.ErrorIs(t, err, client.ErrAuth, "the node credential is not a client token")
 }

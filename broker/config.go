@@ -88,6 +88,11 @@ type Config struct {
 	// Forwarder sends publishes for shards of other brokers to their
 	// owner (cluster mode); nil answers them not_owner instead.
 	Forwarder Forwarder
+	// NodeToken is the cluster's node credential, shared by its brokers:
+	// a stream that advertises wire.CapForwarded and authenticates with it
+	// may publish to any tenant's streams (a broker forwarding for a client
+	// it authorised). Empty: forwarded streams authenticate like clients.
+	NodeToken string
 	// Logger receives the broker's logs; nil discards them.
 	Logger *slog.Logger
 }

@@ -107,7 +107,7 @@ func (ct *control) authenticate() bool {
 		ct.fail("auth required")
 		return false
 	}
-	p, err := ct.c.b.verifier.Verify(ct.c.ctx, auth.TenantID, auth.Token)
+	p, err := ct.c.b.verify(ct.c.ctx, auth)
 	if err != nil {
 		ct.c.b.log.Info("auth refused", "conn", ct.c.id, "tenant", auth.TenantID, "err", err)
 		ct.fail(err.Error())

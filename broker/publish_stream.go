@@ -55,7 +55,7 @@ func (ps *publishStream) run() error {
 	if err != nil || !ok {
 		return errUniViolation
 	}
-	if ps.principal, err = ps.c.b.verifier.Verify(ps.c.ctx, auth.TenantID, auth.Token); err != nil {
+	if ps.principal, err = ps.c.b.verify(ps.c.ctx, auth); err != nil {
 		return err
 	}
 	ps.forwarded = wire.Supports(wire.PeerFlags(auth.ClientFlags), wire.CapForwarded)
