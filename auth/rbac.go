@@ -23,13 +23,17 @@ const (
 	// ActionQueueConsume consumes a durable stream in a consumer group; its
 	// resource is the stream's name as "queue:tenant/namespace/stream".
 	ActionQueueConsume Action = "queue.consume"
+	// ActionClusterNode is a broker's node credential: it registers the
+	// broker with the control plane and keeps its lease. It is granted on
+	// the operator tenant ("op/*/*") only.
+	ActionClusterNode Action = "cluster.node"
 	// ActionAdmin grants every action on the resources it matches.
 	ActionAdmin Action = "admin"
 )
 
 var knownActions = []Action{ActionPublish, ActionSubscribe, ActionCacheRead, ActionCacheWrite,
 	ActionStreamAdmin, ActionCacheAdmin, ActionNamespace, ActionRosterJoin, ActionRosterWatch,
-	ActionQueueConsume, ActionAdmin}
+	ActionQueueConsume, ActionClusterNode, ActionAdmin}
 
 // Permission grants Action on every resource matching Resource, a pattern
 // "tenant/namespace/name" in which a segment may be "*" (any one segment).

@@ -86,28 +86,20 @@ func Place(prev Placement, members []Member, shards []ShardSpec) Placement {
 		}
 		targets := waterFill(live.list, pinned, kept, movable)
 		// Members above their target release their last shards (in shard
-		// order) to the pool; the pool then fills the deficits in member
-		// order.
+		// order) to the pool.
 		for _, m := range live.list {
 			ks := kept[m.ID]
 			if n := targets[m.ID] - pinned[m.ID]; len(ks) > n {
 				pool = append(pool, ks[n:]...)
 				kept[m.ID] = ks[:n]
 			}
-		}
-		slices.SortFunc(pool, func(a, b ShardSpec) int { return compareShards(a.Shard, b.Shard) })
-		for _, m := range live.list {
-			ks := kept[m.ID]
-			for n := targets[m.ID] - pinned[m.ID]; len(ks) < n; {
-				ks, pool = append(ks, pool[0]), pool[1:]
-			}
-			for _, sp := range ks {
+			for _, sp := range kept[m.ID] {
 				out.Assignments = append(out.Assignments, Assignment{Shard: sp.Shard, Owner: m.ID, Durable: sp.Durable})
 			}
 		}
-		if len(pool) != 0 {
-			panic("cluster: placement targets do not add up to the shards")
-		}
+		out.Assignments = append(out.Assignments, deal(pool, live.list, func(m Member) int {
+			return targets[m.ID] - pinned[m.ID] - len(kept[m.ID])
+		})...)
 	}
 
 	out.Members = append(out.Members, live.list...)
@@ -116,6 +108,32 @@ func Place(prev Placement, members []Member, shards []ShardSpec) Placement {
 	}
 	slices.SortFunc(out.Members, func(a, b Member) int { return strings.Compare(a.ID, b.ID) })
 	slices.SortFunc(out.Assignments, func(a, b Assignment) int { return compareShards(a.Shard, b.Shard) })
+	return out
+}
+
+// deal gives the pool's shards, in shard order, round-robin to the members
+// that are short of their target (want), so that the shards of one new
+// stream spread over the members instead of filling one after another.
+func deal(pool []ShardSpec, members []Member, want func(Member) int) []Assignment {
+	slices.SortFunc(pool, func(a, b ShardSpec) int { return compareShards(a.Shard, b.Shard) })
+	short := map[string]int{}
+	for _, m := range members {
+		short[m.ID] = want(m)
+	}
+	out := make([]Assignment, 0, len(pool))
+	for i, idle := 0, 0; len(pool) > 0; i = (i + 1) % len(members) {
+		id := members[i].ID
+		if short[id] == 0 {
+			if idle++; idle > len(members) {
+				panic("cluster: placement targets do not add up to the shards")
+			}
+			continue
+		}
+		idle = 0
+		short[id]--
+		out = append(out, Assignment{Shard: pool[0].Shard, Owner: id, Durable: pool[0].Durable})
+		pool = pool[1:]
+	}
 	return out
 }
 

@@ -24,6 +24,14 @@ const (
 	ActionWatch           = "controlplane.watch"
 	// ActionTenantKeys rotates a tenant's Felix signing keys.
 	ActionTenantKeys = "tenant.keys"
+	// ActionClusterNode registers a broker, keeps its lease alive and
+	// makes it leave: the node credential's permission.
+	ActionClusterNode = "cluster.node"
+	// ActionClusterView reads the members and the placement: any valid
+	// Felix token of the cluster may.
+	ActionClusterView = "cluster.view"
+	// ActionNodeMint mints a node credential (POST /v1/token/node).
+	ActionNodeMint = "cluster.node.mint"
 )
 
 // Authorizer decides whether a request may perform action on resource.

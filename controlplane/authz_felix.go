@@ -2,6 +2,7 @@ package controlplane
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -49,6 +50,7 @@ type need struct {
 	tenant   string
 	action   auth.Action
 	resource string
+	subject  string // if set, the token's sub must be it
 }
 
 // needs maps an API action on a resource ("kind:path") onto the Felix
@@ -67,22 +69,22 @@ func (a *FelixTokenAuthorizer) needs(action, resource string) []need {
 	}
 	within := strings.Join(seg, "/")
 	if tenant != "*" {
-		admin := need{tenant, auth.ActionAdmin, tenant + "/*/*"}
+		admin := need{tenant: tenant, action: auth.ActionAdmin, resource: tenant + "/*/*"}
 		switch action {
 		case ActionTenantView, ActionTenantKeys:
 			out = append(out, admin)
 		case ActionNamespaceManage:
-			out = append(out, need{tenant, auth.ActionNamespace, within})
+			out = append(out, need{tenant: tenant, action: auth.ActionNamespace, resource: within})
 		case ActionStreamManage:
-			out = append(out, need{tenant, auth.ActionStreamAdmin, within})
+			out = append(out, need{tenant: tenant, action: auth.ActionStreamAdmin, resource: within})
 		case ActionCacheManage:
-			out = append(out, need{tenant, auth.ActionCacheAdmin, within})
+			out = append(out, need{tenant: tenant, action: auth.ActionCacheAdmin, resource: within})
 		case ActionNamespaceView, ActionStreamView, ActionCacheView:
 			out = append(out, need{tenant: tenant})
 		}
 	}
 	if a.operator != "" {
-		out = append(out, need{a.operator, auth.ActionAdmin, a.operator + "/*/*"})
+		out = append(out, need{tenant: a.operator, action: auth.ActionAdmin, resource: a.operator + "/*/*"})
 	}
 	return out
 }
@@ -96,6 +98,10 @@ func (a *FelixTokenAuthorizer) Authorize(r *http.Request, action, resource strin
 		return err
 	}
 	needs := a.needs(action, resource)
+	switch action {
+	case ActionClusterView, ActionClusterNode, ActionNodeMint:
+		needs = a.clusterNeeds(action, resource, tok)
+	}
 	if len(needs) == 0 {
 		return Forbidden("%s on %s is reserved to the bootstrap token (no operator tenant is configured)", action, resource)
 	}
@@ -113,6 +119,10 @@ func (a *FelixTokenAuthorizer) Authorize(r *http.Request, action, resource strin
 		}
 		if err := auth.Check(claims, n.action, n.resource); err != nil {
 			checkErr = err
+			continue
+		}
+		if n.subject != "" && claims.Subject != n.subject {
+			checkErr = fmt.Errorf("a node credential of %q renews only itself, not %q", claims.Subject, n.subject)
 			continue
 		}
 		return nil

@@ -18,6 +18,9 @@ var (
 	// ErrUnavailable wraps failures to reach the backing store (etcd down,
 	// no leader); the request may succeed when retried.
 	ErrUnavailable = errors.New("controlplane: store unavailable")
+	// ErrConflict is a lost compare-and-swap (the stored placement): another
+	// writer changed it first; re-read and retry.
+	ErrConflict = errors.New("controlplane: concurrent update")
 )
 
 // RefError is a store error about one resource; Is matches Err, one of the

@@ -35,10 +35,12 @@ func (s *Server) buildRoutes() []route {
 	crud(streamAPI, create(s, streamAPI, Stream{Shards: 1}), get[Stream](s, streamAPI), list[Stream](s, streamAPI))
 	crud(cacheAPI, create(s, cacheAPI, Cache{}), get[Cache](s, cacheAPI), list[Cache](s, cacheAPI))
 	add(http.MethodPost, "/v1/token/exchange", s.exchange)
+	add(http.MethodPost, "/v1/token/node", s.mintNode)
 	add(http.MethodGet, "/v1/tenants/{tenant}/.well-known/jwks.json", s.jwks)
 	add(http.MethodPost, "/v1/tenants/{tenant}/keys/rotate", s.rotate)
 	add(http.MethodGet, "/v1/snapshot", s.snapshot)
 	add(http.MethodGet, "/v1/changes", s.changes)
+	s.clusterRoutes(add)
 	add(http.MethodGet, "/v1/system/health", s.health)
 	add(http.MethodGet, "/v1/openapi.json", func(w http.ResponseWriter, _ *http.Request) error {
 		w.Header().Set("Content-Type", "application/json")

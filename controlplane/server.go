@@ -35,6 +35,15 @@ type Config struct {
 	// nil makes one with defaults over Store. Share one between the
 	// Servers of one process, and with its FelixTokenAuthorizer.
 	Tokens *Tokens
+	// OperatorTenant is the tenant node credentials belong to (POST
+	// /v1/token/node); empty: none can be minted. cmd/felix-controlplane
+	// sets it from FELIX_CP_OPERATOR_TENANT, as the FelixTokenAuthorizer's.
+	OperatorTenant string
+	// Placer keeps the cluster placement and serves the membership and
+	// placement endpoints; nil makes one with defaults over Store (if it
+	// implements MemberStore) that Close closes. Share one between the
+	// Servers of one process.
+	Placer *Placer
 }
 
 func (c Config) withDefaults() Config {
@@ -77,12 +86,14 @@ const RequestIDHeader = "X-Request-Id"
 
 // Server is the control plane's HTTP API. It is an http.Handler.
 type Server struct {
-	cfg      Config
-	store    Store
-	ownStore bool
-	tokens   *Tokens
-	mux      *http.ServeMux
-	routes   []route
+	cfg       Config
+	store     Store
+	ownStore  bool
+	tokens    *Tokens
+	placer    *Placer // nil: the store keeps no membership
+	ownPlacer bool
+	mux       *http.ServeMux
+	routes    []route
 	// stop ends pending long-polls when the server closes.
 	stop      context.Context
 	stopFunc  context.CancelFunc
@@ -123,6 +134,14 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.tokens = t
 	}
+	s.placer = cfg.Placer
+	if _, ok := s.store.(MemberStore); ok && s.placer == nil {
+		p, err := NewPlacer(s.store, PlacerConfig{Logger: cfg.Logger})
+		if err != nil {
+			return nil, err
+		}
+		s.placer, s.ownPlacer = p, true
+	}
 	s.stop, s.stopFunc = context.WithCancel(context.Background())
 	s.routes = s.buildRoutes()
 	for _, rt := range s.routes {
@@ -141,6 +160,9 @@ func (s *Server) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
 		s.stopFunc()
+		if s.ownPlacer {
+			s.placer.Close()
+		}
 		if s.ownStore {
 			err = s.store.Close()
 		}

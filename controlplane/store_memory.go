@@ -47,6 +47,7 @@ type MemoryStore struct {
 		children  map[string]int // store key -> number of children
 		log       []Change       // revisions compacted+1 .. revision
 		wake      chan struct{}
+		cluster   memoryCluster // members and placement (store_memory_members.go)
 	}
 }
 
@@ -124,6 +125,11 @@ func (s *MemoryStore) appendLocked(c Change) {
 		// into a new array.
 		s.mu.log = s.mu.log[drop:]
 	}
+	s.broadcastLocked()
+}
+
+// broadcastLocked wakes every waiter (Wait and Notify).
+func (s *MemoryStore) broadcastLocked() {
 	close(s.mu.wake)
 	s.mu.wake = make(chan struct{})
 }
@@ -239,6 +245,9 @@ func (s *MemoryStore) Close() error {
 	if !s.mu.closed {
 		s.mu.closed = true
 		close(s.mu.wake)
+		if s.mu.cluster.timer != nil {
+			s.mu.cluster.timer.Stop()
+		}
 	}
 	return nil
 }

@@ -38,12 +38,16 @@ var (
 		"longest long-poll a client may ask for with GET /v1/changes?wait=")
 )
 
+// Cluster.
+var knobMemberLease = registry.Duration("FELIX_CP_MEMBER_LEASE_MS", 3000, 1000, 600000, time.Millisecond,
+	"lease of a registered broker: it disappears this long after its last keepalive (brokers renew at a third) and its ephemeral shards move; etcd rounds up to whole seconds")
+
 // Tokens.
 var (
 	knobTokenTTL = registry.Duration("FELIX_TOKEN_TTL_S", 900, 1, 86400, time.Second,
 		"lifetime of the Felix tokens the exchange mints (they cannot be revoked, only outlived)")
 	knobOperatorTenant = registry.String("FELIX_CP_OPERATOR_TENANT", "", "a tenant name, or empty",
-		"tenant whose admins may create, list and delete tenants and read the changes feed on the main listener; empty: only the bootstrap token may", nil)
+		"tenant whose admins may create, list and delete tenants and read the changes feed on the main listener, and whose node credentials (POST /v1/token/node) register brokers; empty: only the bootstrap token may", nil)
 )
 
 // Process.

@@ -59,6 +59,13 @@ func serve(ctx context.Context, vals *knob.Values, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	// One placer for both listeners: one goroutine recomputes, and both
+	// serve its long-polls.
+	placer, err := controlplane.NewPlacer(store, controlplane.PlacerConfig{LeaseTTL: knobMemberLease.Get(vals), Logger: log})
+	if err != nil {
+		return err
+	}
+	defer placer.Close()
 	lns := []*listener{}
 	defer func() {
 		for _, l := range lns {
@@ -66,14 +73,19 @@ func serve(ctx context.Context, vals *knob.Values, log *slog.Logger) error {
 			l.ln.Close()
 		}
 	}()
-	api, err := newListener("api", bind, controlplane.Config{Store: store, Authorizer: felix, Tokens: tokens, Logger: log, MaxWait: knobMaxWait.Get(vals)})
+	shared := controlplane.Config{Store: store, Tokens: tokens, Placer: placer, OperatorTenant: knobOperatorTenant.Get(vals),
+		Logger: log, MaxWait: knobMaxWait.Get(vals)}
+	apiCfg := shared
+	apiCfg.Authorizer = felix
+	api, err := newListener("api", bind, apiCfg)
 	if err != nil {
 		return err
 	}
 	lns = append(lns, api)
 	if boot != nil {
-		bl, err := newListener("bootstrap", knobBootstrapBind.Get(vals),
-			controlplane.Config{Store: store, Authorizer: controlplane.AnyOf{boot, felix}, Tokens: tokens, Logger: log, MaxWait: knobMaxWait.Get(vals)})
+		bootCfg := shared
+		bootCfg.Authorizer = controlplane.AnyOf{boot, felix}
+		bl, err := newListener("bootstrap", knobBootstrapBind.Get(vals), bootCfg)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,159 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"runtime/pprof"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// AgentConfig configures an Agent.
+type AgentConfig struct {
+	// URL is the control plane's API, e.g. "http://127.0.0.1:7070".
+	URL string
+	// Token is the node credential (a Felix token with the cluster.node
+	// permission), sent as "Authorization: Bearer".
+	Token string
+	// Member is this broker: its ID and addresses (Live is ignored).
+	Member Member
+	// HTTPClient sends the requests; nil means http.DefaultClient. Each
+	// request is bounded by RequestTimeout.
+	HTTPClient *http.Client
+	// RequestTimeout bounds each request (default 5s).
+	RequestTimeout time.Duration
+	// RetryDelay is the pause after a failed request (default 200ms); it
+	// doubles up to a third of the lease while failures go on.
+	RetryDelay time.Duration
+	// Logger receives failures and re-registrations; nil discards.
+	Logger *slog.Logger
+}
+
+func (c AgentConfig) withDefaults() AgentConfig {
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = 5 * time.Second
+	}
+	if c.RetryDelay == 0 {
+		c.RetryDelay = 200 * time.Millisecond
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Agent keeps one broker registered: it registers, renews the lease at a
+// third of its TTL, registers again when a keepalive answers 404 (the lease
+// lapsed, e.g. after a pause or a partition), and leaves on Close.
+//
+// One goroutine (pprof label goroutine=felix-cluster-agent) does all of
+// it; Close stops it and waits.
+type Agent struct {
+	cfg  AgentConfig
+	api  api
+	ttl  atomic.Int64 // granted lease TTL, ns
+	stop context.CancelFunc
+	done chan struct{}
+	once sync.Once
+}
+
+// NewAgent registers cfg.Member and starts keeping it alive. The first
+// registration is synchronous so that a wrong URL or credential fails
+// here; ctx bounds it.
+func NewAgent(ctx context.Context, cfg AgentConfig) (*Agent, error) {
+	cfg = cfg.withDefaults()
+	c, err := newAPI(cfg.URL, cfg.Token, cfg.HTTPClient)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Member.ID == "" || cfg.Member.QUICAddr == "" {
+		return nil, fmt.Errorf("%w: agent member needs an ID and a QUIC address", ErrInvalid)
+	}
+	a := &Agent{cfg: cfg, api: c, done: make(chan struct{})}
+	if err := a.register(ctx); err != nil {
+		return nil, err
+	}
+	lctx, stop := context.WithCancel(context.Background())
+	a.stop = stop
+	go pprof.Do(lctx, pprof.Labels("goroutine", "felix-cluster-agent"), a.run)
+	return a, nil
+}
+
+// LeaseTTL is the lease the control plane granted at the last
+// registration.
+func (a *Agent) LeaseTTL() time.Duration { return time.Duration(a.ttl.Load()) }
+
+func (a *Agent) register(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.RequestTimeout)
+	defer cancel()
+	m := a.cfg.Member
+	var resp RegisterResponse
+	err := a.api.do(ctx, http.MethodPost, "/v1/members", RegisterRequest{ID: m.ID, QUICAddr: m.QUICAddr, AdminAddr: m.AdminAddr}, &resp)
+	if err != nil {
+		return err
+	}
+	if resp.LeaseTTLMS <= 0 {
+		return fmt.Errorf("cluster: control plane granted a lease of %d ms", resp.LeaseTTLMS)
+	}
+	a.ttl.Store(int64(time.Duration(resp.LeaseTTLMS) * time.Millisecond))
+	return nil
+}
+
+func (a *Agent) keepAlive(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.RequestTimeout)
+	defer cancel()
+	var resp KeepAliveResponse
+	return a.api.do(ctx, http.MethodPost, "/v1/members/"+url.PathEscape(a.cfg.Member.ID)+"/keepalive", nil, &resp)
+}
+
+func (a *Agent) run(ctx context.Context) {
+	defer close(a.done)
+	delay := a.LeaseTTL() / 3
+	backoff := a.cfg.RetryDelay
+	for {
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return
+		}
+		err := a.keepAlive(ctx)
+		if errors.Is(err, ErrNotFound) {
+			a.cfg.Logger.Warn("cluster lease lapsed; registering again", "member", a.cfg.Member.ID)
+			err = a.register(ctx)
+		}
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			a.cfg.Logger.Warn("cluster keepalive failed", "member", a.cfg.Member.ID, "err", err, "retry_in", backoff)
+			delay, backoff = backoff, min(2*backoff, max(a.LeaseTTL()/3, a.cfg.RetryDelay))
+		default:
+			delay, backoff = a.LeaseTTL()/3, a.cfg.RetryDelay
+		}
+	}
+}
+
+// Close stops the keepalives and leaves the cluster (DELETE), so that the
+// broker's ephemeral shards move at once instead of after the lease. A
+// failed leave is returned; the lease then lapses by itself. Close is
+// idempotent (later calls return nil).
+func (a *Agent) Close() error {
+	var err error
+	a.once.Do(func() {
+		a.stop()
+		<-a.done
+		ctx, cancel := context.WithTimeout(context.Background(), a.cfg.RequestTimeout)
+		defer cancel()
+		var resp LeaveResponse
+		err = a.api.do(ctx, http.MethodDelete, "/v1/members/"+url.PathEscape(a.cfg.Member.ID), nil, &resp)
+		if errors.Is(err, ErrNotFound) {
+			err = nil // already gone
+		}
+	})
+	return err
+}

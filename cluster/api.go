@@ -1,0 +1,31 @@
+package cluster
+
+// The bodies of the HTTP contract (see the package comment).
+
+// RegisterRequest is the body of POST /v1/members.
+type RegisterRequest struct {
+	ID        string `json:"id"`
+	QUICAddr  string `json:"quic_addr"`
+	AdminAddr string `json:"admin_addr,omitempty"`
+}
+
+// RegisterResponse answers POST /v1/members.
+type RegisterResponse struct {
+	Member     Member `json:"member"`
+	LeaseTTLMS int64  `json:"lease_ttl_ms"`
+}
+
+// KeepAliveResponse answers POST /v1/members/{id}/keepalive.
+type KeepAliveResponse struct {
+	LeaseTTLMS int64 `json:"lease_ttl_ms"`
+}
+
+// LeaveResponse answers DELETE /v1/members/{id}.
+type LeaveResponse struct {
+	ID string `json:"id"`
+}
+
+// MembersResponse answers GET /v1/members.
+type MembersResponse struct {
+	Members []Member `json:"members"`
+}

@@ -1,0 +1,155 @@
+package controlplane
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/felixmq/felix/cluster"
+)
+
+// Resources the cluster endpoints authorize on.
+const (
+	resourceMembers   = "cluster:members"
+	resourcePlacement = "cluster:placement"
+)
+
+func (s *Server) clusterRoutes(add func(method, pattern string, h handlerFunc)) {
+	add(http.MethodPost, "/v1/members", s.register)
+	add(http.MethodGet, "/v1/members", s.listMembers)
+	add(http.MethodPost, "/v1/members/{id}/keepalive", s.keepAlive)
+	add(http.MethodDelete, "/v1/members/{id}", s.leave)
+	add(http.MethodGet, "/v1/placement", s.placement)
+}
+
+// cluster authorizes r and returns the placer, or an error when this
+// server's store keeps no membership.
+func (s *Server) cluster(r *http.Request, action, resource string) (*Placer, error) {
+	if err := s.authorize(r, action, resource); err != nil {
+		return nil, err
+	}
+	if s.placer == nil {
+		return nil, apiErr(ErrNotFound, "this control plane's store keeps no cluster membership")
+	}
+	return s.placer, nil
+}
+
+// memberRequest authorizes a request on one member (node credential) and
+// reads and checks its {id}.
+func (s *Server) memberRequest(r *http.Request) (MemberStore, string, error) {
+	pl, err := s.cluster(r, ActionClusterNode, resourceMembers)
+	if err != nil {
+		return nil, "", err
+	}
+	id := r.PathValue("id")
+	return pl.members, id, ValidName("id", id)
+}
+
+func validMember(m cluster.RegisterRequest) error {
+	if err := ValidName("id", m.ID); err != nil {
+		return err
+	}
+	for field, addr := range map[string]string{"quic_addr": m.QUICAddr, "admin_addr": m.AdminAddr} {
+		if addr == "" && field == "admin_addr" {
+			continue
+		}
+		if _, port, err := net.SplitHostPort(addr); err != nil || port == "" || port == "0" {
+			return invalid("%s %q: want host:port with a port other than 0", field, addr)
+		}
+	}
+	return nil
+}
+
+// register handles POST /v1/members.
+func (s *Server) register(w http.ResponseWriter, r *http.Request) error {
+	pl, err := s.cluster(r, ActionClusterNode, resourceMembers)
+	if err != nil {
+		return err
+	}
+	var req cluster.RegisterRequest
+	if err := s.decodeBody(w, r, &req); err != nil {
+		return err
+	}
+	if err := validMember(req); err != nil {
+		return err
+	}
+	m := cluster.Member{ID: req.ID, QUICAddr: req.QUICAddr, AdminAddr: req.AdminAddr, Live: true}
+	ttl, err := pl.members.Register(r.Context(), m, pl.LeaseTTL())
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, cluster.RegisterResponse{Member: m, LeaseTTLMS: ttl.Milliseconds()})
+}
+
+// keepAlive handles POST /v1/members/{id}/keepalive.
+func (s *Server) keepAlive(w http.ResponseWriter, r *http.Request) error {
+	ms, id, err := s.memberRequest(r)
+	if err != nil {
+		return err
+	}
+	ttl, err := ms.KeepAlive(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, cluster.KeepAliveResponse{LeaseTTLMS: ttl.Milliseconds()})
+}
+
+// leave handles DELETE /v1/members/{id}.
+func (s *Server) leave(w http.ResponseWriter, r *http.Request) error {
+	ms, id, err := s.memberRequest(r)
+	if err != nil {
+		return err
+	}
+	if err := ms.Leave(r.Context(), id); err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, cluster.LeaveResponse{ID: id})
+}
+
+// listMembers handles GET /v1/members.
+func (s *Server) listMembers(w http.ResponseWriter, r *http.Request) error {
+	pl, err := s.cluster(r, ActionClusterView, resourceMembers)
+	if err != nil {
+		return err
+	}
+	members, err := pl.members.Members(r.Context())
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, cluster.MembersResponse{Members: members})
+}
+
+// placement handles GET /v1/placement[?after=V&wait_ms=N]. Without after it
+// answers the stored placement at once; with it, it waits until the
+// version differs from after (newer, or from a replaced store) or wait_ms
+// passes (default MaxWait; a longer wait is cut to MaxWait, so that a
+// client's default never fails on a server with a shorter bound), then
+// answers the current one.
+func (s *Server) placement(w http.ResponseWriter, r *http.Request) error {
+	pl, err := s.cluster(r, ActionClusterView, resourcePlacement)
+	if err != nil {
+		return err
+	}
+	maxMS := s.cfg.MaxWait.Milliseconds()
+	waitMS, err := queryInt(r, "wait_ms", maxMS, 0, 1<<31)
+	if err != nil {
+		return err
+	}
+	waitMS = min(waitMS, maxMS)
+	if !r.URL.Query().Has("after") {
+		p, err := pl.members.Placement(r.Context())
+		if err != nil {
+			return err
+		}
+		return writeJSON(w, http.StatusOK, p)
+	}
+	after, err := queryInt(r, "after", 0, 0, 1<<62)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), time.Duration(waitMS)*time.Millisecond)
+	defer cancel()
+	defer context.AfterFunc(s.stop, cancel)()
+	return writeJSON(w, http.StatusOK, pl.Wait(ctx, after))
+}

@@ -1,0 +1,213 @@
+package controlplane
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/pprof"
+	"sync"
+	"time"
+
+	"github.com/felixmq/felix/cluster"
+)
+
+// PlacerConfig configures a Placer. The zero value is the default.
+type PlacerConfig struct {
+	// LeaseTTL is the lease a registering broker gets (default 3s); it
+	// keeps it alive at a third of it.
+	LeaseTTL time.Duration
+	// RetryDelay is the pause after a failed recompute, e.g. while etcd
+	// is unreachable (default 500ms).
+	RetryDelay time.Duration
+	// Logger receives recompute failures; nil discards.
+	Logger *slog.Logger
+}
+
+// DefaultLeaseTTL is a member's lease when PlacerConfig.LeaseTTL is 0.
+const DefaultLeaseTTL = 3 * time.Second
+
+func (c PlacerConfig) withDefaults() PlacerConfig {
+	if c.LeaseTTL == 0 {
+		c.LeaseTTL = DefaultLeaseTTL
+	}
+	if c.RetryDelay == 0 {
+		c.RetryDelay = 500 * time.Millisecond
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Placer keeps the stored placement equal to cluster.Place of the stored
+// placement, the live members and the streams' shards.
+//
+// Design. One goroutine (pprof label goroutine=felix-cp-placer) takes the
+// store's Notify channel, recomputes, and waits for the channel: every
+// member change, lapsed lease, stream creation or deletion and placement
+// write, by this control plane or another on the same etcd, wakes it. A
+// recompute writes only when the result differs from what is stored, with
+// a compare-and-swap on the stored version; Place is deterministic, so
+// several control planes recomputing from one store agree and at most one
+// of them writes each change (the others lose the swap, re-read and find
+// nothing to do). The placement it last read or wrote is kept in memory
+// for the long-polls of GET /v1/placement.
+type Placer struct {
+	cfg     PlacerConfig
+	store   Store
+	members MemberStore
+	stop    context.CancelFunc
+	done    chan struct{}
+	once    sync.Once
+	mu      struct {
+		sync.Mutex
+		current cluster.Placement
+		wake    chan struct{} // closed and replaced when current changes
+	}
+}
+
+// NewPlacer starts a Placer over store, which must implement MemberStore
+// (both built-in stores do). Close stops it; it does not close the store.
+func NewPlacer(store Store, cfg PlacerConfig) (*Placer, error) {
+	cfg = cfg.withDefaults()
+	if cfg.LeaseTTL < 0 || cfg.RetryDelay < 0 {
+		return nil, fmt.Errorf("%w: placer LeaseTTL %v and RetryDelay %v must not be negative", ErrInvalid, cfg.LeaseTTL, cfg.RetryDelay)
+	}
+	ms, ok := store.(MemberStore)
+	if !ok {
+		return nil, fmt.Errorf("%w: store %T keeps no cluster membership", ErrInvalid, store)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	p := &Placer{cfg: cfg, store: store, members: ms, stop: stop, done: make(chan struct{})}
+	p.mu.wake = make(chan struct{})
+	go pprof.Do(ctx, pprof.Labels("goroutine", "felix-cp-placer"), p.run)
+	return p, nil
+}
+
+// Close stops the goroutine and waits for it; pending long-polls answer
+// with the current placement. It is idempotent.
+func (p *Placer) Close() error {
+	p.once.Do(func() {
+		p.stop()
+		<-p.done
+	})
+	return nil
+}
+
+func (p *Placer) run(ctx context.Context) {
+	defer close(p.done)
+	for {
+		changed, err := p.members.Notify(ctx)
+		if err == nil {
+			err = p.recompute(ctx)
+		}
+		var retry <-chan time.Time
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			p.cfg.Logger.Warn("placement recompute failed; retrying", "err", err, "retry_in", p.cfg.RetryDelay)
+			changed, retry = nil, time.After(p.cfg.RetryDelay)
+		}
+		select {
+		case <-changed:
+		case <-retry:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// maxSwaps bounds the compare-and-swap retries of one recompute; each lost
+// swap means another control plane wrote, and the next wake-up recomputes.
+const maxSwaps = 5
+
+// recompute brings the stored placement up to date.
+func (p *Placer) recompute(ctx context.Context) error {
+	for range maxSwaps {
+		stored, err := p.members.Placement(ctx)
+		if err != nil {
+			return err
+		}
+		members, err := p.members.Members(ctx)
+		if err != nil {
+			return err
+		}
+		shards, err := p.shards(ctx)
+		if err != nil {
+			return err
+		}
+		next := cluster.Place(stored, members, shards)
+		if stored.Version != 0 && next.SameAs(stored) {
+			p.publish(stored)
+			return nil
+		}
+		v, err := p.members.SwapPlacement(ctx, stored.Version, next)
+		if errors.Is(err, ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		next.Version = v
+		p.publish(next)
+		return nil
+	}
+	return fmt.Errorf("%w: placement changed under %d recomputes in a row", ErrConflict, maxSwaps)
+}
+
+// shards lists every shard of every stream.
+func (p *Placer) shards(ctx context.Context) ([]cluster.ShardSpec, error) {
+	items, _, err := p.store.List(ctx, KindStream, "")
+	if err != nil {
+		return nil, err
+	}
+	var out []cluster.ShardSpec
+	for _, it := range items {
+		var s Stream
+		if err := json.Unmarshal(it.Value, &s); err != nil {
+			return nil, fmt.Errorf("controlplane: stored %s is not valid: %w", it.Ref, err)
+		}
+		for i := range s.Shards {
+			out = append(out, cluster.ShardSpec{Shard: cluster.Shard{Tenant: s.Tenant, Namespace: s.Namespace, Stream: s.Stream, Shard: i}, Durable: s.Durable})
+		}
+	}
+	return out, nil
+}
+
+func (p *Placer) publish(pl cluster.Placement) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if pl.Version == p.mu.current.Version {
+		return
+	}
+	p.mu.current = pl
+	close(p.mu.wake)
+	p.mu.wake = make(chan struct{})
+}
+
+// Wait returns the placement once its version differs from after (a
+// version from another store, or from before a memory store restarted,
+// answers at once), or the current one when ctx ends.
+func (p *Placer) Wait(ctx context.Context, after int64) cluster.Placement {
+	for {
+		p.mu.Lock()
+		cur, wake := p.mu.current, p.mu.wake
+		p.mu.Unlock()
+		if cur.Version != 0 && cur.Version != after {
+			return cur
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return cur
+		case <-p.done:
+			return cur
+		}
+	}
+}
+
+// LeaseTTL is the lease registering members get.
+func (p *Placer) LeaseTTL() time.Duration { return p.cfg.LeaseTTL }
