@@ -113,7 +113,10 @@ func (cc *ClusterClient) clientLocked(ctx context.Context, addr string) (*Client
 		return nil, ErrClosed
 	}
 	if c := cc.mu.clients[addr]; c != nil {
-		return c, nil
+		if c.alive() {
+			return c, nil
+		}
+		cc.forgetLocked(addr) // the broker ended the connection (restarted, say)
 	}
 	c, err := Dial(ctx, addr, cc.cfg.Config)
 	if err != nil {
@@ -128,7 +131,7 @@ func (cc *ClusterClient) publisher(ctx context.Context, addr, namespace, stream 
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
 	k := clusterPubKey{addr, namespace, stream}
-	if p := cc.mu.pubs[k]; p != nil {
+	if p := cc.mu.pubs[k]; p != nil && p.c.alive() {
 		return p, nil
 	}
 	c, err := cc.clientLocked(ctx, addr)
@@ -232,13 +235,20 @@ func (cc *ClusterClient) Subscribe(ctx context.Context, namespace, stream string
 		}
 		sub, err := c.Subscribe(ctx, namespace, stream, opts)
 		var be *BrokerError
-		if attempt == 0 && errors.As(err, &be) && errors.Is(err, ErrNotOwner) && be.Owner != nil && be.Owner.Addr != addr {
+		switch {
+		case err == nil || attempt > 0:
+			return sub, err
+		case errors.As(err, &be) && errors.Is(err, ErrNotOwner) && be.Owner != nil && be.Owner.Addr != addr:
 			cc.mu.Lock()
 			cc.mu.learned[s] = be.Owner.Addr
 			cc.mu.Unlock()
-			continue
+		case errors.As(err, &be):
+			return sub, err
+		default: // the connection failed: once more on a new one
+			cc.mu.Lock()
+			cc.forgetLocked(addr)
+			cc.mu.Unlock()
 		}
-		return sub, err
 	}
 }
 

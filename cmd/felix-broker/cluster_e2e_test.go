@@ -1,0 +1,474 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/felixmq/felix/auth"
+	"github.com/felixmq/felix/broker"
+	"github.com/felixmq/felix/client"
+	"github.com/felixmq/felix/cluster"
+	"github.com/felixmq/felix/controlplane"
+)
+
+// e2eLease is the members' lease: a killed broker's ephemeral shards move
+// within it (plus the placer's recompute).
+const e2eLease = 2 * time.Second
+
+// cpHarness is a control plane in this process (the brokers are real
+// processes) with a tenant whose IdP issues writer tokens.
+type cpHarness struct {
+	url, bootstrap, tokenFile string
+	call                      func(method, path, body, bearer string) (int, string)
+	idp                       *rsaIdP
+}
+
+func startClusterControlPlane(t *testing.T) *cpHarness {
+	const bootstrap = "bootstrap-token-for-the-cluster-e2e-0123456789"
+	st, err := controlplane.NewMemoryStore(controlplane.MemoryConfig{})
+	require.NoError(t, err)
+	tokens, err := controlplane.NewTokens(st, controlplane.TokensConfig{Minter: auth.MinterConfig{TTL: time.Hour}})
+	require.NoError(t, err)
+	boot, err := controlplane.NewBootstrapAuthorizer(bootstrap)
+	require.NoError(t, err)
+	felix, err := controlplane.NewFelixTokenAuthorizer(controlplane.FelixTokenConfig{Keys: tokens})
+	require.NoError(t, err)
+	placer, err := controlplane.NewPlacer(st, controlplane.PlacerConfig{LeaseTTL: e2eLease, RetryDelay: 50 * time.Millisecond})
+	require.NoError(t, err)
+	cp, err := controlplane.New(controlplane.Config{Store: st, Authorizer: controlplane.AnyOf{boot, felix}, Tokens: tokens, Placer: placer})
+	require.NoError(t, err)
+	srv := httptest.NewServer(cp)
+	t.Cleanup(func() { srv.Close(); cp.Close(); placer.Close(); st.Close() })
+	h := &cpHarness{url: srv.URL, bootstrap: bootstrap, idp: newRSAIdP(t), tokenFile: filepath.Join(t.TempDir(), "node-token")}
+	require.NoError(t, os.WriteFile(h.tokenFile, []byte(bootstrap), 0o600))
+	h.call = cpCaller(t, srv.URL)
+	idpConf := `{"issuer":"` + h.idp.URL + `","jwks_url":"` + h.idp.URL + `","audiences":["api://felix"],` +
+		`"roles":{"writer":[{"action":"stream.publish","resource":"t1/default/*"},{"action":"stream.subscribe","resource":"t1/default/*"}]},` +
+		`"bindings":{"Felix.Writer":["writer"]}}`
+	h.mustCall(t, http.StatusCreated, http.MethodPost, "/v1/tenants", `{"tenant":"t1","idp":`+idpConf+`}`)
+	h.mustCall(t, http.StatusCreated, http.MethodPost, "/v1/tenants/t1/namespaces", `{"tenant":"t1","namespace":"default"}`)
+	return h
+}
+
+// cpCaller calls the control plane at base with a bearer token ("" for
+// none) and returns the status and body.
+func cpCaller(t *testing.T, base string) func(method, path, body, bearer string) (int, string) {
+	return func(method, path, body, bearer string) (int, string) {
+		req, err := http.NewRequest(method, base+path, strings.NewReader(body))
+		require.NoError(t, err)
+		if bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+bearer)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+}
+
+func (h *cpHarness) mustCall(t *testing.T, want int, method, path, body string) string {
+	code, reply := h.call(method, path, body, h.bootstrap)
+	require.Equal(t, want, code, "%s %s: %s", method, path, reply)
+	return reply
+}
+
+func (h *cpHarness) createStream(t *testing.T, name string, shards int, durable bool) {
+	extra := ""
+	if durable {
+		extra = `,"durable":true,"fsync":"on_commit"`
+	}
+	h.mustCall(t, http.StatusCreated, http.MethodPost, "/v1/tenants/t1/namespaces/default/streams",
+		fmt.Sprintf(`{"tenant":"t1","namespace":"default","stream":%q,"shards":%d%s}`, name, shards, extra))
+}
+
+// writerToken exchanges an IdP token for a Felix token of t1 that may
+// publish and subscribe.
+func (h *cpHarness) writerToken(t *testing.T) string {
+	code, body := h.call(http.MethodPost, "/v1/token/exchange", `{"tenant":"t1","idp_token":"`+h.idp.token(t, "alice", "Felix.Writer")+`"}`, "")
+	require.Equal(t, http.StatusOK, code, body)
+	var r controlplane.ExchangeResponse
+	require.NoError(t, json.Unmarshal([]byte(body), &r))
+	return r.Token
+}
+
+// clusterBroker is one broker process of the cluster, restartable on the
+// same address, certificate and data directory.
+type clusterBroker struct {
+	id, addr, admin string
+	env             []string
+	dir             string // data and logs
+	runs            int
+	kill            func()
+}
+
+func newClusterBroker(t *testing.T, id string, cp *cpHarness, certFile, keyFile string) *clusterBroker {
+	dir := t.TempDir()
+	cb := &clusterBroker{id: id, addr: freeAddr(t, "udp"), admin: freeAddr(t, "tcp"), dir: dir}
+	cb.env = []string{"FELIX_NODE_ID=" + id, "FELIX_QUIC_BIND=" + cb.addr, "FELIX_ADMIN_BIND=" + cb.admin,
+		"FELIX_CONTROLPLANE_URL=" + cp.url, "FELIX_CONTROLPLANE_TOKEN_FILE=" + cp.tokenFile, "FELIX_NODE_TOKEN_FILE=" + cp.tokenFile,
+		"FELIX_TLS_CERT_FILE=" + certFile, "FELIX_TLS_KEY_FILE=" + keyFile, "FELIX_DATA_DIR=" + filepath.Join(dir, "data"),
+		"FELIX_STREAMS=", "FELIX_CACHES=", "FELIX_LOG_LEVEL=debug"}
+	return cb
+}
+
+// start runs the process and waits for "felix-broker ready" (it is ready
+// once a placement lists it). Each start logs to its own file.
+func (cb *clusterBroker) start(t *testing.T) {
+	cb.runs++
+	log := filepath.Join(cb.dir, fmt.Sprintf("stderr-%d", cb.runs))
+	f, err := os.Create(log)
+	require.NoError(t, err)
+	cmd := brokerCmd(t, cb.env)
+	cmd.Stderr = f
+	require.NoError(t, cmd.Start())
+	f.Close()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	cb.kill = func() { cmd.Process.Kill(); <-exited }
+	t.Cleanup(func() { cmd.Process.Kill() })
+	deadline := time.After(25 * time.Second)
+	for {
+		raw, _ := os.ReadFile(log)
+		if strings.Contains(string(raw), "felix-broker ready") {
+			return
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("broker %s exited before ready (%v):\n%s", cb.id, err, logTail(raw))
+		case <-deadline:
+			t.Fatalf("broker %s not ready:\n%s", cb.id, logTail(raw))
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func logTail(raw []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	return strings.Join(lines[max(0, len(lines)-30):], "\n")
+}
+
+func (cb *clusterBroker) fullStats(t *testing.T) broker.Stats {
+	resp, err := http.Get("http://" + cb.admin + "/debug/felix/stats")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var s broker.Stats
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&s))
+	return s
+}
+
+func (cb *clusterBroker) stats(t *testing.T) broker.ClusterStats { return cb.fullStats(t).Cluster }
+
+// ledger is what was acked per shard and what each shard's subscribers
+// received, to check exactly-once delivery of acked publishes.
+type ledger struct {
+	mu    sync.Mutex
+	acked map[int][]string
+	seen  map[int]map[string]int
+}
+
+func (l *ledger) ack(shard int, p string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.acked[shard] = append(l.acked[shard], p)
+}
+
+// follow records shard's events from sub until it ends.
+func (l *ledger) follow(ctx context.Context, shard int, sub *client.Subscription) {
+	for {
+		ev, err := sub.Next(ctx)
+		if err != nil {
+			return
+		}
+		l.mu.Lock()
+		l.seen[shard][string(ev.Payload)]++
+		l.mu.Unlock()
+	}
+}
+
+// complete: every acked publish reached its shard's subscribers exactly
+// once; missing/duplicated describe the first failure.
+func (l *ledger) complete() (bool, string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for shard, ps := range l.acked {
+		for _, p := range ps {
+			switch n := l.seen[shard][p]; {
+			case n == 0:
+				return false, fmt.Sprintf("shard %d: acked %s not delivered", shard, p)
+			case n > 1:
+				return false, fmt.Sprintf("shard %d: acked %s delivered %d times", shard, p, n)
+			}
+		}
+	}
+	return true, ""
+}
+
+func e2eOwnerCounts(p *cluster.Placement, stream string) map[string]int {
+	c := map[string]int{}
+	for _, a := range p.Assignments {
+		if a.Stream == stream {
+			c[a.Owner]++
+		}
+	}
+	return c
+}
+
+func liveMember(p *cluster.Placement, id string) bool {
+	for _, m := range p.Members {
+		if m.ID == id {
+			return m.Live
+		}
+	}
+	return false
+}
+
+// TestClusterEndToEnd is issue 9's "done when" on real processes: one
+// control plane, three broker processes on loopback, a stream of 12
+// ephemeral shards placed 4/4/4 and one of 3 durable shards. The plain
+// client reaches every shard through one broker (forwarded); the
+// ClusterClient forwards once per shard and then goes to the owner. A
+// broker killed with kill -9 loses its lease, its ephemeral shards move
+// within the lease, clients re-route and publishing resumes, while its
+// durable shards answer owner_unavailable; it rejoins and the placement
+// rebalances moving only what it needs to. No acked publish is lost or
+// duplicated at the subscribers.
+func TestClusterEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a control plane and three broker processes")
+	}
+	cp := startClusterControlPlane(t)
+
+	// One certificate for the three brokers: forwarding trusts it.
+	certFile, keyFile, pool := writeCert(t, t.TempDir())
+
+	ctx, cancel := context.WithTimeout(context.Background(), 55*time.Second)
+	defer cancel()
+	brokers := map[string]*clusterBroker{}
+	var ids []string
+	for _, id := range []string{"b1", "b2", "b3"} {
+		cb := newClusterBroker(t, id, cp, certFile, keyFile)
+		cb.start(t)
+		brokers[id] = cb
+		ids = append(ids, id)
+	}
+	// Streams created once every broker is a member: placed over all three.
+	cp.createStream(t, "e2e", 12, false)
+	cp.createStream(t, "dur", 3, true)
+	w, err := cluster.NewWatcher(cluster.WatcherConfig{URL: cp.url, Token: cp.bootstrap, Wait: 2 * time.Second})
+	require.NoError(t, err)
+	defer w.Close()
+	await := func(what string, d time.Duration, ok func(p *cluster.Placement) bool) *cluster.Placement {
+		t.Helper()
+		wctx, cancel := context.WithTimeout(ctx, d)
+		defer cancel()
+		var after int64
+		for {
+			x, err := w.Next(wctx, after)
+			if err != nil {
+				cur := w.Current()
+				require.NotNil(t, cur, "placement: %s: none", what)
+				t.Fatalf("placement: %s: %v; last: version %d members %+v e2e %v dur %v", what, err, cur.Version, cur.Members,
+					e2eOwnerCounts(&cur.Placement, "e2e"), e2eOwnerCounts(&cur.Placement, "dur"))
+			}
+			if ok(&x.Placement) {
+				return &x.Placement
+			}
+			after = x.Version
+		}
+	}
+	p1 := await("4/4/4", 10*time.Second, func(p *cluster.Placement) bool {
+		c := e2eOwnerCounts(p, "e2e")
+		return c["b1"] == 4 && c["b2"] == 4 && c["b3"] == 4 && len(e2eOwnerCounts(p, "dur")) > 0
+	})
+	// Brokers apply the placement through their own watchers, and serve
+	// both streams (their feed from the control plane).
+	require.Eventually(t, func() bool {
+		for _, id := range ids {
+			st := brokers[id].fullStats(t)
+			if st.Cluster.PlacementVersion < p1.Version || len(st.Streams) < 2 {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, 20*time.Millisecond)
+
+	token := cp.writerToken(t)
+	ccfg := client.Config{Tenant: "t1", Token: token, TLS: &tls.Config{RootCAs: pool}}
+	l := &ledger{acked: map[int][]string{}, seen: map[int]map[string]int{}}
+	subs := map[int]*client.Subscription{}
+	// Every shard followed at its owner (a ClusterClient routes subscribes).
+	watchers, err := client.DialCluster(ctx, client.ClusterConfig{Config: ccfg, Bootstrap: []string{brokers["b1"].addr}})
+	require.NoError(t, err)
+	defer watchers.Close()
+	follow := func(p *cluster.Placement, shards ...int) {
+		watchers.SetPlacement(p)
+		for _, i := range shards {
+			if l.seen[i] == nil {
+				l.seen[i] = map[string]int{}
+			}
+			sub, err := watchers.Subscribe(ctx, "default", "e2e", client.SubscribeOptions{Shard: uint32(i)})
+			require.NoError(t, err, "subscribe shard %d", i)
+			subs[i] = sub
+			go l.follow(ctx, i, sub)
+		}
+	}
+	all := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}
+	follow(p1, all...)
+	forwardedTotal := func() (n uint64) {
+		for _, id := range ids {
+			if brokers[id] != nil {
+				n += brokers[id].stats(t).ForwardedPublishes
+			}
+		}
+		return n
+	}
+
+	// 1. The plain client through b1 reaches every shard; 8 are forwarded.
+	plain, err := client.Dial(ctx, brokers["b1"].addr, ccfg)
+	require.NoError(t, err)
+	defer plain.Close()
+	pub, err := plain.NewPublisher(ctx, "default", "e2e")
+	require.NoError(t, err)
+	seq := 0
+	publishPlain := func(shard int) error {
+		seq++
+		p := fmt.Sprintf("plain-%d-%d", shard, seq)
+		err := pub.PublishShardAsync(uint32(shard), [][]byte{[]byte(p)}).Wait(ctx)
+		if err == nil {
+			l.ack(shard, p)
+		}
+		return err
+	}
+	for _, i := range all {
+		require.NoError(t, publishPlain(i))
+	}
+	require.Equal(t, uint64(8), brokers["b1"].stats(t).ForwardedPublishes, "b1 forwards the 8 shards it does not own")
+
+	// 2. The ClusterClient learns from acks: forwarded once per shard.
+	cc, err := client.DialCluster(ctx, client.ClusterConfig{Config: ccfg, Bootstrap: []string{brokers["b1"].addr}})
+	require.NoError(t, err)
+	defer cc.Close()
+	publishCC := func(stream string, shard int) error {
+		seq++
+		p := fmt.Sprintf("cc-%d-%d", shard, seq)
+		err := cc.Publish(ctx, "default", stream, uint32(shard), [][]byte{[]byte(p)})
+		if err == nil && stream == "e2e" {
+			l.ack(shard, p)
+		}
+		return err
+	}
+	before := forwardedTotal()
+	for round := range 3 {
+		for _, i := range all {
+			require.NoError(t, publishCC("e2e", i))
+		}
+		require.Equal(t, before+8, forwardedTotal(), "round %d: forwarding stops after the first ack per shard", round)
+	}
+	// From the placement it needs no forwarding at all.
+	cw, err := cluster.NewWatcher(cluster.WatcherConfig{URL: cp.url, Token: token, Wait: 2 * time.Second,
+		OnChange: func(x *cluster.Index) { cc.SetPlacement(&x.Placement) }})
+	require.NoError(t, err)
+	defer cw.Close()
+	_, err = cw.Next(ctx, 0)
+	require.NoError(t, err)
+	before = forwardedTotal()
+	for _, i := range all {
+		require.NoError(t, publishCC("e2e", i))
+	}
+	require.Equal(t, before, forwardedTotal())
+	require.Eventually(t, func() bool { ok, _ := l.complete(); return ok }, 10*time.Second, 20*time.Millisecond)
+
+	// 3. kill -9 b2: its lease lapses and its ephemeral shards move.
+	var durOnB2 []int
+	for _, a := range p1.Assignments {
+		if a.Stream == "dur" && a.Owner == "b2" {
+			durOnB2 = append(durOnB2, a.Shard.Shard)
+		}
+	}
+	require.NotEmpty(t, durOnB2, "b2 owns a durable shard (dur placed %v)", e2eOwnerCounts(p1, "dur"))
+	killed := time.Now()
+	brokers["b2"].kill()
+	b2 := brokers["b2"]
+	brokers["b2"] = nil
+	p2 := await("b2's ephemeral shards moved", e2eLease+5*time.Second, func(p *cluster.Placement) bool {
+		return !liveMember(p, "b2") && e2eOwnerCounts(p, "e2e")["b2"] == 0
+	})
+	moved := time.Since(killed)
+	t.Logf("b2 killed: its ephemeral shards moved after %v (lease %v)", moved.Round(time.Millisecond), e2eLease)
+	require.Less(t, moved, e2eLease+1500*time.Millisecond, "moved within the lease TTL (plus a recompute)")
+	var movedShards []int
+	for _, a := range p1.Assignments {
+		if a.Stream == "e2e" && a.Owner == "b2" {
+			movedShards = append(movedShards, a.Shard.Shard)
+		}
+	}
+	follow(p2, movedShards...)
+	// Publishing resumes on every ephemeral shard once the ClusterClient
+	// re-routes (its watcher, or the failed connection).
+	resumed := time.Now()
+	for _, i := range all {
+		require.Eventually(t, func() bool { return publishCC("e2e", i) == nil }, 10*time.Second, 20*time.Millisecond, "shard %d", i)
+	}
+	t.Logf("publishing to every ephemeral shard resumed %v after the move", time.Since(resumed).Round(time.Millisecond))
+	for _, i := range durOnB2 {
+		err := publishCC("dur", i)
+		require.ErrorIs(t, err, client.ErrOwnerUnavailable, "durable shard %d of the killed broker", i)
+	}
+
+	// 4. b2 rejoins: the placement rebalances, moving only shards to b2.
+	brokers["b2"] = b2
+	b2.start(t)
+	p3 := await("rebalanced 4/4/4 with b2 back", 10*time.Second, func(p *cluster.Placement) bool {
+		c := e2eOwnerCounts(p, "e2e")
+		return liveMember(p, "b2") && c["b1"] == 4 && c["b2"] == 4 && c["b3"] == 4
+	})
+	var toB2 []int
+	for _, a := range p3.Assignments {
+		if a.Stream != "e2e" {
+			continue
+		}
+		prev, _ := p2.Owner(a.Shard)
+		if prev.ID != a.Owner {
+			require.Equal(t, "b2", a.Owner, "shard %d moved %s → %s: only moves to the joiner are needed", a.Shard.Shard, prev.ID, a.Owner)
+			toB2 = append(toB2, a.Shard.Shard)
+		}
+	}
+	require.Len(t, toB2, 4, "minimal movement")
+	t.Logf("b2 rejoined: shards %v moved back to it, nothing else moved; durable shards %v served again", toB2, durOnB2)
+	require.Eventually(t, func() bool { return b2.stats(t).PlacementVersion >= p3.Version }, 10*time.Second, 20*time.Millisecond)
+	follow(p3, toB2...)
+	for _, i := range all {
+		require.Eventually(t, func() bool { return publishCC("e2e", i) == nil }, 10*time.Second, 20*time.Millisecond, "shard %d", i)
+	}
+	for _, i := range durOnB2 {
+		require.Eventually(t, func() bool { return publishCC("dur", i) == nil }, 10*time.Second, 20*time.Millisecond,
+			"durable shard %d is back with its owner", i)
+	}
+
+	// 5. No acked publish lost or duplicated.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ok, why := l.complete()
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(why)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
