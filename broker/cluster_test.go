@@ -129,12 +129,18 @@ func TestClusterForwardsOnceAndNamesOwner(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, enc.name, string(ev.Payload))
 
+			// Fire-and-forget is forwarded too, in order after the acked one.
+			require.NoError(t, pub.SendShard(3, [][]byte{[]byte(enc.name + "-ff")}))
+			ev, err = sub.Next(ctx)
+			require.NoError(t, err)
+			require.Equal(t, enc.name+"-ff", string(ev.Payload))
+
 			// A shard it owns is served locally and named too.
 			pa = pub.PublishShardAsync(0, [][]byte{[]byte("local")})
 			require.NoError(t, pa.Wait(ctx))
 			own, _ = pa.Owner()
 			require.Equal(t, "b1", own.ID)
-			require.Equal(t, before+1, nodes[0].b.ClusterStats().ForwardedPublishes)
+			require.Equal(t, before+2, nodes[0].b.ClusterStats().ForwardedPublishes)
 			require.NoError(t, pub.Close(ctx))
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/felixmq/felix/cluster"
 )
@@ -18,6 +19,15 @@ type ClusterConfig struct {
 	// answers serves shards whose owner is not known yet, forwarding them
 	// (its acks then name the owner).
 	Bootstrap []string
+	// ControlPlaneURL, when set, is followed for the placement with a
+	// cluster.Watcher authenticated with ControlPlaneToken (any valid Felix
+	// token of the cluster; empty: Config.Token), so that shards route to
+	// their owner from the first publish and re-route when they move.
+	ControlPlaneURL   string
+	ControlPlaneToken string
+	// DialTimeout bounds connecting to a broker other than the bootstrap
+	// one (an owner that just died answers nothing); 0 means 2 s.
+	DialTimeout time.Duration
 }
 
 // ClusterClient routes each shard's publishes and subscribes to the broker
@@ -36,8 +46,9 @@ type ClusterConfig struct {
 // Safe for concurrent use; the order of one shard's publishes is the order
 // of the calls that made them, while its owner stays the same.
 type ClusterClient struct {
-	cfg ClusterConfig
-	mu  struct {
+	cfg     ClusterConfig
+	watcher *cluster.Watcher // nil without ControlPlaneURL
+	mu      struct {
 		sync.Mutex
 		clients   map[string]*Client // by broker QUIC address
 		pubs      map[clusterPubKey]*Publisher
@@ -55,6 +66,9 @@ func DialCluster(ctx context.Context, cfg ClusterConfig) (*ClusterClient, error)
 	if len(cfg.Bootstrap) == 0 {
 		return nil, fmt.Errorf("%w: ClusterConfig.Bootstrap is empty", ErrInvalidConfig)
 	}
+	if cfg.DialTimeout == 0 {
+		cfg.DialTimeout = 2 * time.Second
+	}
 	cc := &ClusterClient{cfg: cfg}
 	cc.mu.clients = map[string]*Client{}
 	cc.mu.pubs = map[clusterPubKey]*Publisher{}
@@ -65,22 +79,46 @@ func DialCluster(ctx context.Context, cfg ClusterConfig) (*ClusterClient, error)
 		if err == nil {
 			cc.mu.clients[addr] = c
 			cc.mu.bootstrap = addr
-			return cc, nil
+			return cc, cc.follow(cfg)
 		}
 		errs = append(errs, err)
 	}
 	return nil, fmt.Errorf("client: no bootstrap broker answered: %w", errors.Join(errs...))
 }
 
+// follow starts the placement watcher when a control plane is configured.
+func (cc *ClusterClient) follow(cfg ClusterConfig) error {
+	if cfg.ControlPlaneURL == "" {
+		return nil
+	}
+	token := cfg.ControlPlaneToken
+	if token == "" {
+		token = cfg.Token
+	}
+	w, err := cluster.NewWatcher(cluster.WatcherConfig{URL: cfg.ControlPlaneURL, Token: token, Logger: cfg.Logger,
+		OnChange: func(x *cluster.Index) { cc.setIndex(x) }})
+	if err != nil {
+		cc.Close()
+		return fmt.Errorf("client: placement watch: %w", err)
+	}
+	cc.watcher = w
+	return nil
+}
+
 // SetPlacement routes by p from now on (nil: by learned owners and the
 // bootstrap broker only). Owners learned from acks yield to p.
 func (cc *ClusterClient) SetPlacement(p *cluster.Placement) {
+	var x *cluster.Index
+	if p != nil {
+		x = cluster.NewIndex(*p)
+	}
+	cc.setIndex(x)
+}
+
+func (cc *ClusterClient) setIndex(x *cluster.Index) {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
-	cc.mu.placement = nil
-	if p != nil {
-		cc.mu.placement = cluster.NewIndex(*p)
-	}
+	cc.mu.placement = x
 	clear(cc.mu.learned)
 }
 
@@ -118,6 +156,8 @@ func (cc *ClusterClient) clientLocked(ctx context.Context, addr string) (*Client
 		}
 		cc.forgetLocked(addr) // the broker ended the connection (restarted, say)
 	}
+	ctx, cancel := context.WithTimeout(ctx, cc.cfg.DialTimeout)
+	defer cancel()
 	c, err := Dial(ctx, addr, cc.cfg.Config)
 	if err != nil {
 		return nil, err
@@ -252,8 +292,11 @@ func (cc *ClusterClient) Subscribe(ctx context.Context, namespace, stream string
 	}
 }
 
-// Close closes every broker connection.
+// Close stops following the placement and closes every broker connection.
 func (cc *ClusterClient) Close() error {
+	if cc.watcher != nil {
+		cc.watcher.Close()
+	}
 	cc.mu.Lock()
 	cc.mu.closed = true
 	clients := cc.mu.clients

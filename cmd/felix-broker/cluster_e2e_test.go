@@ -378,13 +378,15 @@ func TestClusterEndToEnd(t *testing.T) {
 		}
 		require.Equal(t, before+8, forwardedTotal(), "round %d: forwarding stops after the first ack per shard", round)
 	}
-	// From the placement it needs no forwarding at all.
-	cw, err := cluster.NewWatcher(cluster.WatcherConfig{URL: cp.url, Token: token, Wait: 2 * time.Second,
-		OnChange: func(x *cluster.Index) { cc.SetPlacement(&x.Placement) }})
+	// Following the control plane's placement it needs no forwarding at
+	// all, from the first publish.
+	require.NoError(t, cc.Close())
+	cc, err = client.DialCluster(ctx, client.ClusterConfig{Config: ccfg, Bootstrap: []string{brokers["b1"].addr}, ControlPlaneURL: cp.url})
 	require.NoError(t, err)
-	defer cw.Close()
-	_, err = cw.Next(ctx, 0)
-	require.NoError(t, err)
+	defer cc.Close()
+	shard11 := cluster.Shard{Tenant: "t1", Namespace: "default", Stream: "e2e", Shard: 11}
+	owner11, _ := p1.Owner(shard11)
+	require.Eventually(t, func() bool { return cc.Owner(shard11) == owner11.QUICAddr }, 10*time.Second, 10*time.Millisecond)
 	before = forwardedTotal()
 	for _, i := range all {
 		require.NoError(t, publishCC("e2e", i))
