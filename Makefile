@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO ?= go
 TAGS := invariants
 # Packages with goroutines sharing state; they also run under -race.
-RACE_DIRS := ioruntime udp fanout commit segment broker client controlplane internal auth
+RACE_DIRS := ioruntime udp fanout commit segment broker client controlplane cluster internal auth
 RACE_PKGS = $(shell $(GO) list $(addprefix ./,$(addsuffix /...,$(wildcard $(RACE_DIRS)))))
 FUZZTIME ?= 10s
 # Major version of the clang that built the committed cpuprofile/*_bpfel.o.

@@ -20,6 +20,11 @@ type AgentConfig struct {
 	// Token is the node credential (a Felix token with the cluster.node
 	// permission), sent as "Authorization: Bearer".
 	Token string
+	// RenewToken makes the Agent renew the credential (POST /v1/token/node
+	// with the credential itself, for its own subject) once half of its
+	// remaining lifetime has passed; Token then returns the current one,
+	// for the broker's other uses of it (a Watcher's TokenFunc).
+	RenewToken bool
 	// Member is this broker: its ID and addresses (Live is ignored).
 	Member Member
 	// HTTPClient sends the requests; nil means http.DefaultClient. Each
@@ -54,12 +59,16 @@ func (c AgentConfig) withDefaults() AgentConfig {
 // One goroutine (pprof label goroutine=felix-cluster-agent) does all of
 // it; Close stops it and waits.
 type Agent struct {
-	cfg  AgentConfig
-	api  api
-	ttl  atomic.Int64 // granted lease TTL, ns
-	stop context.CancelFunc
-	done chan struct{}
-	once sync.Once
+	cfg   AgentConfig
+	api   api
+	ttl   atomic.Int64 // granted lease TTL, ns
+	token atomic.Pointer[string]
+	stop  context.CancelFunc
+	done  chan struct{}
+	once  sync.Once
+	// Owned by the goroutine (set before it starts).
+	subject string    // the credential's sub, with RenewToken
+	renewAt time.Time // when to renew it
 }
 
 // NewAgent registers cfg.Member and starts keeping it alive. The first
@@ -67,14 +76,23 @@ type Agent struct {
 // here; ctx bounds it.
 func NewAgent(ctx context.Context, cfg AgentConfig) (*Agent, error) {
 	cfg = cfg.withDefaults()
-	c, err := newAPI(cfg.URL, cfg.Token, cfg.HTTPClient)
-	if err != nil {
-		return nil, err
-	}
 	if cfg.Member.ID == "" || cfg.Member.QUICAddr == "" {
 		return nil, fmt.Errorf("%w: agent member needs an ID and a QUIC address", ErrInvalid)
 	}
-	a := &Agent{cfg: cfg, api: c, done: make(chan struct{})}
+	a := &Agent{cfg: cfg, done: make(chan struct{})}
+	a.token.Store(&cfg.Token)
+	c, err := newAPI(cfg.URL, cfg.Token, a.Token, cfg.HTTPClient)
+	if err != nil {
+		return nil, err
+	}
+	a.api = c
+	if cfg.RenewToken {
+		sub, exp, ok := tokenClaims(cfg.Token)
+		if !ok {
+			return nil, fmt.Errorf("%w: RenewToken needs a JWT credential with sub and exp", ErrInvalid)
+		}
+		a.subject, a.renewAt = sub, halfway(time.Now(), exp)
+	}
 	if err := a.register(ctx); err != nil {
 		return nil, err
 	}
@@ -82,6 +100,28 @@ func NewAgent(ctx context.Context, cfg AgentConfig) (*Agent, error) {
 	a.stop = stop
 	go pprof.Do(lctx, pprof.Labels("goroutine", "felix-cluster-agent"), a.run)
 	return a, nil
+}
+
+// Token returns the current node credential (renewed with RenewToken).
+func (a *Agent) Token() string { return *a.token.Load() }
+
+// halfway is the time half-way from now to exp.
+func halfway(now, exp time.Time) time.Time { return now.Add(exp.Sub(now) / 2) }
+
+// renew replaces the credential with a fresh one if it is due.
+func (a *Agent) renew(ctx context.Context) {
+	if !a.cfg.RenewToken || time.Now().Before(a.renewAt) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.RequestTimeout)
+	defer cancel()
+	var resp NodeTokenResponse
+	if err := a.api.do(ctx, http.MethodPost, "/v1/token/node", NodeTokenRequest{Subject: a.subject}, &resp); err != nil {
+		a.cfg.Logger.Warn("node credential renewal failed; retrying at the next keepalive", "member", a.cfg.Member.ID, "err", err)
+		return
+	}
+	a.token.Store(&resp.Token)
+	a.renewAt = halfway(time.Now(), resp.ExpiresAt)
 }
 
 // LeaseTTL is the lease the control plane granted at the last
@@ -121,6 +161,7 @@ func (a *Agent) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		}
+		a.renew(ctx)
 		err := a.keepAlive(ctx)
 		if errors.Is(err, ErrNotFound) {
 			a.cfg.Logger.Warn("cluster lease lapsed; registering again", "member", a.cfg.Member.ID)

@@ -70,6 +70,7 @@ func (p *plane) agent(t *testing.T, id string) *cluster.Agent {
 	a, err := cluster.NewAgent(context.Background(), cluster.AgentConfig{URL: p.url, Token: token,
 		Member: cluster.Member{ID: id, QUICAddr: "127.0.0.1:7" + id[len(id)-1:] + "00"}})
 	require.NoError(t, err)
+	t.Cleanup(func() { a.Close() })
 	return a
 }
 

@@ -65,7 +65,8 @@ type Placement struct {
 }
 
 // Owner returns the member that owns s, and false when s is unassigned or
-// its owner is not in Members.
+// its owner is not in Members. It scans the placement; callers that ask
+// per publish build an Index once per version (Watcher.Current is one).
 func (p *Placement) Owner(s Shard) (Member, bool) {
 	for _, a := range p.Assignments {
 		if a.Shard == s {

@@ -13,21 +13,26 @@ import (
 // api is a control plane's HTTP endpoint with a bearer credential.
 type api struct {
 	base   string
-	token  string
+	token  func() string
 	client *http.Client
 }
 
-func newAPI(base, token string, client *http.Client) (api, error) {
+// newAPI takes a static token, or tokenFunc (which wins) for a credential
+// that is renewed.
+func newAPI(base, token string, tokenFunc func() string, client *http.Client) (api, error) {
 	if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
 		return api{}, fmt.Errorf("%w: control plane URL %q: want http:// or https://", ErrInvalid, base)
 	}
-	if token == "" {
-		return api{}, fmt.Errorf("%w: no bearer token", ErrInvalid)
+	if tokenFunc == nil {
+		if token == "" {
+			return api{}, fmt.Errorf("%w: no bearer token", ErrInvalid)
+		}
+		tokenFunc = func() string { return token }
 	}
 	if client == nil {
 		client = http.DefaultClient
 	}
-	return api{base: strings.TrimSuffix(base, "/"), token: token, client: client}, nil
+	return api{base: strings.TrimSuffix(base, "/"), token: tokenFunc, client: client}, nil
 }
 
 // do sends body (if not nil) as JSON and decodes a 200 answer into out; any
@@ -45,7 +50,7 @@ func (c api) do(ctx context.Context, method, path string, body, out any) error {
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("Authorization", "Bearer "+c.token())
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}

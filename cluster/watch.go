@@ -16,8 +16,10 @@ type WatcherConfig struct {
 	// URL is the control plane's API, e.g. "http://127.0.0.1:7070".
 	URL string
 	// Token is any valid Felix token of the cluster (a broker's node
-	// credential, a client's own token).
-	Token string
+	// credential, a client's own token). TokenFunc, if set, is asked
+	// before each request instead (a renewed credential: Agent.Token).
+	Token     string
+	TokenFunc func() string
 	// OnChange, if set, is called with each new placement, in order, from
 	// the watcher's goroutine; it must not block for long (a slow callback
 	// delays the next long-poll, never skips a version's successor: the
@@ -81,7 +83,7 @@ type Watcher struct {
 // placement.
 func NewWatcher(cfg WatcherConfig) (*Watcher, error) {
 	cfg = cfg.withDefaults()
-	c, err := newAPI(cfg.URL, cfg.Token, cfg.HTTPClient)
+	c, err := newAPI(cfg.URL, cfg.Token, cfg.TokenFunc, cfg.HTTPClient)
 	if err != nil {
 		return nil, err
 	}

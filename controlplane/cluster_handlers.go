@@ -125,7 +125,7 @@ func (s *Server) listMembers(w http.ResponseWriter, r *http.Request) error {
 // version differs from after (newer, or from a replaced store) or wait_ms
 // passes (default MaxWait; a longer wait is cut to MaxWait, so that a
 // client's default never fails on a server with a shorter bound), then
-// answers the current one.
+// answers the current one. See placementScope for whose shards it shows.
 func (s *Server) placement(w http.ResponseWriter, r *http.Request) error {
 	pl, err := s.cluster(r, ActionClusterView, resourcePlacement)
 	if err != nil {
@@ -137,19 +137,41 @@ func (s *Server) placement(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	waitMS = min(waitMS, maxMS)
+	var p cluster.Placement
 	if !r.URL.Query().Has("after") {
-		p, err := pl.members.Placement(r.Context())
+		if p, err = pl.members.Placement(r.Context()); err != nil {
+			return err
+		}
+	} else {
+		after, err := queryInt(r, "after", 0, 0, 1<<62)
 		if err != nil {
 			return err
 		}
-		return writeJSON(w, http.StatusOK, p)
+		ctx, cancel := context.WithTimeout(r.Context(), time.Duration(waitMS)*time.Millisecond)
+		defer cancel()
+		defer context.AfterFunc(s.stop, cancel)()
+		p = pl.Wait(ctx, after)
 	}
-	after, err := queryInt(r, "after", 0, 0, 1<<62)
-	if err != nil {
-		return err
+	return writeJSON(w, http.StatusOK, s.placementScope(r, p))
+}
+
+// placementScope narrows p to what r's credential may see: brokers (node
+// credentials, operator admins, the bootstrap token: whoever may register
+// a node) see every shard; any other token only its own tenant's (other
+// tenants' stream names are theirs). Every member stays listed: clients
+// need the owners' addresses, not who else holds what.
+func (s *Server) placementScope(r *http.Request, p cluster.Placement) cluster.Placement {
+	if s.authorize(r, ActionClusterNode, resourceMembers) == nil {
+		return p
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), time.Duration(waitMS)*time.Millisecond)
-	defer cancel()
-	defer context.AfterFunc(s.stop, cancel)()
-	return writeJSON(w, http.StatusOK, pl.Wait(ctx, after))
+	tok, _ := bearer(r)             // authorized above, so present
+	tenant := unverifiedTenant(tok) // verified by the cluster.view check
+	mine := make([]cluster.Assignment, 0, len(p.Assignments))
+	for _, a := range p.Assignments {
+		if a.Tenant == tenant {
+			mine = append(mine, a)
+		}
+	}
+	p.Assignments = mine
+	return p
 }

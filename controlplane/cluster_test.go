@@ -180,6 +180,21 @@ func TestClusterLeaseLapseMovesEphemeralShards(t *testing.T) {
 			}
 		}
 		require.Equal(t, map[string]int{"keep": 6, "lapse": 2}, ownerCounts(after))
+
+		// It comes back: a keepalive says register again; registering
+		// makes it live with its durable shards, and it takes back half of
+		// the ephemeral ones (two move, no more).
+		in.mustDo(t, http.StatusNotFound, "POST", "/v1/members/lapse/keepalive", "")
+		in.register(t, "lapse")
+		back := in.awaitPlacement(t, 5*time.Second, func(p cluster.Placement) bool { return len(p.Members) == 2 && p.Members[1].Live })
+		require.Equal(t, map[string]int{"keep": 4, "lapse": 4}, ownerCounts(back))
+		moved := 0
+		for i, a := range back.Assignments {
+			if after.Assignments[i].Owner != a.Owner {
+				moved++
+			}
+		}
+		require.Equal(t, 2, moved)
 	})
 }
 

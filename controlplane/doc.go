@@ -5,7 +5,7 @@
 //
 // It owns (DESIGN.md section 1): the API, its validation and error format,
 // the Store interface with an in-memory backend (the default) and an etcd
-// backend for clusters. It must not sit on the data path, and it must not
+// backend for clusters, brokers' membership and the shard placement. It must not sit on the data path, and it must not
 // import broker/ or client/: brokers reach it over HTTP.
 //
 // # The changes feed
@@ -64,15 +64,36 @@
 // reinstalls them when their revision moved, so a rotation or IdP change
 // made through another control plane applies on the next request.
 //
+// # Cluster membership and placement
+//
+// Brokers register (POST /v1/members) with a node credential, a Felix token
+// of the operator tenant granting cluster.node (POST /v1/token/node mints
+// one: the bootstrap token on the bootstrap listener, an operator admin, or
+// a node credential renewing itself), and keep a lease alive. Both stores
+// implement MemberStore: the etcd store attaches each member's key to an
+// etcd lease of its own, so a broker killed with kill -9 disappears when
+// the lease lapses even if the control plane that registered it died too;
+// the memory store emulates leases with a timer. A Placer recomputes
+// cluster.Place on every change the store reports (members, lapsed leases,
+// streams) and stores the result with a compare-and-swap on its version,
+// so several control planes on one etcd agree without electing a leader.
+// GET /v1/placement long-polls it. docs/cluster.md has the rules and the
+// "owner unavailable" behaviour of durable shards.
+//
 // # Concurrency
 //
-// Server, Tokens and both stores are safe for concurrent use. Tokens has one
-// mutex, held across store calls only when creating, rotating or deleting
-// keys (rare writes that must not interleave); auth's Minter and
-// IdPVerifier locks are taken under it, never the reverse. An EtcdStore runs one
-// goroutine, the watch that keeps its tail of recent changes (pprof label
-// goroutine=felix-cp-etcd-tail); the first snapshot or feed read starts it
-// and EtcdStore.Close stops it and waits for it. Server.Close ends
-// pending long-polls so that an http.Server can shut down without waiting
-// out a 30-second wait; it does not close a Store the caller passed in.
+// Server, Tokens, Placer and both stores are safe for concurrent use.
+// Tokens has one mutex, held across store calls only when creating,
+// rotating or deleting keys (rare writes that must not interleave); auth's
+// Minter and IdPVerifier locks are taken under it, never the reverse. An
+// EtcdStore runs up to two goroutines: the watch that keeps its tail of
+// recent changes (pprof label goroutine=felix-cp-etcd-tail), started by the
+// first snapshot or feed read, and the watch behind Notify
+// (goroutine=felix-cp-etcd-notify), started by the first Notify;
+// EtcdStore.Close stops both and waits for them. A MemoryStore's lease
+// timer runs its callback under the store's mutex. A Placer runs one
+// goroutine (goroutine=felix-cp-placer) from NewPlacer to Close; a Server
+// that made its own Placer closes it. Server.Close ends pending long-polls
+// so that an http.Server can shut down without waiting out a 30-second
+// wait; it does not close a Store or Placer the caller passed in.
 package controlplane

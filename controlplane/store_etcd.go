@@ -50,6 +50,8 @@ type EtcdStore struct {
 	head      string // key rewritten by every change
 	timeout   time.Duration
 	tail      *tail
+	cluster   string    // key prefix of members and placement (store_etcd_members.go)
+	notify    *notifier // Notify's watch on the whole prefix
 }
 
 // NewEtcdStore returns a store on etcd. It does not contact etcd; the first
@@ -67,8 +69,10 @@ func NewEtcdStore(cfg EtcdConfig) (*EtcdStore, error) {
 	if cfg.TailSize == 0 {
 		cfg.TailSize = 10000
 	}
-	s := &EtcdStore{cli: cfg.Client, resources: cfg.Prefix + "r/", head: cfg.Prefix + "head", timeout: cfg.Timeout}
+	s := &EtcdStore{cli: cfg.Client, resources: cfg.Prefix + "r/", head: cfg.Prefix + "head", timeout: cfg.Timeout,
+		cluster: cfg.Prefix + "cluster/"}
 	s.tail = newTail(s, cfg.TailSize)
+	s.notify = newNotifier(s, cfg.Prefix)
 	if s.cli == nil {
 		if len(cfg.Endpoints) == 0 {
 			return nil, fmt.Errorf("%w: etcd store needs a client or endpoints", ErrInvalid)
@@ -208,10 +212,12 @@ func (s *EtcdStore) rangeItems(ctx context.Context, prefix string) ([]Item, int6
 	return items, resp.Header.Revision, nil
 }
 
-// Close implements Store; it stops the tail's watch and closes the client
-// only if the store dialled it.
+// Close implements Store; it stops the tail's and the notifier's watches
+// and closes the client only if the store dialled it. Members' leases are
+// left to lapse (or to be kept alive through another control plane).
 func (s *EtcdStore) Close() error {
 	s.tail.close()
+	s.notify.close()
 	if s.ownClient {
 		return s.cli.Close()
 	}

@@ -99,11 +99,14 @@ var readyLine = regexp.MustCompile(`felix-controlplane ready.* api=(\S+) .*boots
 // Started with a bootstrap token: the bootstrap listener admits the token,
 // the main listener refuses everything (no verifier yet), and SIGTERM ends
 // a pending long-poll and exits 0 promptly.
-func TestBootstrapListenerAndSIGTERM(t *testing.T) {
-	const token = "a-bootstrap-token-of-32-bytes-ok"
+const token = "a-bootstrap-token-of-32-bytes-ok"
+
+// startWithBootstrap runs the control plane with a bootstrap token file and
+// env, and returns it with the URLs of its main and bootstrap listeners.
+func startWithBootstrap(t *testing.T, env ...string) (cmd *exec.Cmd, api, boot string) {
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	require.NoError(t, os.WriteFile(tokenFile, []byte(token+"\n"), 0o600))
-	cmd := cpCmd("FELIX_CP_BIND=127.0.0.1:0", "FELIX_CP_BOOTSTRAP_BIND=127.0.0.1:0", "FELIX_CP_BOOTSTRAP_TOKEN_FILE="+tokenFile)
+	cmd = cpCmd(append([]string{"FELIX_CP_BIND=127.0.0.1:0", "FELIX_CP_BOOTSTRAP_BIND=127.0.0.1:0", "FELIX_CP_BOOTSTRAP_TOKEN_FILE=" + tokenFile}, env...)...)
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
@@ -115,7 +118,11 @@ func TestBootstrapListenerAndSIGTERM(t *testing.T) {
 	}
 	require.NotNil(t, m, "no ready line")
 	go io.Copy(io.Discard, stderr)
-	api, boot := "http://"+m[1], "http://"+m[2]
+	return cmd, "http://" + m[1], "http://" + m[2]
+}
+
+func TestBootstrapListenerAndSIGTERM(t *testing.T) {
+	cmd, api, boot := startWithBootstrap(t)
 
 	do := func(method, url, body string) int {
 		req, err := http.NewRequest(method, url, strings.NewReader(body))

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/felixmq/felix/cluster"
+)
+
+// The real binary with an operator tenant: a node credential minted on the
+// bootstrap listener registers a broker on the main listener under
+// FELIX_CP_MEMBER_LEASE_MS, and the placement a Watcher follows there
+// shows it, then loses it when it leaves.
+func TestNodeCredentialRegistersBroker(t *testing.T) {
+	_, api, boot := startWithBootstrap(t, "FELIX_CP_OPERATOR_TENANT=ops", "FELIX_CP_MEMBER_LEASE_MS=1500")
+	post := func(url, body string) string {
+		req, err := http.NewRequest("POST", url, strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		raw, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		require.Less(t, resp.StatusCode, 300, "%s: %s", url, raw)
+		return string(raw)
+	}
+	post(boot+"/v1/tenants", `{"tenant":"ops"}`)
+	var node cluster.NodeTokenResponse
+	require.NoError(t, json.Unmarshal([]byte(post(boot+"/v1/token/node", `{"subject":"broker-1"}`)), &node))
+
+	a, err := cluster.NewAgent(context.Background(), cluster.AgentConfig{URL: api, Token: node.Token, RenewToken: true,
+		Member: cluster.Member{ID: "broker-1", QUICAddr: "127.0.0.1:7443"}})
+	require.NoError(t, err)
+	require.Equal(t, 1500*time.Millisecond, a.LeaseTTL())
+	w, err := cluster.NewWatcher(cluster.WatcherConfig{URL: api, TokenFunc: a.Token, Wait: 2 * time.Second})
+	require.NoError(t, err)
+	defer w.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	x, err := w.Next(ctx, 0)
+	for err == nil && len(x.Members) != 1 {
+		x, err = w.Next(ctx, x.Version)
+	}
+	require.NoError(t, err)
+	require.Equal(t, cluster.Member{ID: "broker-1", QUICAddr: "127.0.0.1:7443", Live: true}, x.Members[0])
+	require.NoError(t, a.Close())
+	for err == nil && len(x.Members) != 0 {
+		x, err = w.Next(ctx, x.Version)
+	}
+	require.NoError(t, err, "the member left")
+}
