@@ -166,19 +166,26 @@ func (p *publisher) forward(r *route, payloads [][]byte, acked bool, done func(u
 }
 
 // verify authenticates an auth frame. A forwarding broker's stream
-// (wire.CapForwarded with the cluster's node credential, Config.NodeToken)
+// (wire.CapForwarded with a node credential: Config.NodeToken or one that
+// Config.NodeVerifier accepts)
 // gets a node principal for the claimed tenant that may only publish: the
 // forwarding broker checked the client's own rights before forwarding.
 // Everything else goes to the verifier.
 func (b *Broker) verify(ctx context.Context, auth *wire.Auth) (Principal, error) {
-	if b.cfg.NodeToken != "" && wire.Supports(wire.PeerFlags(auth.ClientFlags), wire.CapForwarded) &&
-		subtle.ConstantTimeCompare([]byte(auth.Token), []byte(b.cfg.NodeToken)) == 1 {
+	if wire.Supports(wire.PeerFlags(auth.ClientFlags), wire.CapForwarded) && b.isNodeCredential(ctx, auth.Token) {
 		if auth.TenantID == "" {
 			return nil, fmt.Errorf("%w: empty tenant", ErrAuth)
 		}
 		return nodePrincipal(auth.TenantID), nil
 	}
 	return b.verifier.Verify(ctx, auth.TenantID, auth.Token)
+}
+
+func (b *Broker) isNodeCredential(ctx context.Context, token string) bool {
+	if b.cfg.NodeToken != "" && subtle.ConstantTimeCompare([]byte(token), []byte(b.cfg.NodeToken)) == 1 {
+		return true
+	}
+	return b.cfg.NodeVerifier != nil && b.cfg.NodeVerifier(ctx, token) == nil
 }
 
 // nodePrincipal is a forwarding broker acting for tenant: publish only.

@@ -177,19 +177,26 @@ func TestClusterRefusals(t *testing.T) {
 	require.ErrorIs(t, err, client.ErrOwnerUnavailable, "durable shard of a member that is not live")
 	require.Contains(t, err.Error(), "b3")
 
+	// A live owner that cannot be reached: owner_unavailable, not acked.
+	ms[2] = cluster.Member{ID: "b3", QUICAddr: "127.0.0.1:1", Live: true}
+	nodes[0].b.SetPlacement(assign(4, ms, quad.StreamKey, true, "b1", "b2", "b3", "b3"))
+	err = pub.PublishShardAsync(3, [][]byte{[]byte("x")}).Wait(ctx)
+	require.ErrorIs(t, err, client.ErrOwnerUnavailable, "unreachable owner")
+	require.ErrorContains(t, err, "unreachable")
+
 	fwd := nodes[0].h.dialWith(t, client.Config{Flags: wire.KnownCapabilities | wire.CapForwarded})
 	fpub, err := fwd.NewPublisher(ctx, "default", "quad")
 	require.NoError(t, err)
 	err = fpub.PublishShardAsync(1, [][]byte{[]byte("x")}).Wait(ctx)
 	require.ErrorIs(t, err, client.ErrNotOwner, "a forwarded publish is not forwarded again")
 	require.Zero(t, nodes[1].b.ClusterStats().ForwardedPublishes)
-	require.Equal(t, uint64(2), nodes[0].b.ClusterStats().ForwardErrors)
+	require.Equal(t, uint64(3), nodes[0].b.ClusterStats().ForwardErrors)
 
 	// The cluster counters are exported.
 	srv := httptest.NewServer(nodes[0].b.AdminHandler())
 	defer srv.Close()
 	_, body := do(t, srv, "GET", "/metrics", "")
-	for _, m := range []string{"felix_forward_errors_total 2", "felix_placement_version 3", "felix_shards_owned 1", "felix_forwarded_publishes_total 0"} {
+	for _, m := range []string{"felix_forward_errors_total 3", "felix_placement_version 4", "felix_shards_owned 1", "felix_forwarded_publishes_total 0"} {
 		require.True(t, strings.Contains(body, m), "metrics lack %q", m)
 	}
 }

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"log/slog"
@@ -88,11 +89,18 @@ type Config struct {
 	// Forwarder sends publishes for shards of other brokers to their
 	// owner (cluster mode); nil answers them not_owner instead.
 	Forwarder Forwarder
-	// NodeToken is the cluster's node credential, shared by its brokers:
+	// NodeToken is a node credential shared by the cluster's brokers:
 	// a stream that advertises wire.CapForwarded and authenticates with it
 	// may publish to any tenant's streams (a broker forwarding for a client
-	// it authorised). Empty: forwarded streams authenticate like clients.
+	// it authorised). Empty: forwarded streams authenticate like clients
+	// (unless NodeVerifier accepts their token).
 	NodeToken string
+	// NodeVerifier accepts per-broker node credentials on forwarded
+	// streams: nil error means token is a valid node credential (a Felix
+	// token of the operator tenant with the cluster.node permission). It
+	// is asked only for streams that advertise wire.CapForwarded and whose
+	// token is not NodeToken. nil: NodeToken only.
+	NodeVerifier func(ctx context.Context, token string) error
 	// Logger receives the broker's logs; nil discards them.
 	Logger *slog.Logger
 }

@@ -38,7 +38,11 @@ type cpHarness struct {
 	url, bootstrap, tokenFile string
 	call                      func(method, path, body, bearer string) (int, string)
 	idp                       *rsaIdP
+	tokens                    *controlplane.Tokens
 }
+
+// e2eOperator is the operator tenant: node credentials belong to it.
+const e2eOperator = "ops"
 
 func startClusterControlPlane(t *testing.T) *cpHarness {
 	const bootstrap = "bootstrap-token-for-the-cluster-e2e-0123456789"
@@ -48,15 +52,16 @@ func startClusterControlPlane(t *testing.T) *cpHarness {
 	require.NoError(t, err)
 	boot, err := controlplane.NewBootstrapAuthorizer(bootstrap)
 	require.NoError(t, err)
-	felix, err := controlplane.NewFelixTokenAuthorizer(controlplane.FelixTokenConfig{Keys: tokens})
+	felix, err := controlplane.NewFelixTokenAuthorizer(controlplane.FelixTokenConfig{Keys: tokens, OperatorTenant: e2eOperator})
 	require.NoError(t, err)
 	placer, err := controlplane.NewPlacer(st, controlplane.PlacerConfig{LeaseTTL: e2eLease, RetryDelay: 50 * time.Millisecond})
 	require.NoError(t, err)
-	cp, err := controlplane.New(controlplane.Config{Store: st, Authorizer: controlplane.AnyOf{boot, felix}, Tokens: tokens, Placer: placer})
+	cp, err := controlplane.New(controlplane.Config{Store: st, Authorizer: controlplane.AnyOf{boot, felix}, Tokens: tokens, Placer: placer,
+		OperatorTenant: e2eOperator})
 	require.NoError(t, err)
 	srv := httptest.NewServer(cp)
 	t.Cleanup(func() { srv.Close(); cp.Close(); placer.Close(); st.Close() })
-	h := &cpHarness{url: srv.URL, bootstrap: bootstrap, idp: newRSAIdP(t), tokenFile: filepath.Join(t.TempDir(), "node-token")}
+	h := &cpHarness{url: srv.URL, bootstrap: bootstrap, idp: newRSAIdP(t), tokenFile: filepath.Join(t.TempDir(), "cp-token"), tokens: tokens}
 	require.NoError(t, os.WriteFile(h.tokenFile, []byte(bootstrap), 0o600))
 	h.call = cpCaller(t, srv.URL)
 	idpConf := `{"issuer":"` + h.idp.URL + `","jwks_url":"` + h.idp.URL + `","audiences":["api://felix"],` +
@@ -64,7 +69,18 @@ func startClusterControlPlane(t *testing.T) *cpHarness {
 		`"bindings":{"Felix.Writer":["writer"]}}`
 	h.mustCall(t, http.StatusCreated, http.MethodPost, "/v1/tenants", `{"tenant":"t1","idp":`+idpConf+`}`)
 	h.mustCall(t, http.StatusCreated, http.MethodPost, "/v1/tenants/t1/namespaces", `{"tenant":"t1","namespace":"default"}`)
+	h.mustCall(t, http.StatusCreated, http.MethodPost, "/v1/tenants", `{"tenant":"`+e2eOperator+`"}`)
 	return h
+}
+
+// nodeCredential mints broker id's own node credential (a Felix token of
+// the operator tenant with cluster.node) into a file.
+func (h *cpHarness) nodeCredential(t *testing.T, id string) string {
+	tok, _, err := h.tokens.MintNode(context.Background(), e2eOperator, id)
+	require.NoError(t, err)
+	f := filepath.Join(t.TempDir(), "node-token-"+id)
+	require.NoError(t, os.WriteFile(f, []byte(tok), 0o600))
+	return f
 }
 
 // startEtcd runs an embedded etcd server on loopback for the test and
@@ -147,7 +163,9 @@ func newClusterBroker(t *testing.T, id string, cp *cpHarness, certFile, keyFile 
 	dir := t.TempDir()
 	cb := &clusterBroker{id: id, addr: freeAddr(t, "udp"), admin: freeAddr(t, "tcp"), dir: dir}
 	cb.env = []string{"FELIX_NODE_ID=" + id, "FELIX_QUIC_BIND=" + cb.addr, "FELIX_ADMIN_BIND=" + cb.admin,
-		"FELIX_CONTROLPLANE_URL=" + cp.url, "FELIX_CONTROLPLANE_TOKEN_FILE=" + cp.tokenFile, "FELIX_NODE_TOKEN_FILE=" + cp.tokenFile,
+		// Each broker its own node credential: forwarded streams are
+		// verified as Felix tokens of the operator tenant, not compared.
+		"FELIX_CONTROLPLANE_URL=" + cp.url, "FELIX_CONTROLPLANE_TOKEN_FILE=" + cp.tokenFile, "FELIX_NODE_TOKEN_FILE=" + cp.nodeCredential(t, id),
 		"FELIX_TLS_CERT_FILE=" + certFile, "FELIX_TLS_KEY_FILE=" + keyFile, "FELIX_DATA_DIR=" + filepath.Join(dir, "data"),
 		"FELIX_STREAMS=", "FELIX_CACHES=", "FELIX_LOG_LEVEL=debug"}
 	return cb

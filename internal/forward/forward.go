@@ -54,10 +54,11 @@ type Forwarder struct {
 	cfg Config
 	mu  struct {
 		sync.Mutex
-		conns  map[connKey]*client.Client
-		pubs   map[pubKey]*client.Publisher
-		failed map[string]time.Time // owner address → last failed dial
-		closed bool
+		conns   map[connKey]*client.Client
+		pubs    map[pubKey]*client.Publisher
+		dialing map[connKey]*sync.Mutex // held while dialling or opening a stream
+		failed  map[string]time.Time    // owner address → last failed dial
+		closed  bool
 	}
 }
 
@@ -78,6 +79,7 @@ func New(cfg Config) *Forwarder {
 	f.mu.conns = map[connKey]*client.Client{}
 	f.mu.pubs = map[pubKey]*client.Publisher{}
 	f.mu.failed = map[string]time.Time{}
+	f.mu.dialing = map[connKey]*sync.Mutex{}
 	return f
 }
 
@@ -124,43 +126,80 @@ func unavailable(owner cluster.Member, err error) error {
 }
 
 // publisher returns the pooled publisher for k, dialling the owner and
-// opening the stream when needed.
+// opening the stream when needed. Dials and stream opens hold only k's
+// connection lock, so an owner that does not answer delays forwards to it,
+// never those to other owners.
 func (f *Forwarder) publisher(k pubKey) (*client.Publisher, error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.mu.closed {
-		return nil, client.ErrClosed
+	if p, err := f.pooledLocked(k); p != nil || err != nil {
+		f.mu.Unlock()
+		return p, err
 	}
-	if p := f.mu.pubs[k]; p != nil {
-		return p, nil
+	kl := f.mu.dialing[k.connKey]
+	if kl == nil {
+		kl = &sync.Mutex{}
+		f.mu.dialing[k.connKey] = kl
 	}
-	if at, ok := f.mu.failed[k.addr]; ok && time.Since(at) < f.cfg.RetryAfter {
-		return nil, errors.New("recent dial failed")
+	f.mu.Unlock()
+
+	kl.Lock()
+	defer kl.Unlock()
+	f.mu.Lock()
+	p, err := f.pooledLocked(k) // opened while we waited?
+	if p == nil && err == nil {
+		if at, ok := f.mu.failed[k.addr]; ok && time.Since(at) < f.cfg.RetryAfter {
+			err = errors.New("recent dial failed")
+		}
+	}
+	c := f.mu.conns[k.connKey]
+	f.mu.Unlock()
+	if p != nil || err != nil {
+		return p, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), f.cfg.DialTimeout)
 	defer cancel()
-	c := f.mu.conns[k.connKey]
 	if c == nil {
-		var err error
 		c, err = client.Dial(ctx, k.addr, client.Config{
 			Tenant: k.tenant, Token: f.cfg.Token, TLS: f.cfg.TLS, Logger: f.cfg.Logger,
 			Flags: wire.KnownCapabilities | wire.CapForwarded,
 		})
-		if err != nil {
+		f.mu.Lock()
+		switch {
+		case err != nil:
 			f.mu.failed[k.addr] = time.Now()
+		case f.mu.closed:
+			go c.Close()
+			err = client.ErrClosed
+		default:
+			f.mu.conns[k.connKey] = c
+		}
+		f.mu.Unlock()
+		if err != nil {
 			return nil, err
 		}
-		f.mu.conns[k.connKey] = c
 	}
-	p, err := c.NewPublisher(ctx, k.namespace, k.stream)
-	if err != nil {
+	p, err = c.NewPublisher(ctx, k.namespace, k.stream)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case err != nil:
 		f.closeConnLocked(k.connKey)
 		f.mu.failed[k.addr] = time.Now()
 		return nil, err
+	case f.mu.closed:
+		return nil, client.ErrClosed // Close closed c
 	}
 	delete(f.mu.failed, k.addr)
 	f.mu.pubs[k] = p
 	return p, nil
+}
+
+// pooledLocked is k's open publisher, nil if there is none yet.
+func (f *Forwarder) pooledLocked(k pubKey) (*client.Publisher, error) {
+	if f.mu.closed {
+		return nil, client.ErrClosed
+	}
+	return f.mu.pubs[k], nil
 }
 
 // drop forgets a publisher whose stream failed and the connection under
