@@ -36,7 +36,7 @@ var (
 	knobAdvertise = registry.String("FELIX_ADVERTISE_ADDR", "", "host:port, or empty",
 		"QUIC address other brokers and clients reach this broker at (in placement and owner-naming acks); empty: FELIX_QUIC_BIND's bound address", checkHostPortOrEmpty)
 	knobNodeToken = registry.String("FELIX_NODE_TOKEN_FILE", "", "a file path, or empty",
-		"the cluster's node credential, shared by its brokers: forwarded publishes authenticate with it, and the broker registers with it; empty: FELIX_CONTROLPLANE_TOKEN_FILE's token", nil)
+		"this broker's node credential (POST /v1/token/node): it registers with it and forwarded publishes authenticate with it; empty: FELIX_CONTROLPLANE_TOKEN_FILE's token", nil)
 	knobClusterCA = registry.String("FELIX_CLUSTER_CA_FILE", "", "path to a PEM file, or empty",
 		"certificates trusted when forwarding to other brokers; empty: this broker's own certificate (brokers sharing one) and the system roots", nil)
 )
