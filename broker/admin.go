@@ -111,6 +111,7 @@ type Stats struct {
 	Connections   []ConnectionStats `json:"connections"`
 	Rosters       []RosterStats     `json:"rosters"`
 	QueueGroups   []QueueGroupStats `json:"queue_groups"`
+	Cluster       ClusterStats      `json:"cluster"`
 	// CPU is this process's CPU per OS thread and the machine's split
 	// (user, system, softirq, iowait, idle ...), cumulative: rates come
 	// from two scrapes (cpuprofile.Delta). Absent where cpuprofile cannot
@@ -171,7 +172,8 @@ type SubscriptionStats struct {
 
 // Stats returns a snapshot of the broker's state.
 func (b *Broker) Stats() Stats {
-	s := Stats{Time: time.Now(), Ready: b.Ready(), Draining: b.draining.Load(), Buffers: b.pool.Stats(), DroppedEvents: b.droppedEvents()}
+	s := Stats{Time: time.Now(), Ready: b.Ready(), Draining: b.draining.Load(), Buffers: b.pool.Stats(), DroppedEvents: b.droppedEvents(),
+		Cluster: b.ClusterStats()}
 	for _, st := range b.streams.list() {
 		ss := StreamStats{StreamSpec: st.spec}
 		for _, sh := range st.shards {

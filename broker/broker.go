@@ -30,6 +30,7 @@ type Broker struct {
 	rosters  rosterSet
 	groups   groupSet
 
+	placement  atomic.Pointer[placementView] // nil: single-broker mode (cluster.go)
 	nextConnID atomic.Uint64
 	nextSubID  atomic.Uint64
 	ready      atomic.Bool

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"log/slog"
@@ -82,6 +83,24 @@ type Config struct {
 	// ConnStatsInterval logs every connection's QUIC statistics (RTT, MTU,
 	// losses, congestion, GSO) at this interval (FELIX_CONN_STATS_MS); 0 = off.
 	ConnStatsInterval time.Duration
+	// NodeID is this broker's cluster member id: in the placement given to
+	// SetPlacement, the shards assigned to NodeID are this broker's.
+	NodeID string
+	// Forwarder sends publishes for shards of other brokers to their
+	// owner (cluster mode); nil answers them not_owner instead.
+	Forwarder Forwarder
+	// NodeToken is a node credential shared by the cluster's brokers:
+	// a stream that advertises wire.CapForwarded and authenticates with it
+	// may publish to any tenant's streams (a broker forwarding for a client
+	// it authorised). Empty: forwarded streams authenticate like clients
+	// (unless NodeVerifier accepts their token).
+	NodeToken string
+	// NodeVerifier accepts per-broker node credentials on forwarded
+	// streams: nil error means token is a valid node credential (a Felix
+	// token of the operator tenant with the cluster.node permission). It
+	// is asked only for streams that advertise wire.CapForwarded and whose
+	// token is not NodeToken. nil: NodeToken only.
+	NodeVerifier func(ctx context.Context, token string) error
 	// Logger receives the broker's logs; nil discards them.
 	Logger *slog.Logger
 }

@@ -14,8 +14,10 @@ import (
 	"github.com/felixmq/felix/wire"
 )
 
-// ServerFlags are the capabilities this broker advertises in auth_ok.
-const ServerFlags = wire.KnownCapabilities
+// ServerFlags are the capabilities this broker advertises in auth_ok; with
+// wire.CapForwarded it tells a forwarding broker that forwarded publishes
+// are never forwarded again.
+const ServerFlags = wire.KnownCapabilities | wire.CapForwarded
 
 // control serves one client-opened bidirectional stream: auth, then any mix
 // of publishes and subscribes, with replies through one replyWriter.
@@ -25,7 +27,10 @@ type control struct {
 	fr   *frameio.Reader
 	out  *replyWriter
 	peer wire.Flags // capabilities the client advertised
-	log  *slog.Logger
+	// ownerAcks: the client advertised wire.CapOwner, so acks and
+	// not_owner refusals name the shard's owner (in cluster mode).
+	ownerAcks bool
+	log       *slog.Logger
 	// oneShot is set by a cache request without request_id: its reply is
 	// the last thing the stream carries (cache_control.go).
 	oneShot bool
@@ -102,7 +107,7 @@ func (ct *control) authenticate() bool {
 		ct.fail("auth required")
 		return false
 	}
-	p, err := ct.c.b.verifier.Verify(ct.c.ctx, auth.TenantID, auth.Token)
+	p, err := ct.c.b.verify(ct.c.ctx, auth)
 	if err != nil {
 		ct.c.b.log.Info("auth refused", "conn", ct.c.id, "tenant", auth.TenantID, "err", err)
 		ct.fail(err.Error())
@@ -111,6 +116,8 @@ func (ct *control) authenticate() bool {
 	ct.principal = p
 	ct.stopExpiry = atExpiry(p, ct.expire)
 	ct.peer = wire.PeerFlags(auth.ClientFlags)
+	ct.ownerAcks = wire.Supports(ct.peer, wire.CapOwner)
+	ct.forwarded = wire.Supports(ct.peer, wire.CapForwarded)
 	ct.out.send(func(b []byte) []byte {
 		if auth.ClientFlags == nil {
 			return wire.AppendJSONFrame(b, &wire.OK{})
@@ -169,9 +176,9 @@ func (ct *control) dispatch(h wire.Header, payload []byte) bool {
 		}
 		return ct.handleJSON(m)
 	case wire.KindPublishBatch:
-		return ct.binaryPublish(payload)
+		return ct.binaryPublish(h.Flags, payload)
 	case wire.KindAckedPublishBatch:
-		return ct.binaryAckedPublish(payload)
+		return ct.binaryAckedPublish(h.Flags, payload)
 	}
 	ct.fail("unexpected frame kind " + h.Kind().String())
 	return true
@@ -181,9 +188,9 @@ func (ct *control) handleJSON(m wire.Message) bool {
 	switch m := m.(type) {
 	case *wire.Publish:
 		ct.one[0] = m.Payload
-		return ct.jsonPublish(streamKey(m.TenantID, m.Namespace, m.Stream), m.Key, ct.one[:], m.RequestID, m.Ack, wire.AckPerMessage)
+		return ct.jsonPublish(streamKey(m.TenantID, m.Namespace, m.Stream), m.Key, shardArg(m.Shard), ct.one[:], m.RequestID, m.Ack, wire.AckPerMessage)
 	case *wire.PublishBatchMessage:
-		return ct.jsonPublish(streamKey(m.TenantID, m.Namespace, m.Stream), m.Key, m.Payloads, m.RequestID, m.Ack, wire.AckPerBatch)
+		return ct.jsonPublish(streamKey(m.TenantID, m.Namespace, m.Stream), m.Key, shardArg(m.Shard), m.Payloads, m.RequestID, m.Ack, wire.AckPerBatch)
 	case *wire.Subscribe:
 		return ct.subscribe(m)
 	case *wire.RosterJoin:
@@ -214,7 +221,7 @@ func streamKey(t, ns, s string) StreamKey { return StreamKey{Tenant: t, Namespac
 // jsonPublish handles publish and publish_batch. On a control stream an
 // absent ack means acked (the published broker's behaviour), and an acked
 // publish needs a request_id to be answerable.
-func (ct *control) jsonPublish(k StreamKey, key *string, payloads [][]byte, reqID *uint64, ack *wire.AckMode, def wire.AckMode) bool {
+func (ct *control) jsonPublish(k StreamKey, key *string, shard int, payloads [][]byte, reqID *uint64, ack *wire.AckMode, def wire.AckMode) bool {
 	mode := def
 	if ack != nil {
 		mode = *ack
@@ -225,19 +232,22 @@ func (ct *control) jsonPublish(k StreamKey, key *string, payloads [][]byte, reqI
 		return true
 	}
 	if !acked {
-		return ct.publishUnacked(k, keyBytes(key), payloads)
+		return ct.publishUnacked(k, keyBytes(key), shard, payloads)
 	}
 	id := *reqID
-	reply := func(_ uint64, err error) {
+	reply := func(_ uint64, own *wire.Owner, err error) {
+		if !ct.ownerAcks {
+			own = nil
+		}
 		ct.out.send(func(b []byte) []byte {
 			if err != nil {
-				return wire.AppendJSONFrame(b, &wire.PublishError{RequestID: id, Message: err.Error()})
+				return wire.AppendJSONFrame(b, &wire.PublishError{RequestID: id, Message: err.Error(), Owner: own})
 			}
-			return wire.AppendJSONFrame(b, &wire.PublishOK{RequestID: id})
+			return wire.AppendJSONFrame(b, &wire.PublishOK{RequestID: id, Owner: own})
 		})
 	}
-	if err := ct.publish(k, keyBytes(key), payloads, true, reply); err != nil {
-		reply(0, err)
+	if err := ct.publish(k, keyBytes(key), shard, payloads, true, reply); err != nil {
+		reply(0, nil, err)
 		return !errors.Is(err, ErrForbidden)
 	}
 	return true
@@ -246,8 +256,8 @@ func (ct *control) jsonPublish(k StreamKey, key *string, payloads [][]byte, reqI
 // publishUnacked starts a fire-and-forget publish. A failure cannot be
 // answered per request, so the stream gets an uncorrelated error message
 // (whenever the outcome is known); authorisation failures end the stream.
-func (ct *control) publishUnacked(k StreamKey, key []byte, payloads [][]byte) bool {
-	err := ct.publish(k, key, payloads, false, func(_ uint64, err error) {
+func (ct *control) publishUnacked(k StreamKey, key []byte, shard int, payloads [][]byte) bool {
+	err := ct.publish(k, key, shard, payloads, false, func(_ uint64, _ *wire.Owner, err error) {
 		if err != nil {
 			ct.fail(err.Error())
 		}
@@ -266,25 +276,45 @@ func (ct *control) unackedResult(err error) bool {
 	return !errors.Is(err, ErrForbidden)
 }
 
-func (ct *control) binaryPublish(payload []byte) bool {
-	if err := wire.DecodePublishBatch(payload, &ct.batch); err != nil {
+func (ct *control) binaryPublish(flags wire.Flags, payload []byte) bool {
+	if err := wire.DecodePublishBatchFlags(flags, payload, &ct.batch); err != nil {
 		ct.fail("malformed publish batch: " + err.Error())
 		return true
 	}
-	return ct.publishUnacked(streamKey(ct.batch.TenantID, ct.batch.Namespace, ct.batch.Stream), nil, ct.batch.Payloads)
+	b := &ct.batch
+	return ct.publishUnacked(streamKey(b.TenantID, b.Namespace, b.Stream), nil, batchShard(b), b.Payloads)
+}
+
+// shardArg is the publish's explicit shard, -1 for none; a value past
+// MaxShards stays out of range.
+func shardArg(s *uint32) int {
+	if s == nil {
+		return -1
+	}
+	return int(min(*s, MaxShards))
+}
+
+func batchShard(b *wire.PublishBatch) int {
+	if !b.HasShard {
+		return -1
+	}
+	return int(min(b.Shard, MaxShards))
 }
 
 // binaryAckedPublish answers with a binary ack. The request id is decoded
 // before the body so that even a malformed body gets a correlated error ack.
-func (ct *control) binaryAckedPublish(payload []byte) bool {
-	derr := wire.DecodeAckedPublish(payload, &ct.acked)
+func (ct *control) binaryAckedPublish(flags wire.Flags, payload []byte) bool {
+	derr := wire.DecodeAckedPublishFlags(flags, payload, &ct.acked)
 	if derr != nil && len(payload) < 8 { // no request_id to answer
 		ct.fail("malformed publish batch: " + derr.Error())
 		return true
 	}
 	id := ct.acked.RequestID
-	reply := func(_ uint64, err error) {
+	reply := func(_ uint64, own *wire.Owner, err error) {
 		ack := wire.PublishAck{Status: wire.AckOK, RequestID: id}
+		if own != nil && ct.ownerAcks {
+			ack.Owner, ack.HasOwner = *own, true
+		}
 		if err != nil {
 			ack.Status, ack.Message = wire.AckError, err.Error()
 		}
@@ -298,12 +328,12 @@ func (ct *control) binaryAckedPublish(payload []byte) bool {
 		})
 	}
 	if derr != nil {
-		reply(0, errors.New("malformed publish batch: "+derr.Error()))
+		reply(0, nil, errors.New("malformed publish batch: "+derr.Error()))
 		return true
 	}
 	pb := &ct.acked.PublishBatch
-	if err := ct.publish(streamKey(pb.TenantID, pb.Namespace, pb.Stream), nil, pb.Payloads, true, reply); err != nil {
-		reply(0, err)
+	if err := ct.publish(streamKey(pb.TenantID, pb.Namespace, pb.Stream), nil, batchShard(pb), pb.Payloads, true, reply); err != nil {
+		reply(0, nil, err)
 		return !errors.Is(err, ErrForbidden)
 	}
 	return true

@@ -36,6 +36,15 @@
 // design comments say how the snapshot meets the changes without a gap and
 // how a record is out to at most one member at a time.
 //
+// Cluster mode (cluster.go): SetPlacement hands the broker the control
+// plane's placement, indexed once per version and swapped in through an
+// atomic pointer (no lock: the publish path loads it once per publish, and
+// with no placement pays only that nil check). A publish for another
+// broker's shard goes to Config.Forwarder, which calls back with the owner's
+// ack from its own goroutine; the broker's inflight count covers it until
+// then, so Drain waits for forwarded publishes too. Subscribes for another
+// broker's shard are refused with not_owner. See docs/protocol.md "Cluster".
+//
 // What the broker must not do: block a publisher on a subscriber (except
 // under the documented Block policy).
 package broker

@@ -27,6 +27,7 @@ type metrics struct {
 	violations        *prometheus.CounterVec
 	ackLatency        prometheus.Histogram
 	endedDroppedEvent atomic.Uint64 // drops of subscriptions that have ended
+	cluster           clusterMetrics
 }
 
 func newMetrics(b *Broker) *metrics {
@@ -75,6 +76,7 @@ func newMetrics(b *Broker) *metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
+	m.reg.MustRegister(m.cluster.collectors(b)...)
 	return m
 }
 

@@ -23,6 +23,10 @@ type publisher struct {
 	batch     wire.PublishBatch
 	acked     wire.AckedPublish
 	one       [1][]byte
+	// forwarded: the stream's auth advertised wire.CapForwarded (a broker
+	// forwarding to us); its publishes for shards we do not own are
+	// refused, never forwarded again.
+	forwarded bool
 }
 
 func newPublisher(c *conn, streamID int64) publisher {
@@ -50,16 +54,19 @@ func (p *publisher) resolve(k StreamKey, action Action) (*stream, error) {
 
 var errTenantMismatch = fmt.Errorf("%w: tenant mismatch", ErrForbidden)
 
-// publish hands payloads to the stream's shard for key (nil: the sticky
-// shard). It returns an error without calling done when the publish cannot
-// start (draining, tenant, permission, unknown stream); otherwise it returns
-// nil and done is called exactly once with the outcome, before publish
-// returns for ephemeral streams, from the commit completer goroutine for durable ones.
+// publish hands payloads to the stream's shard: shard when it is >= 0 (a
+// shard-addressed publish), else the shard for key (nil: the sticky shard).
+// It returns an error without calling done when the publish cannot start
+// (draining, tenant, permission, unknown stream or shard); otherwise it
+// returns nil and done is called exactly once with the outcome, before
+// publish returns for ephemeral streams, from the commit completer goroutine
+// for durable ones, from the forwarder for shards of another broker. done's
+// owner is nil in single-broker mode.
 //
 // Acked publishes wait at most AdmitTimeout for Block subscribers;
 // fire-and-forget ones wait as long as the connection lives (backpressure)
 // unless IngressDrop selects an immediate, counted drop.
-func (p *publisher) publish(k StreamKey, key []byte, payloads [][]byte, acked bool, done func(uint64, error)) error {
+func (p *publisher) publish(k StreamKey, key []byte, shard int, payloads [][]byte, acked bool, done func(uint64, *wire.Owner, error)) error {
 	b := p.c.b
 	// Drain waits for inflight to reach zero after setting draining, so a
 	// publish either sees draining or is waited for until done: none can
@@ -74,7 +81,21 @@ func (p *publisher) publish(k StreamKey, key []byte, payloads [][]byte, acked bo
 		b.inflight.Add(-1)
 		return err
 	}
-	sh := st.shardFor(key, p.hint)
+	sh, err := st.pick(key, shard, p.hint)
+	if err != nil {
+		b.inflight.Add(-1)
+		return err
+	}
+	var own *wire.Owner
+	if pv := b.placement.Load(); pv != nil {
+		if r := pv.lookup(k, sh.id); r != nil {
+			if !r.self {
+				p.forward(r, payloads, acked, done)
+				return nil
+			}
+			own = &r.owner
+		}
+	}
 	admit := p.c.ctx
 	switch {
 	case b.cfg.Queue.Policy != fanout.Block:
@@ -97,7 +118,7 @@ func (p *publisher) publish(k StreamKey, key []byte, payloads [][]byte, acked bo
 		if acked {
 			b.metrics.ackLatency.Observe(time.Since(start).Seconds())
 		}
-		done(base, err)
+		done(base, own, err)
 		b.inflight.Add(-1)
 	})
 	return nil

@@ -55,9 +55,10 @@ func (ps *publishStream) run() error {
 	if err != nil || !ok {
 		return errUniViolation
 	}
-	if ps.principal, err = ps.c.b.verifier.Verify(ps.c.ctx, auth.TenantID, auth.Token); err != nil {
+	if ps.principal, err = ps.c.b.verify(ps.c.ctx, auth); err != nil {
 		return err
 	}
+	ps.forwarded = wire.Supports(wire.PeerFlags(auth.ClientFlags), wire.CapForwarded)
 	// At expiry the stream is stopped with the auth code: the client sees
 	// why and authenticates a new stream.
 	defer atExpiry(ps.principal, func() { ps.str.CancelRead(streamErrAuth) })()
@@ -75,11 +76,11 @@ func (ps *publishStream) run() error {
 func (ps *publishStream) dispatch(h wire.Header, payload []byte) error {
 	switch h.Kind() {
 	case wire.KindPublishBatch:
-		if err := wire.DecodePublishBatch(payload, &ps.batch); err != nil {
+		if err := wire.DecodePublishBatchFlags(h.Flags, payload, &ps.batch); err != nil {
 			return err
 		}
 		b := &ps.batch
-		return ps.publishUnacked(streamKey(b.TenantID, b.Namespace, b.Stream), nil, b.Payloads)
+		return ps.publishUnacked(streamKey(b.TenantID, b.Namespace, b.Stream), nil, batchShard(b), b.Payloads)
 	case wire.KindJSON:
 		m, err := wire.DecodeJSON(payload)
 		if err != nil {
@@ -88,9 +89,9 @@ func (ps *publishStream) dispatch(h wire.Header, payload []byte) error {
 		switch m := m.(type) {
 		case *wire.Publish:
 			ps.one[0] = m.Payload
-			return ps.publishUnacked(streamKey(m.TenantID, m.Namespace, m.Stream), keyBytes(m.Key), ps.one[:])
+			return ps.publishUnacked(streamKey(m.TenantID, m.Namespace, m.Stream), keyBytes(m.Key), shardArg(m.Shard), ps.one[:])
 		case *wire.PublishBatchMessage:
-			return ps.publishUnacked(streamKey(m.TenantID, m.Namespace, m.Stream), keyBytes(m.Key), m.Payloads)
+			return ps.publishUnacked(streamKey(m.TenantID, m.Namespace, m.Stream), keyBytes(m.Key), shardArg(m.Shard), m.Payloads)
 		}
 	}
 	return errUniViolation
@@ -98,8 +99,8 @@ func (ps *publishStream) dispatch(h wire.Header, payload []byte) error {
 
 // publishUnacked publishes without a reply channel: a failure known at once
 // ends the stream; one known later (a failed sync) can only be logged.
-func (ps *publishStream) publishUnacked(k StreamKey, key []byte, payloads [][]byte) error {
-	return ps.publish(k, key, payloads, false, func(_ uint64, err error) {
+func (ps *publishStream) publishUnacked(k StreamKey, key []byte, shard int, payloads [][]byte) error {
+	return ps.publish(k, key, shard, payloads, false, func(_ uint64, _ *wire.Owner, err error) {
 		if err != nil {
 			ps.c.b.log.Debug("fire-and-forget publish failed", "conn", ps.c.id, "stream", k.String(), "err", err)
 		}

@@ -84,6 +84,17 @@ func (s *stream) shardFor(key []byte, hint uint32) *shard {
 	return s.shards[hint%n]
 }
 
+// pick is shardFor with an explicit shard (>= 0) taking precedence.
+func (s *stream) pick(key []byte, shard int, hint uint32) (*shard, error) {
+	if shard < 0 {
+		return s.shardFor(key, hint), nil
+	}
+	if shard >= len(s.shards) {
+		return nil, fmt.Errorf("%w: shard %d not in [0, %d) for %s", ErrInvalidRequest, shard, len(s.shards), s.spec.StreamKey)
+	}
+	return s.shards[shard], nil
+}
+
 // registry holds the streams of this broker.
 type registry struct {
 	newShard func(st *stream, id int) (*shard, error)

@@ -42,6 +42,12 @@ func (ct *control) subscribe(m *wire.Subscribe) bool {
 		ct.fail(fmt.Sprintf("shard %d not in [0, %d) for %s", idx, len(st.shards), k))
 		return true
 	}
+	if pv := ct.c.b.placement.Load(); pv != nil {
+		if r := pv.lookup(k, idx); r != nil && !r.self {
+			ct.refuseNotOwner(r)
+			return true
+		}
+	}
 	sh := st.shards[idx]
 	sub, err := ct.newSubscription(ct.c.b.cfg.Queue, func(s *subscription) { s.sh, s.detach = sh, sh.detach })
 	if err != nil {
@@ -126,4 +132,16 @@ func (ct *control) startEventStream(sub *subscription) bool {
 	ct.c.streams.Add(1)
 	go func() { defer ct.c.streams.Done(); sub.run() }()
 	return true
+}
+
+// refuseNotOwner answers a subscribe for another broker's shard: an error
+// naming the owner (its id and QUIC address also as fields for clients that
+// advertised wire.CapOwner). Subscribes are not proxied: events would cross
+// two hops and the client can reach the owner itself (docs/protocol.md).
+func (ct *control) refuseNotOwner(r *route) {
+	msg := &wire.ErrorMessage{Message: notOwner(r).Error()}
+	if ct.ownerAcks {
+		msg.Owner = &r.owner
+	}
+	ct.out.send(func(b []byte) []byte { return wire.AppendJSONFrame(b, msg) })
 }

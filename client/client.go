@@ -133,6 +133,19 @@ func (c *Client) Close() error {
 	return nil
 }
 
+// alive reports whether the current connection is open: a connection the
+// broker ended (closed, restarted: a stateless reset) is not redialled.
+func (c *Client) alive() bool {
+	select {
+	case <-c.stop:
+		return false
+	case <-c.session().qc.Context().Done():
+		return false
+	default:
+		return true
+	}
+}
+
 // Conn exposes the current QUIC connection, e.g. for ConnectionStats. After
 // a stall redial it is a different connection.
 func (c *Client) Conn() *quic.Conn { return c.session().qc }

@@ -3,6 +3,9 @@ package client
 import (
 	"errors"
 	"fmt"
+	"strings"
+
+	"github.com/felixmq/felix/wire"
 )
 
 var (
@@ -18,14 +21,38 @@ var (
 	ErrPathStalled = errors.New("client: connection path stalled; redialled")
 	// ErrInvalidConfig: a Config that cannot be used.
 	ErrInvalidConfig = errors.New("client: invalid config")
+	// ErrNotOwner matches a BrokerError refusing a request for a shard
+	// another broker owns (its Owner says which, when negotiated).
+	ErrNotOwner = errors.New("client: not_owner")
+	// ErrOwnerUnavailable matches a BrokerError for a shard whose owner is
+	// down: the publish was not applied; retry it later.
+	ErrOwnerUnavailable = errors.New("client: owner_unavailable")
+	// ErrNotNegotiated: the broker did not advertise what the call needs.
+	ErrNotNegotiated = errors.New("client: capability not negotiated with the broker")
 )
 
 // BrokerError is an error the broker reported for a request.
 type BrokerError struct {
 	Message string
+	// Owner names the shard's owner on cluster refusals (not_owner,
+	// owner_unavailable) from a broker that negotiated wire.CapOwner.
+	Owner *wire.Owner
 }
 
 func (e *BrokerError) Error() string { return "broker: " + e.Message }
+
+// Is maps the broker's cluster error codes, which lead the message
+// ("not_owner: ...", "owner_unavailable: ..."), to ErrNotOwner and
+// ErrOwnerUnavailable.
+func (e *BrokerError) Is(target error) bool {
+	switch target {
+	case ErrNotOwner:
+		return strings.HasPrefix(e.Message, "not_owner")
+	case ErrOwnerUnavailable:
+		return strings.HasPrefix(e.Message, "owner_unavailable")
+	}
+	return false
+}
 
 // CursorError is the broker's refusal of a subscribe start offset.
 type CursorError struct {

@@ -21,6 +21,7 @@ type Publisher struct {
 	namespace string
 	stream    string
 	binary    bool // broker takes binary acked batches and answers binary acks
+	shards    bool // broker takes shard-addressed publishes (wire.CapShard)
 
 	wmu  sync.Mutex
 	wbuf []byte
@@ -38,11 +39,18 @@ type Publisher struct {
 
 // PendingAck is an acked publish in flight.
 type PendingAck struct {
-	done chan struct{}
-	err  error
-	sent time.Time
-	rtt  time.Duration
+	done  chan struct{}
+	err   error
+	sent  time.Time
+	rtt   time.Duration
+	owner wire.Owner
+	named bool              // the ack named the owner
+	hook  func(*PendingAck) // ClusterClient learning from the outcome
 }
+
+// Owner is the shard's owner as the ack named it (cluster mode, with
+// wire.CapOwner negotiated), once Done; false when it named none.
+func (pa *PendingAck) Owner() (wire.Owner, bool) { return pa.owner, pa.named }
 
 // Wait blocks until the broker acked (nil) or refused (a *BrokerError) the
 // publish, or ctx ends.
@@ -70,6 +78,7 @@ func (c *Client) NewPublisher(ctx context.Context, namespace, stream string) (*P
 	p := &Publisher{
 		c: c, ct: ct, namespace: namespace, stream: stream,
 		binary: wire.Supports(ct.flags, wire.FlagBinaryPublishBatch|wire.FlagBinaryPublishAcked|wire.FlagBinaryPublishAck),
+		shards: wire.Supports(ct.flags, wire.CapShard),
 		done:   make(chan struct{}),
 	}
 	p.mu.pending = map[uint64]*PendingAck{}
@@ -95,13 +104,35 @@ func (p *Publisher) PublishBatch(ctx context.Context, payloads [][]byte) error {
 // PublishAsync sends an acked batch and returns without waiting. The
 // payloads are copied into the frame before it returns.
 func (p *Publisher) PublishAsync(payloads [][]byte) *PendingAck {
-	pa := &PendingAck{done: make(chan struct{})}
+	return p.publishAsync(-1, payloads, nil)
+}
+
+// PublishShardAsync is PublishAsync addressed to one shard (cluster
+// routing; ClusterClient uses it). It fails with ErrNotNegotiated on a
+// broker that does not take shard-addressed publishes.
+func (p *Publisher) PublishShardAsync(shard uint32, payloads [][]byte) *PendingAck {
+	return p.publishShardLearning(shard, payloads, nil)
+}
+
+// publishShardLearning is PublishShardAsync calling hook with the outcome
+// before Done is closed.
+func (p *Publisher) publishShardLearning(shard uint32, payloads [][]byte, hook func(*PendingAck)) *PendingAck {
+	if !p.shards {
+		pa := &PendingAck{done: make(chan struct{}), err: ErrNotNegotiated}
+		close(pa.done)
+		return pa
+	}
+	return p.publishAsync(int64(shard), payloads, hook)
+}
+
+// publishAsync sends an acked batch; shard < 0 lets the broker pick.
+func (p *Publisher) publishAsync(shard int64, payloads [][]byte, hook func(*PendingAck)) *PendingAck {
+	pa := &PendingAck{done: make(chan struct{}), hook: hook}
 	p.mu.Lock()
 	if p.mu.err != nil {
 		err := p.mu.err
 		p.mu.Unlock()
-		pa.err = err
-		close(pa.done)
+		pa.finish(err)
 		return pa
 	}
 	p.mu.nextID++
@@ -111,17 +142,20 @@ func (p *Publisher) PublishAsync(payloads [][]byte) *PendingAck {
 
 	pa.sent = time.Now()
 	err := p.write(func(b []byte) ([]byte, error) {
-		if p.binary {
+		switch {
+		case p.binary && shard >= 0:
+			return wire.AppendShardAckedPublishFrame(b, id, wire.AckPerBatch, uint32(shard), p.c.cfg.Tenant, p.namespace, p.stream, payloads)
+		case p.binary:
 			return wire.AppendAckedPublishFrame(b, id, wire.AckPerBatch, p.c.cfg.Tenant, p.namespace, p.stream, payloads)
 		}
 		ack := wire.AckPerBatch
 		return wire.AppendJSONFrame(b, &wire.PublishBatchMessage{
 			TenantID: p.c.cfg.Tenant, Namespace: p.namespace, Stream: p.stream,
-			Payloads: payloads, RequestID: &id, Ack: &ack,
+			Payloads: payloads, RequestID: &id, Ack: &ack, Shard: shardField(shard),
 		}), nil
 	})
 	if err != nil {
-		p.complete(id, err)
+		p.complete(id, nil, err)
 	}
 	return pa
 }
@@ -131,15 +165,40 @@ func (p *Publisher) PublishAsync(payloads [][]byte) *PendingAck {
 // Send blocks when the broker cannot keep up. A broker-side refusal arrives
 // later as an uncorrelated error (see Err).
 func (p *Publisher) Send(payloads [][]byte) error {
+	return p.send(-1, payloads)
+}
+
+// SendShard is Send addressed to one shard (ErrNotNegotiated on a broker
+// that does not take shard-addressed publishes).
+func (p *Publisher) SendShard(shard uint32, payloads [][]byte) error {
+	if !p.shards {
+		return ErrNotNegotiated
+	}
+	return p.send(int64(shard), payloads)
+}
+
+func (p *Publisher) send(shard int64, payloads [][]byte) error {
 	return p.write(func(b []byte) ([]byte, error) {
-		if p.binary {
+		switch {
+		case p.binary && shard >= 0:
+			return wire.AppendShardPublishBatchFrame(b, uint32(shard), p.c.cfg.Tenant, p.namespace, p.stream, payloads)
+		case p.binary:
 			return wire.AppendPublishBatchFrame(b, p.c.cfg.Tenant, p.namespace, p.stream, payloads)
 		}
 		none := wire.AckNone
 		return wire.AppendJSONFrame(b, &wire.PublishBatchMessage{
 			TenantID: p.c.cfg.Tenant, Namespace: p.namespace, Stream: p.stream, Payloads: payloads, Ack: &none,
+			Shard: shardField(shard),
 		}), nil
 	})
+}
+
+func shardField(shard int64) *uint32 {
+	if shard < 0 {
+		return nil
+	}
+	s := uint32(shard)
+	return &s
 }
 
 func (p *Publisher) write(appendFrame func([]byte) ([]byte, error)) error {
@@ -173,7 +232,7 @@ func (p *Publisher) Err() error {
 	return nil
 }
 
-func (p *Publisher) complete(id uint64, err error) {
+func (p *Publisher) complete(id uint64, own *wire.Owner, err error) {
 	p.mu.Lock()
 	pa := p.mu.pending[id]
 	delete(p.mu.pending, id)
@@ -181,8 +240,19 @@ func (p *Publisher) complete(id uint64, err error) {
 	if pa == nil {
 		return
 	}
-	pa.err = err
+	if own != nil {
+		pa.owner, pa.named = *own, true
+	}
 	pa.rtt = time.Since(pa.sent)
+	pa.finish(err)
+}
+
+// finish records the outcome, lets the hook see it, and closes Done.
+func (pa *PendingAck) finish(err error) {
+	pa.err = err
+	if pa.hook != nil {
+		pa.hook(pa)
+	}
 	close(pa.done)
 }
 
@@ -207,14 +277,18 @@ func (p *Publisher) readReplies() {
 
 func (p *Publisher) reply(h wire.Header, payload []byte, ack *wire.PublishAck) error {
 	if h.Kind() == wire.KindPublishAck {
-		if err := wire.DecodePublishAck(payload, ack); err != nil {
+		if err := wire.DecodePublishAckFlags(h.Flags, payload, ack); err != nil {
 			return err
+		}
+		var own *wire.Owner
+		if ack.HasOwner {
+			own = &ack.Owner
 		}
 		var err error
 		if ack.Status != wire.AckOK {
-			err = &BrokerError{Message: ack.Message}
+			err = &BrokerError{Message: ack.Message, Owner: own}
 		}
-		p.complete(ack.RequestID, err)
+		p.complete(ack.RequestID, own, err)
 		return nil
 	}
 	if h.Flags != 0 {
@@ -226,9 +300,9 @@ func (p *Publisher) reply(h wire.Header, payload []byte, ack *wire.PublishAck) e
 	}
 	switch m := m.(type) {
 	case *wire.PublishOK:
-		p.complete(m.RequestID, nil)
+		p.complete(m.RequestID, m.Owner, nil)
 	case *wire.PublishError:
-		p.complete(m.RequestID, &BrokerError{Message: m.Message})
+		p.complete(m.RequestID, m.Owner, &BrokerError{Message: m.Message, Owner: m.Owner})
 	case *wire.ErrorMessage:
 		p.mu.Lock()
 		p.mu.lastErr = &BrokerError{Message: m.Message}
@@ -249,9 +323,8 @@ func (p *Publisher) failAll(err error) {
 	p.mu.pending = map[uint64]*PendingAck{}
 	p.mu.Unlock()
 	for _, pa := range pending {
-		pa.err = err
 		pa.rtt = time.Since(pa.sent)
-		close(pa.done)
+		pa.finish(err)
 	}
 }
 

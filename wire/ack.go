@@ -35,6 +35,10 @@ type PublishAck struct {
 	Status    AckStatus
 	RequestID uint64
 	Message   string
+	// Owner names the shard's owner (flags 0x0410, HasOwner): appended
+	// after the message as u32 shard, u16 id_len, id, u16 addr_len, addr.
+	Owner    Owner
+	HasOwner bool
 }
 
 // AppendPublishAckFrame appends a binary publish ack frame. A status other
@@ -50,16 +54,32 @@ func AppendPublishAckFrame(dst []byte, ack PublishAck) ([]byte, error) {
 	if !utf8.ValidString(ack.Message) {
 		return dst, &InvalidUTF8Error{Field: "message"}
 	}
-	dst = AppendHeader(dst, FlagBinaryPublishAck, uint32(11+len(ack.Message)))
+	if !ack.HasOwner {
+		dst = AppendHeader(dst, FlagBinaryPublishAck, uint32(11+len(ack.Message)))
+		dst = append(dst, byte(ack.Status))
+		dst = binary.BigEndian.AppendUint64(dst, ack.RequestID)
+		return appendName(dst, ack.Message), nil
+	}
+	if err := ack.Owner.check(); err != nil {
+		return dst, err
+	}
+	dst = AppendHeader(dst, FlagBinaryPublishAck|FlagAckOwner, uint32(11+len(ack.Message)+ack.Owner.size()))
 	dst = append(dst, byte(ack.Status))
 	dst = binary.BigEndian.AppendUint64(dst, ack.RequestID)
-	return appendName(dst, ack.Message), nil
+	dst = appendName(dst, ack.Message)
+	return ack.Owner.appendBinary(dst), nil
 }
 
 // DecodePublishAck decodes a 0x0010 payload into into. The message is
 // copied (it outlives the frame; ok acks carry none, so the common case does
 // not allocate).
 func DecodePublishAck(payload []byte, into *PublishAck) error {
+	return DecodePublishAckFlags(FlagBinaryPublishAck, payload, into)
+}
+
+// DecodePublishAckFlags decodes a 0x0010 or 0x0410 (owner-naming) ack as
+// flags says; into.HasOwner tells which.
+func DecodePublishAckFlags(flags Flags, payload []byte, into *PublishAck) error {
 	r := reader{b: payload}
 	s, err := r.u8("status")
 	if err != nil {
@@ -74,6 +94,12 @@ func DecodePublishAck(payload []byte, into *PublishAck) error {
 	}
 	if err := r.str("message", &into.Message); err != nil {
 		return err
+	}
+	into.HasOwner = flags&FlagAckOwner != 0
+	if into.HasOwner {
+		if err := into.Owner.decode(&r); err != nil {
+			return err
+		}
 	}
 	return r.end()
 }

@@ -46,11 +46,25 @@ const (
 	// CapQueue: the peer speaks the consumer-group queue messages
 	// (queue_consume, queue_ack, queue_nack and their replies and events).
 	CapQueue Flags = 0x0200
+	// CapOwner is FlagAckOwner advertised: the peer decodes owner-naming
+	// acks (binary 0x0410, publish_ok/publish_error/error with owner
+	// fields) and, from a broker, takes shard-addressed publishes
+	// (FlagPublishShard, the JSON "shard" field).
+	CapOwner = FlagAckOwner
+	// CapShard is FlagPublishShard advertised.
+	CapShard = FlagPublishShard
+	// CapForwarded marks a stream whose publishes a broker forwards to the
+	// shard's owner. A broker receiving a publish on such a stream for a
+	// shard it does not own answers not_owner instead of forwarding again,
+	// so a publish is forwarded at most once. It is not in
+	// KnownCapabilities (an ordinary client must not claim it); brokers
+	// advertise it in ServerFlags to say they honour it.
+	CapForwarded Flags = 0x1000
 )
 
 // KnownCapabilities is every capability bit this package understands: the
 // frame layouts plus the capability-only bits.
-const KnownCapabilities = KnownFlags | CapGapNotices | CapCache | CapRoster | CapQueue
+const KnownCapabilities = KnownFlags | CapGapNotices | CapCache | CapRoster | CapQueue | CapOwner | CapShard
 
 // PeerFlags returns the capability set of a peer that sent clientFlags in
 // auth (nil = field absent = OriginalV1Flags).

@@ -34,6 +34,21 @@ const (
 	// OriginalV1Flags is the frozen set a peer that never advertised
 	// capabilities is assumed to support.
 	OriginalV1Flags Flags = 0x0007
+
+	// FlagAckOwner (Felix-Go addition, cluster mode): modifier on
+	// FlagBinaryPublishAck appending the owner of the publish's shard
+	// (owner.go). Sent only to peers that advertised it.
+	FlagAckOwner Flags = 0x0400
+	// FlagPublishShard (Felix-Go addition, cluster mode): modifier on
+	// FlagBinaryPublishBatch (with or without FlagBinaryPublishAcked)
+	// prefixing the publish body with the u32 shard it is addressed to.
+	// Sent only to peers that advertised it.
+	FlagPublishShard Flags = 0x0800
+
+	// layoutFlags is every bit some frame layout uses: the v1 bits plus
+	// the two cluster modifiers. KnownFlags stays the v1 set the Rust
+	// client advertises.
+	layoutFlags = KnownFlags | FlagAckOwner | FlagPublishShard
 )
 
 // Kind is the payload layout a frame's flags select.
@@ -80,16 +95,17 @@ func ParseKind(s string) (Kind, bool) {
 
 // KindFromFlags maps header flags to a layout. Unknown bits give
 // ErrUnknownFlags; known bits in a combination that is not one of the eight
-// layouts (0, 0x01, 0x09, 0x10, 0x02, 0x22, 0x04, 0x24) give ErrInvalidFlags.
+// v1 layouts (0, 0x01, 0x09, 0x10, 0x02, 0x22, 0x04, 0x24) or the three
+// cluster variants (0x0801, 0x0809, 0x0410) give ErrInvalidFlags.
 func KindFromFlags(f Flags) (Kind, error) {
 	switch f {
 	case 0:
 		return KindJSON, nil
-	case FlagBinaryPublishBatch:
+	case FlagBinaryPublishBatch, FlagBinaryPublishBatch | FlagPublishShard:
 		return KindPublishBatch, nil
-	case FlagBinaryPublishBatch | FlagBinaryPublishAcked:
+	case FlagBinaryPublishBatch | FlagBinaryPublishAcked, FlagBinaryPublishBatch | FlagBinaryPublishAcked | FlagPublishShard:
 		return KindAckedPublishBatch, nil
-	case FlagBinaryPublishAck:
+	case FlagBinaryPublishAck, FlagBinaryPublishAck | FlagAckOwner:
 		return KindPublishAck, nil
 	case FlagBinaryEventBatch, FlagBinaryEventBatch | FlagEventBatchOffsets:
 		return KindEventBatch, nil

@@ -18,6 +18,10 @@ func TestKindFromFlagsExhaustive(t *testing.T) {
 		0x0022: wire.KindEventBatch,
 		0x0004: wire.KindEventBatchShared,
 		0x0024: wire.KindEventBatchShared,
+		// Cluster modifiers (owner.go).
+		0x0801: wire.KindPublishBatch,
+		0x0809: wire.KindAckedPublishBatch,
+		0x0410: wire.KindPublishAck,
 	}
 	for f := 0; f <= 0xFFFF; f++ {
 		flags := wire.Flags(f)
@@ -28,7 +32,7 @@ func TestKindFromFlagsExhaustive(t *testing.T) {
 			require.NoError(t, err, "flags %s", flags)
 			require.Equal(t, want, k, "flags %s", flags)
 			require.True(t, wire.ValidLayout(flags))
-		case flags&^wire.KnownFlags != 0:
+		case flags&^(wire.KnownFlags|wire.FlagAckOwner|wire.FlagPublishShard) != 0:
 			require.ErrorIs(t, err, wire.ErrUnknownFlags, "flags %s", flags)
 		default:
 			require.ErrorIs(t, err, wire.ErrInvalidFlags, "flags %s", flags)
@@ -60,10 +64,12 @@ func TestCapabilities(t *testing.T) {
 	// Bits we do not know are dropped from the usable set.
 	require.Equal(t, wire.Flags(0x0019), wire.Negotiate(wire.KnownCapabilities, 0x8019))
 	require.Equal(t, wire.Flags(0x01C0), wire.Negotiate(wire.KnownCapabilities, 0x01C0))
-	require.Equal(t, wire.Flags(0x00C0), wire.Negotiate(wire.KnownCapabilities, 0x04C0))
+	require.Equal(t, wire.Flags(0x00C0), wire.Negotiate(wire.KnownCapabilities, 0x20C0))
+	require.Equal(t, wire.Flags(0x04C0), wire.Negotiate(wire.KnownCapabilities, 0x04C0), "CapOwner")
 
 	// Capability-only bits extend KnownCapabilities, never the frame layouts.
-	require.Equal(t, wire.Flags(0x03FF), wire.KnownCapabilities)
+	require.Equal(t, wire.Flags(0x0FFF), wire.KnownCapabilities)
+	require.False(t, wire.Supports(wire.KnownCapabilities, wire.CapForwarded), "no ordinary client claims forwarding")
 	require.Equal(t, wire.Flags(0x0300), wire.Negotiate(wire.KnownCapabilities, 0x0300))
 	require.Equal(t, wire.Flags(0x003F), wire.KnownFlags)
 	_, err := wire.KindFromFlags(wire.CapGapNotices)

@@ -47,11 +47,11 @@ func FuzzFrame(f *testing.F) {
 		case wire.KindJSON:
 			checkJSON(t, payload)
 		case wire.KindPublishBatch:
-			checkPublishBatch(t, payload, frame)
+			checkPublishBatch(t, h.Flags, payload, frame)
 		case wire.KindAckedPublishBatch:
-			checkAckedPublish(t, payload, frame)
+			checkAckedPublish(t, h.Flags, payload, frame)
 		case wire.KindPublishAck:
-			checkPublishAck(t, payload, frame)
+			checkPublishAck(t, h.Flags, payload, frame)
 		default:
 			checkEventBatch(t, h.Flags, payload, frame)
 		}
@@ -59,15 +59,36 @@ func FuzzFrame(f *testing.F) {
 }
 
 func FuzzPublishBatch(f *testing.F) {
-	f.Fuzz(func(t *testing.T, payload []byte) { checkPublishBatch(t, payload, nil) })
+	f.Fuzz(func(t *testing.T, payload []byte) { checkPublishBatch(t, wire.FlagBinaryPublishBatch, payload, nil) })
+}
+
+// FuzzShardPublish decodes shard-addressed publishes (0x0801, 0x0809).
+func FuzzShardPublish(f *testing.F) {
+	f.Fuzz(func(t *testing.T, acked bool, payload []byte) {
+		flags := wire.FlagBinaryPublishBatch | wire.FlagPublishShard
+		if acked {
+			checkAckedPublish(t, flags|wire.FlagBinaryPublishAcked, payload, nil)
+			return
+		}
+		checkPublishBatch(t, flags, payload, nil)
+	})
+}
+
+// FuzzOwnerAck decodes owner-naming acks (0x0410).
+func FuzzOwnerAck(f *testing.F) {
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		checkPublishAck(t, wire.FlagBinaryPublishAck|wire.FlagAckOwner, payload, nil)
+	})
 }
 
 func FuzzAckedPublish(f *testing.F) {
-	f.Fuzz(func(t *testing.T, payload []byte) { checkAckedPublish(t, payload, nil) })
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		checkAckedPublish(t, wire.FlagBinaryPublishBatch|wire.FlagBinaryPublishAcked, payload, nil)
+	})
 }
 
 func FuzzPublishAck(f *testing.F) {
-	f.Fuzz(func(t *testing.T, payload []byte) { checkPublishAck(t, payload, nil) })
+	f.Fuzz(func(t *testing.T, payload []byte) { checkPublishAck(t, wire.FlagBinaryPublishAck, payload, nil) })
 }
 
 func FuzzEventBatch(f *testing.F) {
@@ -89,42 +110,54 @@ func requireReencodes(t *testing.T, enc []byte, err error, payload, frame []byte
 	}
 }
 
-func checkPublishBatch(t *testing.T, payload, frame []byte) {
+func checkPublishBatch(t *testing.T, flags wire.Flags, payload, frame []byte) {
 	var b wire.PublishBatch
-	if err := wire.DecodePublishBatch(payload, &b); err != nil {
+	if err := wire.DecodePublishBatchFlags(flags, payload, &b); err != nil {
 		requireSentinel(t, err)
 		return
 	}
-	enc, err := wire.AppendPublishBatchFrame(nil, b.TenantID, b.Namespace, b.Stream, b.Payloads)
+	var enc []byte
+	var err error
+	if b.HasShard {
+		enc, err = wire.AppendShardPublishBatchFrame(nil, b.Shard, b.TenantID, b.Namespace, b.Stream, b.Payloads)
+	} else {
+		enc, err = wire.AppendPublishBatchFrame(nil, b.TenantID, b.Namespace, b.Stream, b.Payloads)
+	}
 	requireReencodes(t, enc, err, payload, frame)
 	var again wire.PublishBatch
-	require.NoError(t, wire.DecodePublishBatch(enc[wire.HeaderLen:], &again))
+	require.NoError(t, wire.DecodePublishBatchFlags(flags, enc[wire.HeaderLen:], &again))
 	require.Equal(t, b, again)
 }
 
-func checkAckedPublish(t *testing.T, payload, frame []byte) {
+func checkAckedPublish(t *testing.T, flags wire.Flags, payload, frame []byte) {
 	var b wire.AckedPublish
-	if err := wire.DecodeAckedPublish(payload, &b); err != nil {
+	if err := wire.DecodeAckedPublishFlags(flags, payload, &b); err != nil {
 		requireSentinel(t, err)
 		return
 	}
-	enc, err := wire.AppendAckedPublishFrame(nil, b.RequestID, b.Mode, b.TenantID, b.Namespace, b.Stream, b.Payloads)
+	var enc []byte
+	var err error
+	if b.HasShard {
+		enc, err = wire.AppendShardAckedPublishFrame(nil, b.RequestID, b.Mode, b.Shard, b.TenantID, b.Namespace, b.Stream, b.Payloads)
+	} else {
+		enc, err = wire.AppendAckedPublishFrame(nil, b.RequestID, b.Mode, b.TenantID, b.Namespace, b.Stream, b.Payloads)
+	}
 	requireReencodes(t, enc, err, payload, frame)
 	var again wire.AckedPublish
-	require.NoError(t, wire.DecodeAckedPublish(enc[wire.HeaderLen:], &again))
+	require.NoError(t, wire.DecodeAckedPublishFlags(flags, enc[wire.HeaderLen:], &again))
 	require.Equal(t, b, again)
 }
 
-func checkPublishAck(t *testing.T, payload, frame []byte) {
+func checkPublishAck(t *testing.T, flags wire.Flags, payload, frame []byte) {
 	var a wire.PublishAck
-	if err := wire.DecodePublishAck(payload, &a); err != nil {
+	if err := wire.DecodePublishAckFlags(flags, payload, &a); err != nil {
 		requireSentinel(t, err)
 		return
 	}
 	enc, err := wire.AppendPublishAckFrame(nil, a)
 	requireReencodes(t, enc, err, payload, frame)
 	var again wire.PublishAck
-	require.NoError(t, wire.DecodePublishAck(enc[wire.HeaderLen:], &again))
+	require.NoError(t, wire.DecodePublishAckFlags(flags, enc[wire.HeaderLen:], &again))
 	require.Equal(t, a, again)
 }
 

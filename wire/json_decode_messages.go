@@ -17,12 +17,14 @@ var jsonDecoders = [numTypes]func(*fields) Message{
 		return &Publish{
 			TenantID: f.str("tenant_id"), Namespace: f.str("namespace"), Stream: f.str("stream"),
 			Payload: f.bytes("payload"), RequestID: f.optU64("request_id"), Ack: f.ack(), Key: f.optStr("key"),
+			Shard: f.optU32("shard"),
 		}
 	},
 	TypePublishBatch: func(f *fields) Message {
 		return &PublishBatchMessage{
 			TenantID: f.str("tenant_id"), Namespace: f.str("namespace"), Stream: f.str("stream"),
 			Payloads: f.bytesList("payloads"), RequestID: f.optU64("request_id"), Ack: f.ack(), Key: f.optStr("key"),
+			Shard: f.optU32("shard"),
 		}
 	},
 	TypeSubscribe: func(f *fields) Message {
@@ -59,12 +61,12 @@ var jsonDecoders = [numTypes]func(*fields) Message{
 	},
 	TypeCacheValue: decodeCacheValue,
 	TypeCacheOK:    func(f *fields) Message { return &CacheOK{RequestID: f.u64("request_id")} },
-	TypePublishOK:  func(f *fields) Message { return &PublishOK{RequestID: f.u64("request_id")} },
+	TypePublishOK:  func(f *fields) Message { return &PublishOK{RequestID: f.u64("request_id"), Owner: f.owner()} },
 	TypePublishError: func(f *fields) Message {
-		return &PublishError{RequestID: f.u64("request_id"), Message: f.str("message")}
+		return &PublishError{RequestID: f.u64("request_id"), Message: f.str("message"), Owner: f.owner()}
 	},
 	TypeOK:    func(*fields) Message { return &OK{} },
-	TypeError: func(f *fields) Message { return &ErrorMessage{Message: f.str("message")} },
+	TypeError: func(f *fields) Message { return &ErrorMessage{Message: f.str("message"), Owner: f.owner()} },
 	TypeSubscribeCursorError: func(f *fields) Message {
 		return &SubscribeCursorError{Reason: f.reason(), Requested: f.u64("requested"), Available: f.u64("available")}
 	},

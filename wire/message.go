@@ -141,6 +141,9 @@ type OK struct{}
 // ({"type":"error","message":...}).
 type ErrorMessage struct {
 	Message string
+	// Owner names the shard's owner on a not_owner refusal, for peers
+	// that advertised CapOwner (written last, omitted when nil).
+	Owner *Owner
 }
 
 // StartKind selects where a subscription begins.
@@ -233,6 +236,7 @@ func (m *OK) AppendJSON(dst []byte) []byte {
 func (m *ErrorMessage) AppendJSON(dst []byte) []byte {
 	dst = appendHead(dst, TypeError)
 	dst = appendStrField(dst, `,"message":`, m.Message)
+	dst = appendOwnerJSON(dst, m.Owner)
 	return append(dst, '}')
 }
 

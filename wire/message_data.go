@@ -14,6 +14,9 @@ type Publish struct {
 	RequestID *uint64
 	Ack       *AckMode
 	Key       *string
+	// Shard addresses the publish to one shard (cluster mode; written
+	// last, omitted when nil). With Key set, Shard wins.
+	Shard *uint32
 }
 
 // PublishBatchMessage is the JSON publish_batch (the binary 0x0001 layout
@@ -27,6 +30,9 @@ type PublishBatchMessage struct {
 	RequestID *uint64
 	Ack       *AckMode
 	Key       *string
+	// Shard addresses the publish to one shard (cluster mode; written
+	// last, omitted when nil). With Key set, Shard wins.
+	Shard *uint32
 }
 
 // Event is a single JSON event. The broker never emits it (live delivery is
@@ -92,12 +98,17 @@ type CacheOK struct {
 // PublishOK answers an acked JSON publish or publish_batch.
 type PublishOK struct {
 	RequestID uint64
+	// Owner names the shard's owner, for peers that advertised CapOwner
+	// (written last, omitted when nil).
+	Owner *Owner
 }
 
 // PublishError refuses an acked JSON publish or publish_batch.
 type PublishError struct {
 	RequestID uint64
 	Message   string
+	// Owner as for PublishOK: on not_owner and owner_unavailable.
+	Owner *Owner
 }
 
 func (*Publish) Type() MessageType             { return TypePublish }
@@ -111,13 +122,16 @@ func (*CacheOK) Type() MessageType             { return TypeCacheOK }
 func (*PublishOK) Type() MessageType           { return TypePublishOK }
 func (*PublishError) Type() MessageType        { return TypePublishError }
 
-func appendAck(dst []byte, id *uint64, ack *AckMode, key *string) []byte {
+func appendAck(dst []byte, id *uint64, ack *AckMode, key *string, shard *uint32) []byte {
 	dst = appendOptUint(dst, `,"request_id":`, id)
 	if ack != nil {
 		dst = appendStrField(dst, `,"ack":`, ack.String())
 	}
 	if key != nil {
 		dst = appendStrField(dst, `,"key":`, *key)
+	}
+	if shard != nil {
+		dst = appendUintField(dst, `,"shard":`, uint64(*shard))
 	}
 	return dst
 }
@@ -127,7 +141,7 @@ func (m *Publish) AppendJSON(dst []byte) []byte {
 	dst = appendTopic(dst, m.TenantID, m.Namespace, `,"stream":`, m.Stream)
 	dst = append(dst, `,"payload":`...)
 	dst = appendBase64(dst, m.Payload)
-	dst = appendAck(dst, m.RequestID, m.Ack, m.Key)
+	dst = appendAck(dst, m.RequestID, m.Ack, m.Key, m.Shard)
 	return append(dst, '}')
 }
 
@@ -136,7 +150,7 @@ func (m *PublishBatchMessage) AppendJSON(dst []byte) []byte {
 	dst = appendTopic(dst, m.TenantID, m.Namespace, `,"stream":`, m.Stream)
 	dst = append(dst, `,"payloads":`...)
 	dst = appendBase64Array(dst, m.Payloads)
-	dst = appendAck(dst, m.RequestID, m.Ack, m.Key)
+	dst = appendAck(dst, m.RequestID, m.Ack, m.Key, m.Shard)
 	return append(dst, '}')
 }
 
@@ -204,6 +218,7 @@ func (m *CacheOK) AppendJSON(dst []byte) []byte {
 func (m *PublishOK) AppendJSON(dst []byte) []byte {
 	dst = appendHead(dst, TypePublishOK)
 	dst = appendUintField(dst, `,"request_id":`, m.RequestID)
+	dst = appendOwnerJSON(dst, m.Owner)
 	return append(dst, '}')
 }
 
@@ -211,5 +226,6 @@ func (m *PublishError) AppendJSON(dst []byte) []byte {
 	dst = appendHead(dst, TypePublishError)
 	dst = appendUintField(dst, `,"request_id":`, m.RequestID)
 	dst = appendStrField(dst, `,"message":`, m.Message)
+	dst = appendOwnerJSON(dst, m.Owner)
 	return append(dst, '}')
 }

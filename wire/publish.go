@@ -49,6 +49,10 @@ type PublishBatch struct {
 	Namespace string
 	Stream    string
 	Payloads  [][]byte
+	// Shard is the shard a 0x0801/0x0809 publish is addressed to
+	// (HasShard); v1 frames leave the choice to the broker.
+	Shard    uint32
+	HasShard bool
 }
 
 // AckedPublish is a decoded acked binary publish batch (layout 0x0009).
@@ -121,11 +125,7 @@ func AppendAckedPublishFrame(dst []byte, requestID uint64, mode AckMode, tenant,
 // for the lifetime of the decoded payloads. On error into holds a partial
 // decode and must not be used.
 func DecodePublishBatch(payload []byte, into *PublishBatch) error {
-	r := reader{b: payload}
-	if err := decodePublishBody(&r, into); err != nil {
-		return err
-	}
-	return r.end()
+	return DecodePublishBatchFlags(FlagBinaryPublishBatch, payload, into)
 }
 
 func decodePublishBody(r *reader, into *PublishBatch) error {
@@ -154,7 +154,10 @@ func decodePublishBody(r *reader, into *PublishBatch) error {
 // RequestID is valid whenever the payload held at least 8 bytes; Mode only
 // when the error is not ErrBadAckMode.
 func DecodeAckedPublish(payload []byte, into *AckedPublish) error {
-	r := reader{b: payload}
+	return DecodeAckedPublishFlags(FlagBinaryPublishBatch|FlagBinaryPublishAcked, payload, into)
+}
+
+func decodeAckedPrefix(r *reader, into *AckedPublish) error {
 	id, err := r.u64("request_id")
 	if err != nil {
 		return err
@@ -169,8 +172,5 @@ func DecodeAckedPublish(payload []byte, into *AckedPublish) error {
 		return &ValueError{Field: "ack_mode", Value: fmt.Sprint(m), Err: ErrBadAckMode}
 	}
 	into.Mode = AckMode(m)
-	if err := decodePublishBody(&r, &into.PublishBatch); err != nil {
-		return err
-	}
-	return r.end()
+	return nil
 }

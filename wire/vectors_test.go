@@ -62,6 +62,13 @@ var vectorMessages = map[string]wire.Message{
 	"subscription_gap": &wire.SubscriptionGap{SubscriptionID: 42, Dropped: 17},
 	"publish_key": &wire.Publish{TenantID: "t1", Namespace: "default", Stream: "demo", Payload: []byte("hello"),
 		RequestID: u64p(7), Ack: ackp(wire.AckPerMessage), Key: strp("user-1")},
+	// Cluster additions (owner.go).
+	"publish_ok_owner": &wire.PublishOK{RequestID: 7, Owner: &owner3},
+	"publish_error_owner": &wire.PublishError{RequestID: 9,
+		Message: "owner_unavailable: shard t1/default/demo#3: owner b2 (127.0.0.1:5002) is not live", Owner: &owner3},
+	"error_not_owner": &wire.ErrorMessage{Message: "not_owner: shard t1/default/demo#3 is owned by b2 at 127.0.0.1:5002", Owner: &owner3},
+	"publish_shard": &wire.Publish{TenantID: "t1", Namespace: "default", Stream: "demo", Payload: []byte("hello"),
+		RequestID: u64p(7), Ack: ackp(wire.AckPerMessage), Shard: u32p(3)},
 	"subscribe_shard": &wire.Subscribe{TenantID: "t1", Namespace: "default", Stream: "demo",
 		Start: &wire.Start{Kind: wire.StartEarliest}, Shard: u32p(3)},
 	"roster_join": &wire.RosterJoin{TenantID: "t1", Namespace: "default", Roster: "lobby", Member: "alice",

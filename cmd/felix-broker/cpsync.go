@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -97,7 +98,45 @@ func controlPlaneAuth(vals *knob.Values, cfg *broker.Config, log *slog.Logger) (
 		return nil, err
 	}
 	cfg.Verifier = broker.TokenVerifier{V: v, ClockSkew: tokenClockSkew}
+	cfg.NodeVerifier = nodeVerifier(v)
 	return s, nil
+}
+
+// nodeVerifier accepts a node credential: a Felix token, verified with its
+// own tenant's keys (the operator tenant's), that grants cluster.node.
+// Forwarding brokers present theirs on forwarded streams.
+func nodeVerifier(v *auth.Verifier) func(ctx context.Context, token string) error {
+	return func(ctx context.Context, token string) error {
+		tenant, err := tokenTenant(token)
+		if err != nil {
+			return err
+		}
+		c, err := v.Verify(ctx, tenant, token)
+		if err != nil {
+			return err
+		}
+		return auth.Check(c, auth.ActionClusterNode, tenant+"/cluster/node")
+	}
+}
+
+// tokenTenant reads a JWT's tid claim without verifying it: it only picks
+// whose keys verify the token; the signature decides.
+func tokenTenant(token string) (string, error) {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return "", errors.New("not a JWT")
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return "", err
+	}
+	var c struct {
+		Tenant string `json:"tid"`
+	}
+	if err := json.Unmarshal(raw, &c); err != nil || c.Tenant == "" {
+		return "", errors.New("no tid claim")
+	}
+	return c.Tenant, nil
 }
 
 // jwksURL is the auth.JWKSKeySource URL of tenant: "" for a tenant the

@@ -7,12 +7,10 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -86,18 +84,7 @@ func TestEndToEndAuth(t *testing.T) {
 	require.NoError(t, err)
 	srv := httptest.NewServer(cp)
 	defer func() { cp.Close(); srv.Close(); st.Close() }()
-	call := func(method, path, body, bearer string) (int, string) {
-		req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
-		require.NoError(t, err)
-		if bearer != "" {
-			req.Header.Set("Authorization", "Bearer "+bearer)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	call := cpCaller(t, srv.URL)
 	for _, tenant := range []string{"t1", "t2"} {
 		idpConf := `{"issuer":"` + idp.URL + `","jwks_url":"` + idp.URL + `","audiences":["api://felix"],` +
 			`"roles":{"writer":[{"action":"stream.publish","resource":"` + tenant + `/default/*"},{"action":"stream.subscribe","resource":"` + tenant + `/default/*"}],` +

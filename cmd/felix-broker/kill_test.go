@@ -103,15 +103,7 @@ type killableBroker struct {
 
 func newKillableBroker(t *testing.T) *killableBroker {
 	dir := t.TempDir()
-	cert, err := devtls.SelfSigned()
-	require.NoError(t, err)
-	der, err := x509.MarshalPKCS8PrivateKey(cert.TLS.PrivateKey)
-	require.NoError(t, err)
-	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	require.NoError(t, os.WriteFile(certFile, cert.PEM, 0o600))
-	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600))
-	pool, err := devtls.Pool(cert.PEM)
-	require.NoError(t, err)
+	certFile, keyFile, pool := writeCert(t, dir)
 	kb := &killableBroker{addr: freeAddr(t, "udp"), pool: pool, certFile: certFile}
 	kb.env = []string{"FELIX_QUIC_BIND=" + kb.addr, "FELIX_TLS_CERT_FILE=" + certFile, "FELIX_TLS_KEY_FILE=" + keyFile,
 		"FELIX_DATA_DIR=" + filepath.Join(dir, "data"), "FELIX_STREAMS=t1/default/orders:1:on_commit"}
@@ -290,3 +282,18 @@ type seqSet struct {
 
 func (s *seqSet) add(v uint64) { s.mu.Lock(); s.m[v] = true; s.mu.Unlock() }
 func (s *seqSet) len() int     { s.mu.Lock(); defer s.mu.Unlock(); return len(s.m) }
+
+// writeCert writes a fresh self-signed certificate and its key to dir (for
+// FELIX_TLS_CERT_FILE / FELIX_TLS_KEY_FILE) and returns a pool trusting it.
+func writeCert(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
+	cert, err := devtls.SelfSigned()
+	require.NoError(t, err)
+	der, err := x509.MarshalPKCS8PrivateKey(cert.TLS.PrivateKey)
+	require.NoError(t, err)
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	require.NoError(t, os.WriteFile(certFile, cert.PEM, 0o600))
+	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600))
+	pool, err = devtls.Pool(cert.PEM)
+	require.NoError(t, err)
+	return certFile, keyFile, pool
+}

@@ -29,6 +29,18 @@ var (
 		"where a broker with a self-signed certificate writes cert.pem for local clients to trust", nil)
 )
 
+// Cluster mode (issue 9).
+var (
+	knobNodeID = registry.String("FELIX_NODE_ID", "", "a member id ([A-Za-z0-9._-], at most 64 bytes), or empty",
+		"this broker's cluster member id; with FELIX_CONTROLPLANE_URL it registers and serves only the shards placed on it, forwarding the rest; empty: single-broker mode", checkNodeID)
+	knobAdvertise = registry.String("FELIX_ADVERTISE_ADDR", "", "host:port, or empty",
+		"QUIC address other brokers and clients reach this broker at (in placement and owner-naming acks); empty: FELIX_QUIC_BIND's bound address", checkHostPortOrEmpty)
+	knobNodeToken = registry.String("FELIX_NODE_TOKEN_FILE", "", "a file path, or empty",
+		"this broker's node credential (POST /v1/token/node): it registers with it and forwarded publishes authenticate with it; empty: FELIX_CONTROLPLANE_TOKEN_FILE's token", nil)
+	knobClusterCA = registry.String("FELIX_CLUSTER_CA_FILE", "", "path to a PEM file, or empty",
+		"certificates trusted when forwarding to other brokers; empty: this broker's own certificate (brokers sharing one) and the system roots", nil)
+)
+
 // Streams, caches, shards, ring.
 var (
 	knobStreams = registry.String("FELIX_STREAMS", "t1/default/demo:1", "comma list of tenant/namespace/stream[:shards[:fsync]], or empty",

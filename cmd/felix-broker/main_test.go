@@ -59,6 +59,10 @@ func TestBadKnobExitsWithStatus2NamingKnob(t *testing.T) {
 		"FELIX_LOG_LEVEL=loud":               `FELIX_LOG_LEVEL="loud": unknown word (allowed: one of debug|info|warn|error)`,
 		"FELIX_QUIC_BIND=127.0.0.1":          `FELIX_QUIC_BIND="127.0.0.1": not host:port`,
 		"FELIX_SHUTDOWN_DRAIN_TIMEOUT_MS=-1": `FELIX_SHUTDOWN_DRAIN_TIMEOUT_MS="-1": out of range`,
+		"FELIX_NODE_ID=b/1":                  `FELIX_NODE_ID="b/1": character '/'`,
+		"FELIX_ADVERTISE_ADDR=nohost":        `FELIX_ADVERTISE_ADDR="nohost"`,
+		// Cluster mode without a control plane: nothing to register with.
+		"FELIX_NODE_ID=b1": "FELIX_NODE_ID needs FELIX_CONTROLPLANE_URL",
 	} {
 		t.Run(env, func(t *testing.T) {
 			out, err := brokerCmd(t, []string{env}).CombinedOutput()

@@ -38,6 +38,13 @@ func serve(ctx context.Context, vals *knob.Values, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	node, err := clusterSetup(vals, &cfg, cps, log)
+	if err != nil {
+		return err
+	}
+	if node != nil {
+		defer node.close()
+	}
 	b, err := broker.New(cfg)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errConfig, err)
@@ -80,12 +87,20 @@ func serve(ctx context.Context, vals *knob.Values, log *slog.Logger) error {
 	case err := <-errc:
 		return err
 	}
+	if node != nil {
+		if err := node.start(ctx, vals, b, pc.LocalAddr().String(), ln.Addr().String()); err != nil {
+			return err
+		}
+	}
 	log.Info("felix-broker ready", "quic", pc.LocalAddr().String(), "admin", ln.Addr().String())
 
 	select {
 	case <-ctx.Done():
 	case err := <-errc:
 		return err
+	}
+	if node != nil {
+		node.leave() // its shards move before the drain ends its connections
 	}
 	budget := knobShutdownDrain.Get(vals)
 	log.Info("draining", "budget", budget)

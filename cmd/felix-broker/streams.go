@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -114,4 +115,25 @@ func checkURL(s string) error {
 		return fmt.Errorf("%q is not an http(s) URL", s)
 	}
 	return nil
+}
+
+// checkNodeID accepts empty or a member id that is safe in URLs and logs.
+func checkNodeID(s string) error {
+	if len(s) > 64 {
+		return fmt.Errorf("%d bytes, at most 64", len(s))
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return fmt.Errorf("character %q: use [A-Za-z0-9._-]", r)
+		}
+	}
+	return nil
+}
+
+func checkHostPortOrEmpty(s string) error {
+	if s == "" {
+		return nil
+	}
+	_, _, err := net.SplitHostPort(s)
+	return err
 }

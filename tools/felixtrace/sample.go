@@ -27,6 +27,7 @@ type Sample struct {
 	CPUUnavailable string         `json:"cpu_unavailable,omitempty"`
 	Commit         CommitSample   `json:"commit"`
 	Fanout         FanoutSample   `json:"fanout"`
+	Cluster        ClusterSample  `json:"cluster"`
 	System         *SystemSample  `json:"system,omitempty"`
 	// BPF is present with --bpf when the probes run.
 	BPF *BPFSample `json:"bpf,omitempty"`
@@ -150,6 +151,7 @@ func compute(prev, cur *broker.Stats) Sample {
 	s.Connections = connSamples(prev, cur, s.Interval)
 	s.Commit, s.waiters, s.records, s.syncLatency = commitSample(prev, cur, s.Interval)
 	s.Fanout = fanoutSample(prev, cur, s.Interval)
+	s.Cluster = clusterSample(prev, cur, s.Interval)
 	switch {
 	case cur.CPU == nil:
 		s.CPUUnavailable = cmp.Or(cur.CPUUnavailable, noCPU)

@@ -22,6 +22,7 @@ type Summary struct {
 	Threads     []ThreadSummary `json:"threads,omitempty"`
 	Commit      CommitSummary   `json:"commit"`
 	Fanout      FanoutSummary   `json:"fanout"`
+	Cluster     ClusterSummary  `json:"cluster"`
 	System      *SystemSummary  `json:"system,omitempty"`
 	BPF         *BPFSummary     `json:"bpf,omitempty"`
 	Notes       []string        `json:"notes,omitempty"`
@@ -165,6 +166,7 @@ func (m *Summary) add(s *Sample) {
 	f.Drops += s.Fanout.Drops
 	f.Delivered += s.Fanout.Delivered
 	f.DeliveredRate.add(s.Fanout.DeliveredRate)
+	m.Cluster.add(&s.Cluster)
 	if s.System != nil {
 		if m.System == nil {
 			m.System = &SystemSummary{}

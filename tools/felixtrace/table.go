@@ -36,6 +36,7 @@ func printSample(w io.Writer, s *Sample, top int) {
 	f := s.Fanout
 	fmt.Fprintf(w, "%-9s subs %d  max depth %d/%d  total depth %d  drops %d  delivered/s %s\n",
 		"FANOUT", f.Subscriptions, f.MaxDepth, f.MaxDepthCapacity, f.TotalDepth, f.Drops, fmtCount(f.DeliveredRate))
+	printClusterSample(w, &s.Cluster)
 	if p := s.Process; p != nil {
 		fmt.Fprintf(w, "%-9s cpu %.1f%% of one CPU (user %.1f%% sys %.1f%%)  threads %d\n", "PROCESS", p.CPU, p.User, p.System, p.Threads)
 	} else {
@@ -101,6 +102,7 @@ func printSummary(w io.Writer, m *Summary, top int) {
 	f := m.Fanout
 	fmt.Fprintf(w, "%-9s subs max %d  max depth %d/%d  drops %d  delivered %d (%s/s mean, %s/s max)\n", "FANOUT",
 		f.MaxSubscriptions, f.MaxDepth, f.MaxDepthCapacity, f.Drops, f.Delivered, fmtCount(f.DeliveredRate.Mean), fmtCount(f.DeliveredRate.Max))
+	printClusterSummary(w, &m.Cluster)
 	if p := m.Process; p != nil {
 		fmt.Fprintf(w, "%-9s cpu %.1f%% mean, %.1f%% max of one CPU (user %.1f%% sys %.1f%% mean)\n", "PROCESS",
 			p.CPU.Mean, p.CPU.Max, p.User.Mean, p.System.Mean)

@@ -1,0 +1,201 @@
+package broker
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/felixmq/felix/cluster"
+	"github.com/felixmq/felix/wire"
+)
+
+// Cluster mode. A broker given a placement (SetPlacement) serves only the
+// shards it owns: a publish for another broker's shard is forwarded once to
+// the owner through Config.Forwarder and the owner's ack is relayed; a
+// subscribe for it is refused with not_owner naming the owner. Without a
+// placement the broker owns everything, and the publish path pays one nil
+// check for the feature.
+
+var (
+	// ErrNotOwner: the shard belongs to another broker and this request
+	// cannot be forwarded (a subscribe, an already forwarded publish, or
+	// a broker without a Forwarder). The error names the owner.
+	ErrNotOwner = errors.New("not_owner")
+	// ErrOwnerUnavailable: the shard's owner is not live (a durable shard
+	// waits for its owner, whose disk holds its data) or could not be
+	// reached. The publish was not acked and not applied anywhere else.
+	ErrOwnerUnavailable = errors.New("owner_unavailable")
+)
+
+// Forwarder sends a publish for a shard this broker does not own to its
+// owner. cmd/felix-broker gives the broker one built on the client package
+// (internal/forward), authenticated with the node credential.
+type Forwarder interface {
+	// Forward sends payloads to shard s on owner, marked as forwarded so
+	// that the owner never forwards them again. It copies payloads before
+	// it returns (they alias the caller's frame buffer). done is called
+	// exactly once: with the owner's ack for an acked publish (nil, or
+	// the owner's refusal), once written for a fire-and-forget one. A
+	// failure to reach the owner wraps ErrOwnerUnavailable. Forwards to
+	// one owner and shard from one caller keep their order.
+	Forward(owner cluster.Member, s cluster.Shard, payloads [][]byte, acked bool, done func(error))
+}
+
+// route is one shard's owner as this broker sees it.
+type route struct {
+	self   bool
+	live   bool
+	member cluster.Member
+	owner  wire.Owner // what acks and refusals carry
+	shard  cluster.Shard
+}
+
+// placementView is a placement indexed for the publish path: per stream, a
+// route per shard (nil where the shard is unassigned).
+type placementView struct {
+	version int64
+	owned   int
+	streams map[StreamKey][]*route
+}
+
+// lookup returns the route of shard idx of k, nil when unassigned (the
+// shard is then served where the request landed).
+func (v *placementView) lookup(k StreamKey, idx int) *route {
+	rs := v.streams[k]
+	if idx < len(rs) {
+		return rs[idx]
+	}
+	return nil
+}
+
+func newPlacementView(p *cluster.Placement, self string) *placementView {
+	members := make(map[string]cluster.Member, len(p.Members))
+	for _, m := range p.Members {
+		members[m.ID] = m
+	}
+	v := &placementView{version: p.Version, streams: map[StreamKey][]*route{}}
+	for _, a := range p.Assignments {
+		if a.Shard.Shard < 0 || a.Shard.Shard >= MaxShards || a.Owner == "" {
+			continue
+		}
+		m, known := members[a.Owner]
+		if !known {
+			m = cluster.Member{ID: a.Owner}
+		}
+		r := &route{
+			self: a.Owner == self, live: known && m.Live, member: m, shard: a.Shard,
+			owner: wire.Owner{Shard: uint32(a.Shard.Shard), ID: m.ID, Addr: m.QUICAddr},
+		}
+		if r.self {
+			r.live = true
+			v.owned++
+		}
+		k := streamKey(a.Tenant, a.Namespace, a.Stream)
+		rs := v.streams[k]
+		for len(rs) <= a.Shard.Shard {
+			rs = append(rs, nil)
+		}
+		rs[a.Shard.Shard] = r
+		v.streams[k] = rs
+	}
+	return v
+}
+
+// SetPlacement switches the broker to cluster mode with placement p, in
+// which it is the member Config.NodeID; nil returns to single-broker mode
+// (it owns every shard). Requests already routed finish where they went.
+func (b *Broker) SetPlacement(p *cluster.Placement) {
+	if p == nil {
+		b.placement.Store(nil)
+		return
+	}
+	v := newPlacementView(p, b.cfg.NodeID)
+	b.placement.Store(v)
+	b.log.Info("placement applied", "version", v.version, "node", b.cfg.NodeID, "shards_owned", v.owned)
+}
+
+// PlacementVersion is the version of the placement in force, 0 in
+// single-broker mode.
+func (b *Broker) PlacementVersion() int64 {
+	if v := b.placement.Load(); v != nil {
+		return v.version
+	}
+	return 0
+}
+
+func notOwner(r *route) error {
+	return fmt.Errorf("%w: shard %s is owned by %s at %s", ErrNotOwner, r.shard, r.member.ID, r.member.QUICAddr)
+}
+
+func ownerUnavailable(r *route, why string) error {
+	return fmt.Errorf("%w: shard %s: owner %s (%s) %s", ErrOwnerUnavailable, r.shard, r.member.ID, r.member.QUICAddr, why)
+}
+
+// forward sends a publish for r's shard to its owner, or answers why it
+// cannot: done gets the owner's outcome. It holds the broker's inflight
+// count (taken by publish) until done.
+func (p *publisher) forward(r *route, payloads [][]byte, acked bool, done func(uint64, *wire.Owner, error)) {
+	b := p.c.b
+	var err error
+	switch {
+	case p.forwarded:
+		err = notOwner(r) // forwarded once already: never again
+	case !r.live:
+		err = ownerUnavailable(r, "is not live")
+	case b.cfg.Forwarder == nil:
+		err = notOwner(r)
+	}
+	if err != nil {
+		b.metrics.cluster.forwardErrors.Add(1)
+		done(0, &r.owner, err)
+		b.inflight.Add(-1)
+		return
+	}
+	events, bytes := len(payloads), payloadBytes(payloads)
+	b.cfg.Forwarder.Forward(r.member, r.shard, payloads, acked, func(err error) {
+		if err != nil {
+			b.metrics.cluster.forwardErrors.Add(1)
+		} else {
+			b.metrics.cluster.forwarded(events, bytes)
+		}
+		done(0, &r.owner, err)
+		b.inflight.Add(-1)
+	})
+}
+
+// verify authenticates an auth frame. A forwarding broker's stream
+// (wire.CapForwarded with a node credential: Config.NodeToken or one that
+// Config.NodeVerifier accepts)
+// gets a node principal for the claimed tenant that may only publish: the
+// forwarding broker checked the client's own rights before forwarding.
+// Everything else goes to the verifier.
+func (b *Broker) verify(ctx context.Context, auth *wire.Auth) (Principal, error) {
+	if wire.Supports(wire.PeerFlags(auth.ClientFlags), wire.CapForwarded) && b.isNodeCredential(ctx, auth.Token) {
+		if auth.TenantID == "" {
+			return nil, fmt.Errorf("%w: empty tenant", ErrAuth)
+		}
+		return nodePrincipal(auth.TenantID), nil
+	}
+	return b.verifier.Verify(ctx, auth.TenantID, auth.Token)
+}
+
+func (b *Broker) isNodeCredential(ctx context.Context, token string) bool {
+	if b.cfg.NodeToken != "" && subtle.ConstantTimeCompare([]byte(token), []byte(b.cfg.NodeToken)) == 1 {
+		return true
+	}
+	return b.cfg.NodeVerifier != nil && b.cfg.NodeVerifier(ctx, token) == nil
+}
+
+// nodePrincipal is a forwarding broker acting for tenant: publish only.
+type nodePrincipal string
+
+func (p nodePrincipal) Tenant() string    { return string(p) }
+func (p nodePrincipal) Expiry() time.Time { return time.Time{} }
+func (p nodePrincipal) Check(a Action, resource string) error {
+	if a == ActionPublish {
+		return nil
+	}
+	return fmt.Errorf("%w: the node credential only forwards publishes, not %s on %s", ErrForbidden, a, resource)
+}

@@ -1,0 +1,252 @@
+package broker_test
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/felixmq/felix/broker"
+	"github.com/felixmq/felix/client"
+	"github.com/felixmq/felix/cluster"
+	"github.com/felixmq/felix/internal/devtls"
+	"github.com/felixmq/felix/internal/forward"
+	"github.com/felixmq/felix/udp"
+	"github.com/felixmq/felix/wire"
+)
+
+// clusterNode is one broker of an in-process cluster: real QUIC on
+// 127.0.0.1, a shared certificate (the cluster's CA) and a forwarder.
+type clusterNode struct {
+	id string
+	b  *broker.Broker
+	h  *harness
+}
+
+// startCluster starts one broker per id, all serving streams, and gives
+// each the placement place(members) builds.
+func startCluster(t testing.TB, ids []string, streams []broker.StreamSpec, dataDir bool) ([]*clusterNode, *tls.Config) {
+	t.Helper()
+	return startClusterCfg(t, ids, streams, dataDir, broker.Config{})
+}
+
+// startClusterCfg is startCluster with base as every broker's Config.
+func startClusterCfg(t testing.TB, ids []string, streams []broker.StreamSpec, dataDir bool, base broker.Config) ([]*clusterNode, *tls.Config) {
+	t.Helper()
+	cert, err := devtls.SelfSigned()
+	require.NoError(t, err)
+	pool, err := devtls.Pool(cert.PEM)
+	require.NoError(t, err)
+	clientTLS := &tls.Config{RootCAs: pool}
+	var nodes []*clusterNode
+	for _, id := range ids {
+		pc, err := udp.Listen("udp", "127.0.0.1:0", udp.Config{})
+		require.NoError(t, err)
+		fw := forward.New(forward.Config{TLS: clientTLS, Token: "node-secret"})
+		cfg := base
+		cfg.TLS = &tls.Config{Certificates: []tls.Certificate{cert.TLS}}
+		cfg.ListenAddrs = []string{pc.LocalAddr().String()}
+		cfg.NodeID, cfg.Forwarder, cfg.NodeToken = id, fw, "node-secret"
+		if dataDir {
+			cfg.DataDir = t.TempDir()
+		}
+		b, err := broker.New(cfg)
+		require.NoError(t, err)
+		for _, s := range streams {
+			require.NoError(t, b.CreateStream(s))
+		}
+		h := &harness{b: b, addr: pc.LocalAddr().String(), clientTLS: clientTLS, served: make(chan error, 1)}
+		go func() { h.served <- b.Serve(pc) }()
+		<-b.Listening()
+		t.Cleanup(func() {
+			fw.Close()
+			require.NoError(t, b.Close())
+			<-h.served
+			pc.Close()
+		})
+		nodes = append(nodes, &clusterNode{id: id, b: b, h: h})
+	}
+	return nodes, clientTLS
+}
+
+func members(nodes []*clusterNode) []cluster.Member {
+	var ms []cluster.Member
+	for _, n := range nodes {
+		ms = append(ms, cluster.Member{ID: n.id, QUICAddr: n.h.addr, Live: true})
+	}
+	return ms
+}
+
+// assign places shard i of each stream on owners[i].
+func assign(version int64, ms []cluster.Member, k broker.StreamKey, durable bool, owners ...string) *cluster.Placement {
+	p := &cluster.Placement{Version: version, Members: ms}
+	for i, o := range owners {
+		p.Assignments = append(p.Assignments, cluster.Assignment{
+			Shard: cluster.Shard{Tenant: k.Tenant, Namespace: k.Namespace, Stream: k.Stream, Shard: i}, Owner: o, Durable: durable,
+		})
+	}
+	return p
+}
+
+var quad = broker.StreamSpec{StreamKey: broker.StreamKey{Tenant: "t1", Namespace: "default", Stream: "quad"}, Shards: 4}
+
+// TestClusterForwardsOnceAndNamesOwner: DESIGN.md section 2 "Cluster": a
+// publish to a non-owner is forwarded once, acked by the owner, and the ack
+// names the owner, in the binary and JSON encodings; the event reaches the
+// owner's subscribers.
+func TestClusterForwardsOnceAndNamesOwner(t *testing.T) {
+	nodes, _ := startCluster(t, []string{"b1", "b2"}, []broker.StreamSpec{quad}, false)
+	p := assign(7, members(nodes), quad.StreamKey, false, "b1", "b1", "b2", "b2")
+	for _, n := range nodes {
+		n.b.SetPlacement(p)
+	}
+	ctx := ctxT(t, 20*time.Second)
+	c2 := nodes[1].h.dial(t)
+	sub, err := c2.Subscribe(ctx, "default", "quad", client.SubscribeOptions{Shard: 3})
+	require.NoError(t, err)
+
+	for _, enc := range []struct {
+		name  string
+		flags wire.Flags
+	}{{"binary", 0}, {"json", wire.KnownCapabilities &^ (wire.FlagBinaryPublishBatch | wire.FlagBinaryPublishAcked | wire.FlagBinaryPublishAck)}} {
+		t.Run(enc.name, func(t *testing.T) {
+			c1 := nodes[0].h.dialWith(t, client.Config{Flags: enc.flags})
+			pub, err := c1.NewPublisher(ctx, "default", "quad")
+			require.NoError(t, err)
+			before := nodes[0].b.ClusterStats().ForwardedPublishes
+			pa := pub.PublishShardAsync(3, [][]byte{[]byte(enc.name)})
+			require.NoError(t, pa.Wait(ctx))
+			own, ok := pa.Owner()
+			require.True(t, ok)
+			require.Equal(t, wire.Owner{Shard: 3, ID: "b2", Addr: nodes[1].h.addr}, own)
+			require.Equal(t, before+1, nodes[0].b.ClusterStats().ForwardedPublishes)
+			ev, err := sub.Next(ctx)
+			require.NoError(t, err)
+			require.Equal(t, enc.name, string(ev.Payload))
+
+			// Fire-and-forget is forwarded too, in order after the acked one.
+			require.NoError(t, pub.SendShard(3, [][]byte{[]byte(enc.name + "-ff")}))
+			ev, err = sub.Next(ctx)
+			require.NoError(t, err)
+			require.Equal(t, enc.name+"-ff", string(ev.Payload))
+
+			// A shard it owns is served locally and named too.
+			pa = pub.PublishShardAsync(0, [][]byte{[]byte("local")})
+			require.NoError(t, pa.Wait(ctx))
+			own, _ = pa.Owner()
+			require.Equal(t, "b1", own.ID)
+			require.Equal(t, before+2, nodes[0].b.ClusterStats().ForwardedPublishes)
+			require.NoError(t, pub.Close(ctx))
+		})
+	}
+	st := nodes[1].b.ClusterStats()
+	require.Equal(t, int64(7), st.PlacementVersion)
+	require.Equal(t, 2, st.ShardsOwned)
+	require.Zero(t, st.ForwardedPublishes)
+}
+
+// TestClusterRefusals: subscribes for a non-owned shard get not_owner with
+// the owner; a forwarded publish for a non-owned shard is never forwarded
+// again; a shard whose owner is not live fails owner_unavailable.
+func TestClusterRefusals(t *testing.T) {
+	durableQuad := quad
+	durableQuad.Durable = true
+	nodes, _ := startCluster(t, []string{"b1", "b2"}, []broker.StreamSpec{durableQuad}, true)
+	ms := append(members(nodes), cluster.Member{ID: "b3", QUICAddr: "127.0.0.1:1", Live: false})
+	p := assign(3, ms, quad.StreamKey, true, "b1", "b2", "b3", "b3")
+	for _, n := range nodes {
+		n.b.SetPlacement(p)
+	}
+	ctx := ctxT(t, 20*time.Second)
+	c1 := nodes[0].h.dial(t)
+
+	_, err := c1.Subscribe(ctx, "default", "quad", client.SubscribeOptions{Shard: 1})
+	require.ErrorIs(t, err, client.ErrNotOwner)
+	var be *client.BrokerError
+	require.ErrorAs(t, err, &be)
+	require.Equal(t, &wire.Owner{Shard: 1, ID: "b2", Addr: nodes[1].h.addr}, be.Owner)
+
+	pub, err := c1.NewPublisher(ctx, "default", "quad")
+	require.NoError(t, err)
+	err = pub.PublishShardAsync(2, [][]byte{[]byte("x")}).Wait(ctx)
+	require.ErrorIs(t, err, client.ErrOwnerUnavailable, "durable shard of a member that is not live")
+	require.Contains(t, err.Error(), "b3")
+
+	// A live owner that cannot be reached: owner_unavailable, not acked.
+	ms[2] = cluster.Member{ID: "b3", QUICAddr: "127.0.0.1:1", Live: true}
+	nodes[0].b.SetPlacement(assign(4, ms, quad.StreamKey, true, "b1", "b2", "b3", "b3"))
+	err = pub.PublishShardAsync(3, [][]byte{[]byte("x")}).Wait(ctx)
+	require.ErrorIs(t, err, client.ErrOwnerUnavailable, "unreachable owner")
+	require.ErrorContains(t, err, "unreachable")
+
+	fwd := nodes[0].h.dialWith(t, client.Config{Flags: wire.KnownCapabilities | wire.CapForwarded})
+	fpub, err := fwd.NewPublisher(ctx, "default", "quad")
+	require.NoError(t, err)
+	err = fpub.PublishShardAsync(1, [][]byte{[]byte("x")}).Wait(ctx)
+	require.ErrorIs(t, err, client.ErrNotOwner, "a forwarded publish is not forwarded again")
+	require.Zero(t, nodes[1].b.ClusterStats().ForwardedPublishes)
+	require.Equal(t, uint64(3), nodes[0].b.ClusterStats().ForwardErrors)
+
+	// The cluster counters are exported.
+	srv := httptest.NewServer(nodes[0].b.AdminHandler())
+	defer srv.Close()
+	_, body := do(t, srv, "GET", "/metrics", "")
+	for _, m := range []string{"felix_forward_errors_total 3", "felix_placement_version 4", "felix_shards_owned 1", "felix_forwarded_publishes_total 0"} {
+		require.True(t, strings.Contains(body, m), "metrics lack %q", m)
+	}
+}
+
+// TestClusterSingleBrokerUnchanged: without a placement acks name no owner
+// (v1 bytes) and shard-addressed publishes still work.
+func TestClusterSingleBrokerUnchanged(t *testing.T) {
+	h := startBroker(t, broker.Config{}, quad)
+	ctx := ctxT(t, 10*time.Second)
+	pub, err := h.dial(t).NewPublisher(ctx, "default", "quad")
+	require.NoError(t, err)
+	pa := pub.PublishShardAsync(2, [][]byte{[]byte("x")})
+	require.NoError(t, pa.Wait(ctx))
+	_, named := pa.Owner()
+	require.False(t, named)
+	err = pub.PublishShardAsync(9, [][]byte{[]byte("x")}).Wait(ctx)
+	require.ErrorContains(t, err, "shard 9 not in [0, 4)")
+	require.Equal(t, 4, h.b.ClusterStats().ShardsOwned)
+}
+
+// userOnly accepts the token "user" only: the node credential is not a
+// user token, so only Config.NodeToken can let a forwarding broker in.
+type userOnly struct{}
+
+func (userOnly) Verify(ctx context.Context, tenant, token string) (broker.Principal, error) {
+	if token != "user" {
+		return nil, fmt.Errorf("%w: unknown token", broker.ErrAuth)
+	}
+	return broker.DevVerifier{}.Verify(ctx, tenant, token)
+}
+
+// TestClusterNodeCredential: forwarding authenticates with the cluster's
+// node credential, which may only publish, and only on a stream that
+// declares itself forwarded.
+func TestClusterNodeCredential(t *testing.T) {
+	nodes, _ := startClusterCfg(t, []string{"b1", "b2"}, []broker.StreamSpec{quad}, false, broker.Config{Verifier: userOnly{}})
+	p := assign(1, members(nodes), quad.StreamKey, false, "b1", "b1", "b2", "b2")
+	for _, n := range nodes {
+		n.b.SetPlacement(p)
+	}
+	ctx := ctxT(t, 20*time.Second)
+	pub, err := nodes[0].h.dialWith(t, client.Config{Tenant: "t1", Token: "user"}).NewPublisher(ctx, "default", "quad")
+	require.NoError(t, err)
+	require.NoError(t, pub.PublishShardAsync(3, [][]byte{[]byte("x")}).Wait(ctx), "forwarded with the node credential")
+	require.Equal(t, uint64(1), nodes[0].b.ClusterStats().ForwardedPublishes)
+
+	node := nodes[1].h.dialWith(t, client.Config{Tenant: "t1", Token: "node-secret", Flags: wire.KnownCapabilities | wire.CapForwarded})
+	_, err = node.Subscribe(ctx, "default", "quad", client.SubscribeOptions{Shard: 3})
+	require.ErrorContains(t, err, "only forwards publishes")
+
+	_, err = nodes[1].h.dialWith(t, client.Config{Tenant: "t1", Token: "node-secret"}).NewPublisher(ctx, "default", "quad")
+	require.ErrorIs(t, err, client.ErrAuth, "the node credential is not a client token")
+}

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/felixmq/felix/broker"
+	"github.com/felixmq/felix/cluster"
+	"github.com/felixmq/felix/internal/forward"
+	"github.com/felixmq/felix/internal/knob"
+)
+
+// clusterNode is cluster mode (FELIX_NODE_ID): publishes for other
+// brokers' shards go through a forwarder authenticated with the node
+// credential; once the broker listens it registers with the control plane
+// (cluster.Agent: a lease kept alive) and follows the placement
+// (cluster.Watcher) into broker.SetPlacement.
+type clusterNode struct {
+	id, url, token string
+	fw             *forward.Forwarder
+	agent          *cluster.Agent
+	watcher        *cluster.Watcher
+	log            *slog.Logger
+}
+
+// firstPlacementTimeout bounds waiting, at start-up, for a placement that
+// lists this broker: until then it would serve every shard as its own.
+const firstPlacementTimeout = 15 * time.Second
+
+// clusterSetup configures cfg for cluster mode when FELIX_NODE_ID is set;
+// nil without it. cfg.TLS must be set (its certificate is trusted for
+// forwarding unless FELIX_CLUSTER_CA_FILE says otherwise).
+func clusterSetup(vals *knob.Values, cfg *broker.Config, cps *cpSync, log *slog.Logger) (*clusterNode, error) {
+	id := knobNodeID.Get(vals)
+	if id == "" {
+		return nil, nil
+	}
+	if cps == nil {
+		return nil, fmt.Errorf("%w: FELIX_NODE_ID needs FELIX_CONTROLPLANE_URL (membership and placement live there)", errConfig)
+	}
+	token := cps.token
+	if f := knobNodeToken.Get(vals); f != "" {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("%w: FELIX_NODE_TOKEN_FILE: %v", errConfig, err)
+		}
+		token = strings.TrimSpace(string(raw))
+	}
+	if token == "" {
+		return nil, fmt.Errorf("%w: FELIX_NODE_ID needs a node credential (FELIX_NODE_TOKEN_FILE or FELIX_CONTROLPLANE_TOKEN_FILE)", errConfig)
+	}
+	roots, err := clusterRoots(vals, cfg.TLS)
+	if err != nil {
+		return nil, err
+	}
+	n := &clusterNode{id: id, url: cps.base, token: token, log: log.With("node", id),
+		fw: forward.New(forward.Config{TLS: &tls.Config{RootCAs: roots}, Token: token, Logger: log})}
+	cfg.NodeID, cfg.NodeToken, cfg.Forwarder = id, token, n.fw
+	return n, nil
+}
+
+// clusterRoots is what forwarding trusts: FELIX_CLUSTER_CA_FILE, else the
+// system roots plus this broker's own certificate (brokers sharing one).
+func clusterRoots(vals *knob.Values, own *tls.Config) (*x509.CertPool, error) {
+	if f := knobClusterCA.Get(vals); f != "" {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("%w: FELIX_CLUSTER_CA_FILE: %v", errConfig, err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(raw) {
+			return nil, fmt.Errorf("%w: FELIX_CLUSTER_CA_FILE %s holds no PEM certificate", errConfig, f)
+		}
+		return pool, nil
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	for _, c := range own.Certificates {
+		if len(c.Certificate) == 0 {
+			continue
+		}
+		leaf, err := x509.ParseCertificate(c.Certificate[0])
+		if err != nil {
+			return nil, fmt.Errorf("%w: own certificate: %v", errConfig, err)
+		}
+		pool.AddCert(leaf)
+	}
+	return pool, nil
+}
+
+// start follows the placement and registers b, reachable at quicAddr
+// (FELIX_ADVERTISE_ADDR overrides it), then waits until a placement lists
+// this broker.
+func (n *clusterNode) start(ctx context.Context, vals *knob.Values, b *broker.Broker, quicAddr, adminAddr string) error {
+	if a := knobAdvertise.Get(vals); a != "" {
+		quicAddr = a
+	}
+	w, err := cluster.NewWatcher(cluster.WatcherConfig{URL: n.url, Token: n.token, Logger: n.log,
+		OnChange: func(x *cluster.Index) {
+			b.SetPlacement(&x.Placement)
+		}})
+	if err != nil {
+		return fmt.Errorf("%w: placement watch: %v", errConfig, err)
+	}
+	n.watcher = w
+	rctx, cancel := context.WithTimeout(ctx, firstPlacementTimeout)
+	defer cancel()
+	n.agent, err = cluster.NewAgent(rctx, cluster.AgentConfig{URL: n.url, Token: n.token, Logger: n.log,
+		Member: cluster.Member{ID: n.id, QUICAddr: quicAddr, AdminAddr: adminAddr}})
+	if err != nil {
+		return fmt.Errorf("%w: registering with the control plane as %s: %v", errConfig, n.id, err)
+	}
+	var after int64
+	for {
+		x, err := w.Next(rctx, after)
+		if err != nil {
+			return fmt.Errorf("%w: no placement listing %s within %v: %v", errConfig, n.id, firstPlacementTimeout, err)
+		}
+		if _, ok := x.Member(n.id); ok {
+			n.log.Info("cluster member", "quic", quicAddr, "lease_ttl", n.agent.LeaseTTL(),
+				"placement_version", x.Version, "shards_owned", len(x.Owned(n.id)))
+			return nil
+		}
+		after = x.Version
+	}
+}
+
+// leave deregisters (the control plane moves this broker's ephemeral
+// shards at once) and stops following; forwarding stays until close.
+func (n *clusterNode) leave() {
+	if n.agent != nil {
+		n.agent.Close()
+	}
+}
+
+func (n *clusterNode) close() {
+	n.leave()
+	if n.watcher != nil {
+		n.watcher.Close()
+	}
+	n.fw.Close()
+}
