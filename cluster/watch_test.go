@@ -52,6 +52,10 @@ func TestWatcherReconnects(t *testing.T) {
 	first := until(t, w, 5*time.Second, func(x *cluster.Index) bool { return owners(x)["b1"] == 2 })
 
 	down.Store(true)
+	// The long poll in flight when the proxy went down ends normally; only
+	// once a request has been refused does the watcher see nothing more.
+	require.Eventually(t, func() bool { return failed.Load() >= 1 }, 5*time.Second, 10*time.Millisecond)
+	require.Equal(t, first.Version, w.Current().Version)
 	p.agent(t, "b2") // changes the placement while the watcher cannot see it
 	require.Eventually(t, func() bool { return failed.Load() >= 3 }, 5*time.Second, 10*time.Millisecond)
 	require.Equal(t, first.Version, w.Current().Version, "the last placement stays current during the outage")
