@@ -154,3 +154,26 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// NoConnTrace gives quic-go no tracer: the connection's stats keep quic-go's
+// own counters but no path state, and FELIX_CONN_STATS_MS brings it back.
+func TestNoConnTraceLeavesPathEmpty(t *testing.T) {
+	for _, tc := range []struct {
+		cfg     broker.Config
+		wantMTU int
+	}{
+		{broker.Config{NoConnTrace: true}, 0},
+		{broker.Config{NoConnTrace: true, ConnStatsInterval: time.Hour}, 1452},
+		{broker.Config{}, 1452},
+	} {
+		h := serveBroker(t, tc.cfg, benchStreamSpec(false))
+		ctx := context.Background()
+		pub, err := h.dial(t).NewPublisher(ctx, "default", "bench")
+		require.NoError(t, err)
+		require.NoError(t, pub.Publish(ctx, []byte("x")))
+		st := h.b.Stats()
+		require.Len(t, st.Connections, 1)
+		require.NotZero(t, st.Connections[0].BytesReceived)
+		require.Equal(t, tc.wantMTU, st.Connections[0].Path.MTU)
+	}
+}

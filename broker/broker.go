@@ -153,7 +153,8 @@ func (b *Broker) Streams() []StreamSpec {
 // quicConfig is the server's QUIC configuration. Per connection,
 // GetConfigForClient applies the MTU policy for the peer's address (quic-go
 // skips its own validation there; udp.MTUPolicy clamps), and every
-// connection records MTU, losses and congestion through udp.StatsTracer.
+// connection records MTU, losses and congestion through udp.StatsTracer
+// (unless Config.NoConnTrace).
 func (b *Broker) quicConfig() *quic.Config {
 	c := b.baseQUICConfig()
 	c.GetConfigForClient = func(ci *quic.ClientInfo) (*quic.Config, error) {
@@ -206,6 +207,9 @@ func (b *Broker) Serve(pc net.PacketConn) error {
 	tlsConf.NextProtos = []string{ALPN}
 	tr := &quic.Transport{Conn: pc, StatelessResetKey: statelessResetKey(tlsConf),
 		ConnContext: func(ctx context.Context, ci *quic.ClientInfo) (context.Context, error) {
+			if b.cfg.NoConnTrace && b.cfg.ConnStatsInterval == 0 {
+				return ctx, nil // udp.StatsTracer then gives quic-go no tracer
+			}
 			return udp.WithConnStats(ctx, udp.NewConnStats(b.mtuFor(ci.RemoteAddr).InitialPacketSize)), nil
 		}}
 	ln, err := tr.Listen(tlsConf, b.quicConfig())

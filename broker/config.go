@@ -83,6 +83,14 @@ type Config struct {
 	// ConnStatsInterval logs every connection's QUIC statistics (RTT, MTU,
 	// losses, congestion, GSO) at this interval (FELIX_CONN_STATS_MS); 0 = off.
 	ConnStatsInterval time.Duration
+	// NoConnTrace (FELIX_CONN_TRACE=false) attaches no quic-go tracer to
+	// client connections unless ConnStatsInterval is set: with a tracer
+	// quic-go builds an event for every packet sent and received (we keep
+	// a handful), which is a large share of the broker's CPU (see
+	// docs/BENCHMARKS.md, issue 5). Without it /debug/felix/stats still has
+	// quic-go's ConnectionStats (RTT, bytes, packets, losses) but no path
+	// MTU, congestion, ECN or PTO state.
+	NoConnTrace bool
 	// NodeID is this broker's cluster member id: in the placement given to
 	// SetPlacement, the shards assigned to NodeID are this broker's.
 	NodeID string

@@ -3,6 +3,7 @@ package broker_test
 import (
 	"context"
 	"crypto/tls"
+	"os"
 	"testing"
 	"time"
 
@@ -56,6 +57,9 @@ func serve(t testing.TB, cfg broker.Config, cleanClose bool, streams ...broker.S
 	pc, err := udp.Listen("udp", "127.0.0.1:0", udp.Config{})
 	require.NoError(t, err)
 	cfg.TLS = &tls.Config{Certificates: []tls.Certificate{cert.TLS}}
+	if os.Getenv("FELIX_BENCH_NO_TRACE") != "" {
+		cfg.NoConnTrace = true // the broker side only: clients keep theirs for stall detection
+	}
 	cfg.ListenAddrs = []string{pc.LocalAddr().String()}
 	b, err := broker.New(cfg)
 	require.NoError(t, err)

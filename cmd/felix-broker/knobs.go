@@ -103,6 +103,8 @@ var (
 		"live client connections; further handshakes are refused (CONNECTION_REFUSED)")
 	knobMaxStreams = registry.Int("FELIX_MAX_STREAMS_PER_CONN", 1024, 1, 1<<16,
 		"streams a client may have open on one connection, each direction (QUIC MAX_STREAMS)")
+	knobConnTrace = registry.Bool("FELIX_CONN_TRACE", true,
+		"record each connection's path MTU, congestion, ECN and PTO state from quic-go's per-packet trace events (in /debug/felix/stats and felixtrace); costs CPU per packet, see docs/BENCHMARKS.md; FELIX_CONN_STATS_MS > 0 turns it on")
 	knobAuthTimeout = registry.Duration("FELIX_AUTH_TIMEOUT_MS", 10000, 100, 600000, time.Millisecond,
 		"a stream that sends no auth frame within this long is reset")
 )

@@ -146,6 +146,7 @@ func brokerConfig(vals *knob.Values, log *slog.Logger) broker.Config {
 		ConnectionReceiveWindow: uint64(knobConnWindow.Get(vals)),
 		InitialMTU:              nk.InitialMTU,
 		ConnStatsInterval:       nk.ConnStatsInterval,
+		NoConnTrace:             !knobConnTrace.Get(vals),
 		BlackHoleCooldown:       nk.BlackHoleCooldown,
 		DataDir:                 knobDataDir.Get(vals),
 		FsyncInterval:           knobFsyncInterval.Get(vals),
