@@ -13,18 +13,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/felixmq/felix/internal/devdir"
+	"github.com/felixmq/felix/internal/testutil"
 )
 
-// felixCLI builds tools/felix into dir and returns a runner for it that
+// felixCLI builds tools/felix and returns a runner for it that
 // sees only the dev directory: no FELIX_TOKEN, no token flag unless given.
 func felixCLI(t *testing.T, devDir string) func(args ...string) (int, string, string) {
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go toolchain on PATH to build the felix CLI")
-	}
-	bin := filepath.Join(t.TempDir(), "felix")
-	out, err := exec.Command(gobin, "build", "-o", bin, "github.com/felixmq/felix/tools/felix").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	bin := testutil.GoBuild(t, "github.com/felixmq/felix/tools/felix")
 	var env []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, devdir.TokenEnv+"=") && !strings.HasPrefix(kv, devdir.DirEnv+"=") {
