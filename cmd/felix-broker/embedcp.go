@@ -53,6 +53,7 @@ type embeddedCP struct {
 	tokens    *controlplane.Tokens
 	stop      chan struct{} // ends the token refresher
 	done      chan struct{} // closed when the refresher has returned
+	served    chan struct{} // closed when http.Serve has returned
 }
 
 // loopback reports whether a listen address accepts local peers only.
@@ -137,7 +138,11 @@ func (e *embeddedCP) open(bind string) error {
 	e.url = "http://" + ln.Addr().String()
 	e.http = &http.Server{Handler: e.api, ReadHeaderTimeout: 5 * time.Second,
 		ErrorLog: slog.NewLogLogger(e.log.Handler(), slog.LevelWarn)}
-	go e.http.Serve(ln)
+	e.served = make(chan struct{})
+	go func() {
+		defer close(e.served)
+		e.http.Serve(ln) // returns ErrServerClosed after Close
+	}()
 	return nil
 }
 
@@ -253,6 +258,7 @@ func (e *embeddedCP) closeServer() {
 	}
 	if e.http != nil {
 		e.http.Close()
+		<-e.served
 	}
 	if e.store != nil {
 		e.store.Close()

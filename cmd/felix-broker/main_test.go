@@ -59,11 +59,12 @@ func TestREADMEKnobTable(t *testing.T) {
 
 func TestBadKnobExitsWithStatus2NamingKnob(t *testing.T) {
 	for env, want := range map[string]string{
-		"FELIX_MAX_FRAME_BYTES=abc":          `FELIX_MAX_FRAME_BYTES="abc": not a size`,
-		"FELIX_MAX_FRAME_BYTES=1":            `FELIX_MAX_FRAME_BYTES="1": out of range (allowed: size in [1KiB, 1GiB]`,
-		"FELIX_LOG_LEVEL=loud":               `FELIX_LOG_LEVEL="loud": unknown word (allowed: one of debug|info|warn|error)`,
-		"FELIX_QUIC_BIND=127.0.0.1":          `FELIX_QUIC_BIND="127.0.0.1": not host:port`,
-		"FELIX_SHUTDOWN_DRAIN_TIMEOUT_MS=-1": `FELIX_SHUTDOWN_DRAIN_TIMEOUT_MS="-1": out of range`,
+		"FELIX_MAX_FRAME_BYTES=abc":                     `FELIX_MAX_FRAME_BYTES="abc": not a size`,
+		"FELIX_MAX_FRAME_BYTES=1":                       `FELIX_MAX_FRAME_BYTES="1": out of range (allowed: size in [1KiB, 1GiB]`,
+		"FELIX_LOG_LEVEL=loud":                          `FELIX_LOG_LEVEL="loud": unknown word (allowed: one of debug|info|warn|error)`,
+		"FELIX_QUIC_BIND=127.0.0.1":                     `FELIX_QUIC_BIND="127.0.0.1": not host:port`,
+		"FELIX_SHUTDOWN_DRAIN_TIMEOUT_MS=-1":            `FELIX_SHUTDOWN_DRAIN_TIMEOUT_MS="-1": out of range`,
+		"FELIX_EMBEDDED_CONTROLPLANE_BIND=0.0.0.0:7070": `FELIX_EMBEDDED_CONTROLPLANE_BIND="0.0.0.0:7070": not a loopback address`,
 	} {
 		t.Run(env, func(t *testing.T) {
 			out, err := brokerCmd(t, []string{env}).CombinedOutput()
