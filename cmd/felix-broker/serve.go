@@ -48,9 +48,6 @@ func serve(ctx context.Context, vals *knob.Values, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	if cps == nil {
-		log.Warn("no control plane: the dev verifier accepts any token (loopback only)")
-	}
 	b, err := broker.New(cfg)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errConfig, err)
