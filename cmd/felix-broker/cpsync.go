@@ -89,7 +89,7 @@ func controlPlaneAuth(vals *knob.Values, cfg *broker.Config, log *slog.Logger) (
 }
 
 // followControlPlane is controlPlaneAuth for the control plane at base,
-// whose feed token reads with; the embedded control plane uses it too.
+// reading its feed with token; the embedded control plane uses it too.
 func followControlPlane(base, token string, cfg *broker.Config, log *slog.Logger) (*cpSync, error) {
 	s := newCPSync(base, token, log)
 	// The control plane is ours: refetch soon after an unknown kid (a
