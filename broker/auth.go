@@ -35,16 +35,18 @@ type Principal interface {
 	Expiry() time.Time
 }
 
-// Verifier checks the token of an auth frame. The real verifier (Felix EdDSA
-// tokens checked against tenant keys) replaces DevVerifier in a later change;
-// the broker only sees this interface.
+// Verifier checks the token of an auth frame: TokenVerifier (Felix EdDSA
+// tokens checked against tenant keys), or DevVerifier; the broker only sees
+// this interface.
 type Verifier interface {
 	Verify(ctx context.Context, tenant, token string) (Principal, error)
 }
 
-// DevVerifier accepts any token for the tenant it claims. It exists so that
-// `make run` works without a control plane; New refuses it unless every
-// listener is bound to a loopback address.
+// DevVerifier accepts any token for the tenant it claims. It is what a nil
+// Config.Verifier means, for in-process tests and for a felix-broker whose
+// embedded control plane is switched off (`make run` verifies real tokens
+// from it); New refuses it unless every listener is bound to a loopback
+// address.
 type DevVerifier struct{}
 
 // Verify accepts any non-empty tenant.

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -17,18 +16,18 @@ import (
 
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
+
+	"github.com/felixmq/felix/internal/etcdtest"
 )
 
 const testToken = "bootstrap-token-for-tests-0123456789"
 
-// TestMain stops the shared embedded etcd and removes its directory.
+// TestMain stops the shared embedded etcd.
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if sharedEtcd.server != nil {
 		sharedEtcd.server.Close()
-		os.RemoveAll(sharedEtcd.dir)
 	}
 	os.Exit(code)
 }
@@ -37,9 +36,7 @@ func TestMain(m *testing.M) {
 // takes about a second, and tests stay apart by key prefix.
 var sharedEtcd struct {
 	once     sync.Once
-	server   *embed.Etcd
-	dir      string
-	endpoint string
+	server   *etcdtest.Server
 	err      error
 	prefixes atomic.Int64
 }
@@ -51,45 +48,14 @@ func freePort(t testing.TB) string {
 	return l.Addr().String()
 }
 
-func startSharedEtcd(t testing.TB) {
-	dir, err := os.MkdirTemp("", "felix-cp-etcd-")
-	if err != nil {
-		sharedEtcd.err = err
-		return
-	}
-	sharedEtcd.dir = dir
-	cfg := embed.NewConfig()
-	cfg.Dir = dir
-	// The embedded server logs its own shutdown as errors; tests report
-	// what matters through the client.
-	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
-	client := url.URL{Scheme: "http", Host: freePort(t)}
-	peer := url.URL{Scheme: "http", Host: freePort(t)}
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
-	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
-	e, err := embed.StartEtcd(cfg)
-	if err != nil {
-		sharedEtcd.err = err
-		return
-	}
-	select {
-	case <-e.Server.ReadyNotify():
-		sharedEtcd.server, sharedEtcd.endpoint = e, client.Host
-	case <-time.After(20 * time.Second):
-		e.Close()
-		sharedEtcd.err = fmt.Errorf("not ready within 20s")
-	}
-}
-
 // etcdClient returns a new client of the shared embedded etcd, starting it
 // on first use; the test is skipped only if the server cannot start.
 func etcdClient(t testing.TB) *clientv3.Client {
-	sharedEtcd.once.Do(func() { startSharedEtcd(t) })
+	sharedEtcd.once.Do(func() { sharedEtcd.server, sharedEtcd.err = etcdtest.Start() })
 	if sharedEtcd.err != nil {
 		t.Skipf("embedded etcd server could not start on loopback: %v", sharedEtcd.err)
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{sharedEtcd.endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{sharedEtcd.server.Endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	require.NoError(t, err)
 	t.Cleanup(func() { cli.Close() })
 	return cli

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/felixmq/felix/auth"
 )
 
 // A control plane that finds a tenant's keys missing (another one is
@@ -54,4 +56,18 @@ func TestRecreatedTenantHasFreshKeys(t *testing.T) {
 	r = p.main.doToken(t, "GET", "/v1/tenants/t1/namespaces", "", old.Token)
 	require.Equal(t, http.StatusUnauthorized, r.status, r.body)
 	require.Contains(t, r.body, "unknown_key")
+}
+
+// Mint signs with the tenant's stored key: the token passes the main
+// listener's Felix authorizer, and a tenant that does not exist gets none.
+func TestMintWithStoredKeys(t *testing.T) {
+	p := newAuthPlane(t, nil)
+	p.boot.mustDo(t, http.StatusCreated, "POST", "/v1/tenants", `{"tenant":"t1"}`)
+	tok, claims, err := p.tokens.Mint(context.Background(), "t1", "dev", []auth.Permission{{Action: auth.ActionAdmin, Resource: "t1/*/*"}})
+	require.NoError(t, err)
+	require.Equal(t, "t1", claims.Tenant)
+	r := p.main.doToken(t, "GET", "/v1/tenants/t1/namespaces", "", tok)
+	require.Equal(t, http.StatusOK, r.status, r.body)
+	_, _, err = p.tokens.Mint(context.Background(), "ghost", "dev", nil)
+	require.ErrorIs(t, err, ErrNotFound)
 }

@@ -66,7 +66,7 @@ lg() {
 	local name=$1
 	shift
 	echo "## $name: felix-loadgen $*" | tee -a "$out/runs.txt" >&2
-	"$work/felix-loadgen" --addr 127.0.0.1:15000 --admin 127.0.0.1:18080 --ca "$work/dev-$phase/cert.pem" \
+	FELIX_DEV_DIR="$work/dev-$phase" "$work/felix-loadgen" --addr 127.0.0.1:15000 --admin 127.0.0.1:18080 \
 		--repeat "$rounds" --json "$out/$name.json" "$@" >>"$out/runs.txt" 2>>"$out/runs-stderr.txt" ||
 		echo "FAILED: $name (see runs-stderr.txt)" | tee -a "$out/runs.txt" >&2
 }

@@ -70,8 +70,9 @@ func (s *cpSync) start(ctx context.Context, b *broker.Broker) error {
 // plane when FELIX_CONTROLPLANE_URL is set: Felix tokens are checked
 // locally with the tenant keys the control plane publishes (fetched and
 // cached per tenant, refreshed on rotation), and the broker's streams and
-// caches follow the control plane. Without it the dev verifier stays, which
-// broker.New allows on loopback only.
+// caches follow the control plane. Without it serve starts the embedded
+// control plane, or with that off the dev verifier stays, which broker.New
+// allows on loopback only.
 func controlPlaneAuth(vals *knob.Values, cfg *broker.Config, log *slog.Logger) (*cpSync, error) {
 	base := knobControlPlane.Get(vals)
 	if base == "" {
@@ -85,6 +86,12 @@ func controlPlaneAuth(vals *knob.Values, cfg *broker.Config, log *slog.Logger) (
 		}
 		token = strings.TrimSpace(string(raw))
 	}
+	return followControlPlane(base, token, cfg, log)
+}
+
+// followControlPlane is controlPlaneAuth for the control plane at base,
+// reading its feed with token; the embedded control plane uses it too.
+func followControlPlane(base, token string, cfg *broker.Config, log *slog.Logger) (*cpSync, error) {
 	s := newCPSync(base, token, log)
 	// The control plane is ours: refetch soon after an unknown kid (a
 	// rotation) rather than after the default 30 s meant for IdPs.

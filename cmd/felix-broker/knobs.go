@@ -22,11 +22,11 @@ var (
 	knobTLSKey = registry.String("FELIX_TLS_KEY_FILE", "", "path to a PEM file, or empty",
 		"private key of FELIX_TLS_CERT_FILE", nil)
 	knobControlPlane = registry.String("FELIX_CONTROLPLANE_URL", "", "an http(s) URL, or empty",
-		"control plane to follow (streams, caches, tenants) and whose tenant keys verify Felix tokens; empty: the dev verifier (loopback only)", checkURL)
+		"control plane to follow (streams, caches, tenants) and whose tenant keys verify Felix tokens; empty: the embedded one (FELIX_EMBEDDED_CONTROLPLANE_BIND)", checkURL)
 	knobControlPlaneToken = registry.String("FELIX_CONTROLPLANE_TOKEN_FILE", "", "a file path, or empty",
 		"bearer token the broker reads the control plane's feed with", nil)
 	knobDevDir = registry.String("FELIX_DEV_DIR", "/tmp/felix-dev", "a directory path",
-		"where a broker with a self-signed certificate writes cert.pem for local clients to trust", nil)
+		"where the broker writes, for local clients, cert.pem (self-signed certificate) and token and controlplane.url (embedded control plane)", nil)
 )
 
 // Cluster mode (issue 9).
@@ -40,6 +40,10 @@ var (
 	knobClusterCA = registry.String("FELIX_CLUSTER_CA_FILE", "", "path to a PEM file, or empty",
 		"certificates trusted when forwarding to other brokers; empty: this broker's own certificate (brokers sharing one) and the system roots", nil)
 )
+
+// Embedded control plane (make run).
+var knobEmbeddedCP = registry.String("FELIX_EMBEDDED_CONTROLPLANE_BIND", "127.0.0.1:0", "loopback host:port (port 0 picks a free port), or off",
+	"with FELIX_CONTROLPLANE_URL empty and loopback binds: serve a control plane (memory store) in the broker, with tenant t1 and a token with full rights on it in FELIX_DEV_DIR; off: the dev verifier (any token, loopback only)", checkEmbeddedBind)
 
 // Streams, caches, shards, ring.
 var (

@@ -29,9 +29,14 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// brokerCmd runs the test binary as felix-broker with env. The embedded
+// control plane is off unless env turns it on (a later value wins): the
+// process tests dial with the dev verifier's token, and a broker they
+// kill and restart would come back with new tenant keys (its control
+// plane's store is memory), refusing the tokens minted before.
 func brokerCmd(t *testing.T, env []string, args ...string) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(append(os.Environ(), "BROKER_TEST_EXEC=1"), env...)
+	cmd.Env = append(append(os.Environ(), "BROKER_TEST_EXEC=1", "FELIX_EMBEDDED_CONTROLPLANE_BIND=off"), env...)
 	return cmd
 }
 
@@ -54,13 +59,14 @@ func TestREADMEKnobTable(t *testing.T) {
 
 func TestBadKnobExitsWithStatus2NamingKnob(t *testing.T) {
 	for env, want := range map[string]string{
-		"FELIX_MAX_FRAME_BYTES=abc":          `FELIX_MAX_FRAME_BYTES="abc": not a size`,
-		"FELIX_MAX_FRAME_BYTES=1":            `FELIX_MAX_FRAME_BYTES="1": out of range (allowed: size in [1KiB, 1GiB]`,
-		"FELIX_LOG_LEVEL=loud":               `FELIX_LOG_LEVEL="loud": unknown word (allowed: one of debug|info|warn|error)`,
-		"FELIX_QUIC_BIND=127.0.0.1":          `FELIX_QUIC_BIND="127.0.0.1": not host:port`,
-		"FELIX_SHUTDOWN_DRAIN_TIMEOUT_MS=-1": `FELIX_SHUTDOWN_DRAIN_TIMEOUT_MS="-1": out of range`,
-		"FELIX_NODE_ID=b/1":                  `FELIX_NODE_ID="b/1": character '/'`,
-		"FELIX_ADVERTISE_ADDR=nohost":        `FELIX_ADVERTISE_ADDR="nohost"`,
+		"FELIX_MAX_FRAME_BYTES=abc":                     `FELIX_MAX_FRAME_BYTES="abc": not a size`,
+		"FELIX_MAX_FRAME_BYTES=1":                       `FELIX_MAX_FRAME_BYTES="1": out of range (allowed: size in [1KiB, 1GiB]`,
+		"FELIX_LOG_LEVEL=loud":                          `FELIX_LOG_LEVEL="loud": unknown word (allowed: one of debug|info|warn|error)`,
+		"FELIX_QUIC_BIND=127.0.0.1":                     `FELIX_QUIC_BIND="127.0.0.1": not host:port`,
+		"FELIX_SHUTDOWN_DRAIN_TIMEOUT_MS=-1":            `FELIX_SHUTDOWN_DRAIN_TIMEOUT_MS="-1": out of range`,
+		"FELIX_EMBEDDED_CONTROLPLANE_BIND=0.0.0.0:7070": `FELIX_EMBEDDED_CONTROLPLANE_BIND="0.0.0.0:7070": not a loopback address`,
+		"FELIX_NODE_ID=b/1":                             `FELIX_NODE_ID="b/1": character '/'`,
+		"FELIX_ADVERTISE_ADDR=nohost":                   `FELIX_ADVERTISE_ADDR="nohost"`,
 		// Cluster mode without a control plane: nothing to register with.
 		"FELIX_NODE_ID=b1": "FELIX_NODE_ID needs FELIX_CONTROLPLANE_URL",
 	} {
@@ -99,10 +105,12 @@ func freeAddr(t *testing.T, network string) string {
 	return l.Addr().String()
 }
 
-// A broker started with defaults reports ready, serves /ready, and exits 0 on SIGTERM.
+// A broker started with defaults (its embedded control plane included)
+// reports ready, serves /ready, and exits 0 on SIGTERM.
 func TestStartReadyAndSIGTERM(t *testing.T) {
 	admin := freeAddr(t, "tcp")
-	cmd := brokerCmd(t, []string{"FELIX_QUIC_BIND=" + freeAddr(t, "udp"), "FELIX_ADMIN_BIND=" + admin})
+	cmd := brokerCmd(t, []string{"FELIX_QUIC_BIND=" + freeAddr(t, "udp"), "FELIX_ADMIN_BIND=" + admin,
+		"FELIX_DEV_DIR=" + t.TempDir(), "FELIX_EMBEDDED_CONTROLPLANE_BIND=127.0.0.1:0"})
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())

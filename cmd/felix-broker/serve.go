@@ -34,7 +34,17 @@ func serve(ctx context.Context, vals *knob.Values, log *slog.Logger) error {
 	}
 	cfg := brokerConfig(vals, log)
 	cfg.TLS = tlsConf
-	cps, err := controlPlaneAuth(vals, &cfg, log)
+	emb, err := startEmbeddedCP(vals, log)
+	if err != nil {
+		return err
+	}
+	var cps *cpSync
+	if emb != nil {
+		defer emb.Close()
+		cps, err = followControlPlane(emb.url, emb.feedToken, &cfg, log)
+	} else {
+		cps, err = controlPlaneAuth(vals, &cfg, log)
+	}
 	if err != nil {
 		return err
 	}

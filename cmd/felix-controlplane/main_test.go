@@ -96,43 +96,67 @@ func TestUnreachableEtcdFailsStartup(t *testing.T) {
 
 var readyLine = regexp.MustCompile(`felix-controlplane ready.* api=(\S+) .*bootstrap=(\S+)`)
 
+// cpProcess is a felix-controlplane process started with a bootstrap
+// token, and the URLs of its two listeners.
+type cpProcess struct {
+	cmd       *exec.Cmd
+	api, boot string
+}
+
+// startCP starts a control plane with env (which must configure the
+// bootstrap token) on free loopback ports and waits for its ready line.
+func startCP(t *testing.T, env ...string) *cpProcess {
+	cmd := cpCmd(append([]string{"FELIX_CP_BIND=127.0.0.1:0", "FELIX_CP_BOOTSTRAP_BIND=127.0.0.1:0"}, env...)...)
+	m := startReady(t, cmd, readyLine)
+	return &cpProcess{cmd: cmd, api: "http://" + m[1], boot: "http://" + m[2]}
+}
+
+// startReady starts cmd (killed at cleanup) and returns the submatches
+// of the first line of its stderr that matches ready.
+func startReady(t *testing.T, cmd *exec.Cmd, ready *regexp.Regexp) []string {
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	sc := bufio.NewScanner(stderr)
+	var m []string
+	for m == nil && sc.Scan() {
+		m = ready.FindStringSubmatch(sc.Text())
+	}
+	require.NotNil(t, m, "%s: no line matching %q on stderr", cmd.Path, ready)
+	go io.Copy(io.Discard, stderr)
+	return m
+}
+
+// request sends a request with bearer and returns the status.
+func request(t *testing.T, bearer, method, url, body string) int {
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+bearer)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
 // Started with a bootstrap token: the bootstrap listener admits the token,
 // the main listener refuses everything (no verifier yet), and SIGTERM ends
 // a pending long-poll and exits 0 promptly.
 const token = "a-bootstrap-token-of-32-bytes-ok"
 
-// startWithBootstrap runs the control plane with a bootstrap token file and
-// env, and returns it with the URLs of its main and bootstrap listeners.
+// startWithBootstrap runs a control plane whose bootstrap token is token,
+// with env, and returns it with the URLs of its main and bootstrap
+// listeners.
 func startWithBootstrap(t *testing.T, env ...string) (cmd *exec.Cmd, api, boot string) {
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	require.NoError(t, os.WriteFile(tokenFile, []byte(token+"\n"), 0o600))
-	cmd = cpCmd(append([]string{"FELIX_CP_BIND=127.0.0.1:0", "FELIX_CP_BOOTSTRAP_BIND=127.0.0.1:0", "FELIX_CP_BOOTSTRAP_TOKEN_FILE=" + tokenFile}, env...)...)
-	stderr, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { cmd.Process.Kill() })
-	sc := bufio.NewScanner(stderr)
-	var m []string
-	for m == nil && sc.Scan() {
-		m = readyLine.FindStringSubmatch(sc.Text())
-	}
-	require.NotNil(t, m, "no ready line")
-	go io.Copy(io.Discard, stderr)
-	return cmd, "http://" + m[1], "http://" + m[2]
+	p := startCP(t, append([]string{"FELIX_CP_BOOTSTRAP_TOKEN_FILE=" + tokenFile}, env...)...)
+	return p.cmd, p.api, p.boot
 }
 
 func TestBootstrapListenerAndSIGTERM(t *testing.T) {
 	cmd, api, boot := startWithBootstrap(t)
-
-	do := func(method, url, body string) int {
-		req, err := http.NewRequest(method, url, strings.NewReader(body))
-		require.NoError(t, err)
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		resp.Body.Close()
-		return resp.StatusCode
-	}
+	do := func(method, url, body string) int { return request(t, token, method, url, body) }
 	require.Equal(t, http.StatusCreated, do("POST", boot+"/v1/tenants", `{"tenant":"t1"}`))
 	require.Equal(t, http.StatusUnauthorized, do("GET", api+"/v1/tenants/t1/namespaces", ""), "the main listener admits Felix tokens only")
 	require.Equal(t, http.StatusForbidden, do("GET", api+"/v1/tenants", ""), "listing tenants needs the operator tenant or the bootstrap listener")

@@ -14,8 +14,9 @@ import (
 const adminUsage = `usage: felix admin KIND VERB [NAME] [flags]
   KIND  tenant | namespace | stream | cache
   VERB  create NAME | list | delete NAME   (tenant also: rotate-keys NAME)
-Talks to the control plane (--controlplane URL) with the bearer token in
---token-file and prints the answer as JSON. --tenant and --namespace name the
+Talks to the control plane (--controlplane URL, default make run's embedded
+one) with the bearer token in --token-file (default $FELIX_TOKEN, else make
+run's token) and prints the answer as JSON. --tenant and --namespace name the
 parent of namespaces, streams and caches. Create flags: tenant --idp-file FILE
 (a JSON idp object) --display-name; stream --shards --durable --fsync
 --retention-bytes --retention-ms; cache --durable --fsync --max-entries

@@ -14,13 +14,19 @@ import (
 	"time"
 
 	"github.com/felixmq/felix/client"
+	"github.com/felixmq/felix/internal/devdir"
 	"github.com/felixmq/felix/internal/devtls"
 	"github.com/felixmq/felix/internal/netknobs"
 )
 
-// defaultCAFile is where a broker with a generated certificate (`make run`)
-// writes it for local clients. A variable so tests can point it elsewhere.
-var defaultCAFile = "/tmp/felix-dev/cert.pem"
+// defaultCAFile and defaultTokenFile are where `make run` writes its
+// generated certificate and its embedded control plane's dev token for
+// local clients (FELIX_DEV_DIR, default /tmp/felix-dev). Variables so
+// tests can point them elsewhere.
+var (
+	defaultCAFile    = devdir.Path(os.LookupEnv, devdir.CertFile)
+	defaultTokenFile = devdir.Path(os.LookupEnv, devdir.TokenFile)
+)
 
 // connFlags are the connection flags shared by `felix pub` and `felix sub`.
 type connFlags struct {
@@ -37,7 +43,7 @@ func addConnFlags(set *flag.FlagSet) *connFlags {
 	set.StringVar(&f.tenant, "tenant", "t1", "tenant")
 	set.StringVar(&f.namespace, "namespace", "default", "namespace")
 	set.StringVar(&f.stream, "stream", "demo", "stream")
-	set.StringVar(&f.token, "token", "dev", "auth token")
+	set.StringVar(&f.token, "token", "", "auth `TOKEN` (default $FELIX_TOKEN, else the token file make run writes in $FELIX_DEV_DIR)")
 	set.StringVar(&f.ca, "ca", defaultCAFile, "PEM `FILE` of certificates to trust")
 	set.StringVar(&f.fingerprint, "fingerprint", "", "pin the broker certificate's SHA-256 (`HEX`) instead of --ca")
 	set.DurationVar(&f.timeout, "timeout", 5*time.Second, "timeout for connecting and opening the stream")
@@ -89,11 +95,15 @@ func (f *connFlags) dial(ctx context.Context, log *slog.Logger) (*client.Client,
 	if err != nil {
 		return nil, err
 	}
+	token, err := devdir.Token(f.token, os.LookupEnv, defaultTokenFile)
+	if err != nil {
+		return nil, err
+	}
 	nk, err := netknobs.Load(os.LookupEnv)
 	if err != nil {
 		return nil, err
 	}
-	cfg := client.Config{Tenant: f.tenant, Token: f.token, TLS: tlsConf, Logger: log}
+	cfg := client.Config{Tenant: f.tenant, Token: token, TLS: tlsConf, Logger: log}
 	nk.Apply(&cfg.InitialMTU, &cfg.ConnStatsInterval, &cfg.BlackHoleCooldown)
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -28,4 +29,19 @@ func TestExplicitCAMissingNamesTheFile(t *testing.T) {
 	require.Equal(t, exitFail, code)
 	require.Contains(t, stderr, missing)
 	require.NotContains(t, stderr, "make run writes")
+}
+
+// Without --token, FELIX_TOKEN or make run's token file the commands say
+// where the token comes from.
+func TestMissingDefaultToken(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "token")
+	saved := defaultTokenFile
+	defaultTokenFile = missing
+	t.Cleanup(func() { defaultTokenFile = saved })
+	pin := strings.Repeat("ab", 32)
+	for _, args := range [][]string{{"pub", "--fingerprint", pin, "x"}, {"sub", "--fingerprint", pin}} {
+		code, _, stderr := runCLI(args...)
+		require.Equal(t, exitFail, code, stderr)
+		require.Contains(t, stderr, "no token: pass --token or set FELIX_TOKEN (make run writes "+missing+")")
+	}
 }

@@ -15,19 +15,24 @@ import (
 	"time"
 
 	"github.com/felixmq/felix/controlplane"
+	"github.com/felixmq/felix/internal/devdir"
 )
 
 // cpFlags are the flags of the commands that talk to the control plane.
 type cpFlags struct {
 	url, tokenFile string
 	timeout        time.Duration
+	devToken       bool // without --token-file, send $FELIX_TOKEN or make run's token if there is one
 }
 
+// addCPFlags registers the flags. The defaults are those of `make run`'s
+// embedded control plane when FELIX_DEV_DIR holds its URL and token.
 func addCPFlags(set *flag.FlagSet, withToken bool) *cpFlags {
-	f := &cpFlags{}
-	set.StringVar(&f.url, "controlplane", "http://127.0.0.1:7070", "control plane base `URL`")
+	f := &cpFlags{devToken: withToken}
+	set.StringVar(&f.url, "controlplane", devdir.ControlPlaneURL(os.LookupEnv, "http://127.0.0.1:7070"),
+		"control plane base `URL` (default: the one make run writes in $FELIX_DEV_DIR, else http://127.0.0.1:7070)")
 	if withToken {
-		set.StringVar(&f.tokenFile, "token-file", "", "`FILE` holding the bearer token (a Felix token, or the bootstrap token on the bootstrap listener)")
+		set.StringVar(&f.tokenFile, "token-file", "", "`FILE` holding the bearer token (a Felix token, or the bootstrap token on the bootstrap listener); default $FELIX_TOKEN, else make run's token file")
 	}
 	set.DurationVar(&f.timeout, "timeout", 10*time.Second, "timeout of each request")
 	return f
@@ -78,6 +83,9 @@ func (f *cpFlags) call(method, path string, body any, out any) error {
 			return fmt.Errorf("--token-file: %w", err)
 		}
 		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+	} else if tok, err := devdir.Token("", os.LookupEnv, defaultTokenFile); f.devToken && err == nil {
+		// Without one the control plane answers 401 and says what it wants.
+		req.Header.Set("Authorization", "Bearer "+tok)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

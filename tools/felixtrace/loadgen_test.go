@@ -42,7 +42,7 @@ func TestTraceUnderLoadgen(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var lgOut bytes.Buffer
-	cmd := exec.CommandContext(ctx, lg, "--addr", tb.addr, "--admin", tb.admin, "--ca", caFile,
+	cmd := exec.CommandContext(ctx, lg, "--addr", tb.addr, "--admin", tb.admin, "--ca", caFile, "--token", "dev",
 		"--profile", "throughput", "--ack", "batch", "--durable", "--fsync", "on_commit",
 		"--publishers", "2", "--subscribers", "2", "--payload", "1KiB", "--duration", "4s", "--warmup", "500ms",
 		// through loadgen's impairment proxy, so the loss and congestion

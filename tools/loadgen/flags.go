@@ -8,9 +8,11 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"os"
 	"strings"
 	"time"
 
+	"github.com/felixmq/felix/internal/devdir"
 	"github.com/felixmq/felix/internal/knob"
 	"github.com/felixmq/felix/internal/netknobs"
 )
@@ -108,9 +110,16 @@ const (
 	frameLimit       = 16 << 20 // wire.DefaultMaxFrameBytes
 	frameOverhead    = 64 << 10 // header, names and per-payload lengths, generously
 	minWindow        = 64 << 10
-	defaultCAFile    = "/tmp/felix-dev/cert.pem"
 	defaultStreamWin = 16 << 20 // broker.Config and client.Config defaults
 	defaultConnWin   = 64 << 20
+)
+
+// defaultCAFile and defaultTokenFile are where `make run` writes its
+// certificate and its embedded control plane's dev token (FELIX_DEV_DIR,
+// default /tmp/felix-dev). Variables so tests can point them elsewhere.
+var (
+	defaultCAFile    = devdir.Path(os.LookupEnv, devdir.CertFile)
+	defaultTokenFile = devdir.Path(os.LookupEnv, devdir.TokenFile)
 )
 
 const usageText = `usage: felix-loadgen [flags]
@@ -184,7 +193,7 @@ func defineFlags(set *flag.FlagSet, cfg *Config, raw *rawFlags) {
 	set.StringVar(&cfg.Admin, "admin", "127.0.0.1:8080", "broker admin HTTP address `host:port` (FELIX_ADMIN_BIND) for creating streams and shard stats; empty: none")
 	set.StringVar(&cfg.Tenant, "tenant", "t1", "tenant")
 	set.StringVar(&cfg.Namespace, "namespace", "default", "namespace")
-	set.StringVar(&cfg.Token, "token", "dev", "auth token")
+	set.StringVar(&cfg.Token, "token", "", "auth `TOKEN` (default $FELIX_TOKEN, else the token file make run writes in $FELIX_DEV_DIR)")
 	set.StringVar(&raw.ca, "ca", defaultCAFile, "PEM `FILE` of certificates to trust")
 	set.StringVar(&raw.fingerprint, "fingerprint", "", "pin the broker certificate's SHA-256 (`HEX`) instead of --ca")
 	set.StringVar(&cfg.Profile, "profile", "latency", "`name`: latency or throughput (see above)")
@@ -270,6 +279,9 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 		cfg.Fsync = "periodic"
 	}
 	if cfg.TLS, err = tlsConfig(raw.ca, given["ca"], raw.fingerprint); err != nil {
+		return Config{}, err
+	}
+	if cfg.Token, err = devdir.Token(cfg.Token, os.LookupEnv, defaultTokenFile); err != nil {
 		return Config{}, err
 	}
 	if err := cfg.validate(); err != nil {

@@ -17,7 +17,12 @@ import (
 	"github.com/felixmq/felix/broker"
 	"github.com/felixmq/felix/fanout"
 	"github.com/felixmq/felix/internal/devtls"
+	"github.com/felixmq/felix/internal/testutil"
 )
+
+// TestMain points the default token file at one of its own (the test
+// brokers run the dev verifier).
+func TestMain(m *testing.M) { os.Exit(testutil.RunWithDevToken(m, &defaultTokenFile)) }
 
 // testBroker is a broker serving real QUIC on 127.0.0.1 in this process, as
 // tools/felix/harness_test.go starts one, plus its admin API on an httptest

@@ -1,0 +1,266 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"strings"
+	"time"
+
+	"github.com/felixmq/felix/auth"
+	"github.com/felixmq/felix/controlplane"
+	"github.com/felixmq/felix/internal/devdir"
+	"github.com/felixmq/felix/internal/knob"
+)
+
+// The embedded control plane's tenant, namespace and dev token. The tenant
+// and namespace are those of FELIX_STREAMS' and the CLI's defaults.
+const (
+	devTenant    = "t1"
+	devNamespace = "default"
+	devSubject   = "felix-dev"
+	// devTokenTTL is the longest a Felix token may live; the token file is
+	// rewritten with a fresh token every half of it.
+	devTokenTTL = 24 * time.Hour
+)
+
+// embeddedCP is `make run`'s control plane: a controlplane.Server over a
+// memory store, served on loopback inside the broker process. The broker
+// follows it through cpSync exactly as it follows an external control plane
+// (FELIX_CONTROLPLANE_URL), so the token verification and stream sync of
+// `make run` are the production ones. It creates tenant t1 with namespace
+// default, mints a Felix token with admin on t1/*/* through the control
+// plane's own Tokens, and writes the token (mode 0600) and its URL into
+// FELIX_DEV_DIR for the CLI and felix-loadgen. t1 is its operator tenant,
+// so that token also creates tenants with `felix admin`. The broker reads
+// the feed with a random bootstrap token that never leaves the process.
+type embeddedCP struct {
+	url       string
+	feedToken string
+	dir       string
+	log       *slog.Logger
+	api       *controlplane.Server
+	http      *http.Server
+	store     controlplane.Store
+	tokens    *controlplane.Tokens
+	stop      chan struct{} // ends the token refresher
+	done      chan struct{} // closed when the refresher has returned
+	served    chan struct{} // closed when http.Serve has returned
+}
+
+// loopback reports whether a listen address accepts local peers only.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	ip := net.ParseIP(host)
+	return err == nil && (host == "localhost" || ip != nil && ip.IsLoopback())
+}
+
+func checkEmbeddedBind(s string) error {
+	if s == "off" {
+		return nil
+	}
+	if err := knob.CheckHostPort(s); err != nil {
+		return err
+	}
+	if !loopback(s) {
+		return errors.New("not a loopback address (the embedded control plane is for make run)")
+	}
+	return nil
+}
+
+// startEmbeddedCP starts the embedded control plane, or returns nil when
+// it does not apply: FELIX_CONTROLPLANE_URL is set, the knob is off, or
+// the broker listens beyond loopback (where it must be given a real
+// control plane, and refuses to start without one).
+func startEmbeddedCP(vals *knob.Values, log *slog.Logger) (*embeddedCP, error) {
+	bind := knobEmbeddedCP.Get(vals)
+	switch {
+	case knobControlPlane.Get(vals) != "", bind == "off":
+		return nil, nil
+	case !loopback(knobQUICBind.Get(vals)) || !loopback(knobAdminBind.Get(vals)):
+		log.Info("embedded control plane not started: the broker listens beyond loopback")
+		return nil, nil
+	}
+	e := &embeddedCP{feedToken: rand.Text(), dir: knobDevDir.Get(vals), log: log,
+		stop: make(chan struct{}), done: make(chan struct{})}
+	if err := e.open(bind); err != nil {
+		e.closeServer()
+		return nil, err
+	}
+	tok, err := e.setUp()
+	if err == nil {
+		err = e.writeFiles(tok)
+	}
+	if err != nil {
+		e.closeServer()
+		return nil, err
+	}
+	go pprof.Do(context.Background(), pprof.Labels("goroutine", "felix-embedded-cp-token"), func(context.Context) { e.refresh() })
+	log.Info("embedded control plane", "url", e.url, "tenant", devTenant,
+		"token_file", filepath.Join(e.dir, devdir.TokenFile), "url_file", filepath.Join(e.dir, devdir.ControlPlaneURLFile))
+	return e, nil
+}
+
+// open builds the control plane and serves it on bind.
+func (e *embeddedCP) open(bind string) error {
+	st, err := controlplane.NewMemoryStore(controlplane.MemoryConfig{})
+	if err != nil {
+		return err
+	}
+	e.store = st
+	if e.tokens, err = controlplane.NewTokens(st, controlplane.TokensConfig{Minter: auth.MinterConfig{TTL: devTokenTTL}}); err != nil {
+		return err
+	}
+	felix, err := controlplane.NewFelixTokenAuthorizer(controlplane.FelixTokenConfig{Keys: e.tokens, OperatorTenant: devTenant})
+	if err != nil {
+		return err
+	}
+	boot, err := controlplane.NewBootstrapAuthorizer(e.feedToken)
+	if err != nil {
+		return err
+	}
+	if e.api, err = controlplane.New(controlplane.Config{Store: st, Authorizer: controlplane.AnyOf{boot, felix},
+		Tokens: e.tokens, Logger: e.log}); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", bind)
+	if err != nil {
+		return fmt.Errorf("%w: FELIX_EMBEDDED_CONTROLPLANE_BIND: %v", errConfig, err)
+	}
+	e.url = "http://" + ln.Addr().String()
+	e.http = &http.Server{Handler: e.api, ReadHeaderTimeout: 5 * time.Second,
+		ErrorLog: slog.NewLogLogger(e.log.Handler(), slog.LevelWarn)}
+	e.served = make(chan struct{})
+	go func() {
+		defer close(e.served)
+		e.http.Serve(ln) // returns ErrServerClosed after Close
+	}()
+	return nil
+}
+
+// setUp creates the dev tenant and namespace through the API and mints
+// the dev token.
+func (e *embeddedCP) setUp() (string, error) {
+	for _, c := range []struct{ path, body string }{
+		{"/v1/tenants", `{"tenant":"` + devTenant + `"}`},
+		{"/v1/tenants/" + devTenant + "/namespaces", `{"tenant":"` + devTenant + `","namespace":"` + devNamespace + `"}`},
+	} {
+		if err := e.post(c.path, c.body); err != nil {
+			return "", fmt.Errorf("embedded control plane: %w", err)
+		}
+	}
+	return e.mint()
+}
+
+func (e *embeddedCP) mint() (string, error) {
+	tok, _, err := e.tokens.Mint(context.Background(), devTenant, devSubject,
+		[]auth.Permission{{Action: auth.ActionAdmin, Resource: devTenant + "/*/*"}})
+	return tok, err
+}
+
+func (e *embeddedCP) post(path, body string) error {
+	req, err := http.NewRequest(http.MethodPost, e.url+path, strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+e.feedToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return fmt.Errorf("POST %s: HTTP %d: %s", path, resp.StatusCode, strings.TrimSpace(string(msg)))
+	}
+	return nil
+}
+
+// writeFiles writes the token (0600) and the URL into the dev directory.
+func (e *embeddedCP) writeFiles(token string) error {
+	if err := os.MkdirAll(e.dir, 0o755); err != nil {
+		return fmt.Errorf("%w: FELIX_DEV_DIR: %v", errConfig, err)
+	}
+	if err := writeFileAtomic(filepath.Join(e.dir, devdir.TokenFile), token+"\n", 0o600); err != nil {
+		return fmt.Errorf("%w: FELIX_DEV_DIR: %v", errConfig, err)
+	}
+	if err := writeFileAtomic(filepath.Join(e.dir, devdir.ControlPlaneURLFile), e.url+"\n", 0o644); err != nil {
+		return fmt.Errorf("%w: FELIX_DEV_DIR: %v", errConfig, err)
+	}
+	return nil
+}
+
+// writeFileAtomic replaces path with data, so a reader sees the old or
+// the new content and never a partial one; the file has perm whatever an
+// earlier one had.
+func writeFileAtomic(path, data string, perm os.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name()) // after a successful rename there is nothing to remove
+	if err := f.Chmod(perm); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.WriteString(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
+
+// refresh rewrites the token file with a fresh token every half of its
+// lifetime, so a broker left running keeps a usable dev token.
+func (e *embeddedCP) refresh() {
+	defer close(e.done)
+	t := time.NewTicker(devTokenTTL / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.stop:
+			return
+		case <-t.C:
+		}
+		tok, err := e.mint()
+		if err == nil {
+			err = writeFileAtomic(filepath.Join(e.dir, devdir.TokenFile), tok+"\n", 0o600)
+		}
+		if err != nil {
+			e.log.Warn("embedded control plane: could not refresh the dev token", "err", err)
+		}
+	}
+}
+
+// Close stops the refresher and the server (ending the broker's pending
+// long-poll) and closes the store. The token and URL files stay: the next
+// start overwrites them.
+func (e *embeddedCP) Close() {
+	close(e.stop)
+	<-e.done
+	e.closeServer()
+}
+
+func (e *embeddedCP) closeServer() {
+	if e.api != nil {
+		e.api.Close()
+	}
+	if e.http != nil {
+		e.http.Close()
+		<-e.served
+	}
+	if e.store != nil {
+		e.store.Close()
+	}
+}

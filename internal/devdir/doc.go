@@ -1,0 +1,14 @@
+// Package devdir names the files a broker started by `make run` writes for
+// the clients on the same machine, and reads them back for those clients.
+//
+// The directory is FELIX_DEV_DIR (default /tmp/felix-dev). In it the broker
+// writes cert.pem (its self-signed certificate) and, with its embedded
+// control plane, token (a Felix token with full rights on tenant t1, mode
+// 0600) and controlplane.url (where `felix admin` finds that control plane).
+// The felix CLI and felix-loadgen default to them; their flags, and
+// FELIX_TOKEN for the token, override.
+//
+// It must not import anything of the project: clients and the broker binary
+// both use it. It reads the environment only through the lookup function its
+// callers pass (os.LookupEnv in binaries), so tests stay apart.
+package devdir
