@@ -91,6 +91,7 @@ func startBenchBroker(b *testing.B, cfg broker.Config) *benchBroker {
 	pc := benchListen(b, "127.0.0.1:0")
 	cfg.TLS = &tls.Config{Certificates: []tls.Certificate{cert.TLS}}
 	cfg.ListenAddrs = []string{pc.LocalAddr().String()}
+	applyBenchTrace(&cfg)
 	br, err := broker.New(cfg)
 	require.NoError(b, err)
 	spec := broker.StreamSpec{StreamKey: broker.StreamKey{Tenant: "t1", Namespace: "default", Stream: "bench"}, Shards: 1}

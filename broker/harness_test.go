@@ -57,9 +57,7 @@ func serve(t testing.TB, cfg broker.Config, cleanClose bool, streams ...broker.S
 	pc, err := udp.Listen("udp", "127.0.0.1:0", udp.Config{})
 	require.NoError(t, err)
 	cfg.TLS = &tls.Config{Certificates: []tls.Certificate{cert.TLS}}
-	if os.Getenv("FELIX_BENCH_NO_TRACE") != "" {
-		cfg.NoConnTrace = true // the broker side only: clients keep theirs for stall detection
-	}
+	applyBenchTrace(&cfg)
 	cfg.ListenAddrs = []string{pc.LocalAddr().String()}
 	b, err := broker.New(cfg)
 	require.NoError(t, err)
@@ -112,4 +110,12 @@ func ctxT(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// applyBenchTrace sets NoConnTrace under FELIX_BENCH_NO_TRACE, on the
+// broker side only: clients keep their tracer for stall detection.
+func applyBenchTrace(cfg *broker.Config) {
+	if os.Getenv("FELIX_BENCH_NO_TRACE") != "" {
+		cfg.NoConnTrace = true
+	}
 }
