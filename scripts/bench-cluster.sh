@@ -8,8 +8,10 @@
 # (forwarded 0), so the data path is one broker per stream. Per round, in
 # alternating order: "1" = one broker with its generator, "2" = two brokers
 # with one generator each, started together; each generator runs the same
-# throughput profile (4 KiB x 64, PUBLISHERS publishers, DURATION). The
-# aggregate is the sum of the generators' payload MB/s. On 2 cores both
+# throughput profile, acked per batch and lossless (4 KiB x 64, PUBLISHERS
+# publishers, one subscriber, Block policy, DURATION). The aggregate is the
+# sum of the generators' payload MB/s; each must report 0 dropped and 0
+# unaccounted. On 2 cores both
 # configurations are CPU-bound, so this measures what a second broker costs
 # on the same cores, not what a second host adds. Root only.
 set -euo pipefail
@@ -48,7 +50,7 @@ start() {
 	for n in $(seq "$1"); do
 		rm -rf "$out/dev$n"
 		ip netns exec "felixbench$n" env FELIX_QUIC_BIND=127.0.0.1:15000 FELIX_ADMIN_BIND=127.0.0.1:18080 \
-			FELIX_DEV_DIR="$out/dev$n" FELIX_EMBEDDED_CONTROLPLANE_BIND=off FELIX_STREAMS= \
+			FELIX_DEV_DIR="$out/dev$n" FELIX_EMBEDDED_CONTROLPLANE_BIND=off FELIX_STREAMS= FELIX_SUBSCRIBER_QUEUE_POLICY=block \
 			"$out/felix-broker" >"$out/broker$n.log" 2>&1 &
 		pids+=($!)
 	done
@@ -72,7 +74,7 @@ run() {
 	start "$n"
 	for i in $(seq "$n"); do
 		ip netns exec "felixbench$i" "$out/felix-loadgen" --addr 127.0.0.1:15000 --admin 127.0.0.1:18080 \
-			--ca "$out/dev$i/cert.pem" --token dev --profile throughput --payload 4KiB --batch 64 \
+			--ca "$out/dev$i/cert.pem" --token dev --profile throughput --ack batch --payload 4KiB --batch 64 \
 			--publishers "$pubs" --duration "$dur" --warmup 1s --json "$out/r$r-n$n-g$i.json" \
 			>"$out/r$r-n$n-g$i.txt" 2>&1 &
 		gen+=($!)
@@ -82,7 +84,11 @@ run() {
 	python3 - "$out" "$r" "$n" <<'PY'
 import json, sys
 out, r, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-mbs = [json.load(open(f"{out}/r{r}-n{n}-g{i}.json"))["summary"]["mb_per_s"]["median"] for i in range(1, n + 1)]
+res = [json.load(open(f"{out}/r{r}-n{n}-g{i}.json"))["summary"] for i in range(1, n + 1)]
+mbs = [s["mb_per_s"]["median"] for s in res]
+bad = [(s["dropped"], s["unaccounted"]) for s in res if s["dropped"] or s["unaccounted"]]
+if bad:
+    print(f"round {r} brokers {n}: NOT LOSSLESS (dropped, unaccounted) {bad}")
 print(f"round {r} brokers {n}: " + " + ".join(f"{m:.1f}" for m in mbs) + f" = {sum(mbs):.1f} MB/s")
 PY
 }
