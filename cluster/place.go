@@ -8,9 +8,14 @@ import (
 
 // ShardSpec is one shard to place: its name and whether its stream is
 // durable (its data lives on its owner's disk, so it never moves).
+//
+// Load is the shard's observed publish rate in bytes/s as its owner last
+// reported it (0: unknown or idle). It only breaks ties that shard counts
+// leave open (see Place); it never makes a shard move by itself.
 type ShardSpec struct {
 	Shard
 	Durable bool
+	Load    int64
 }
 
 // Place computes the placement of shards over the live members, starting
@@ -34,11 +39,17 @@ type ShardSpec struct {
 //     remainders go to the members that already hold the most, so a leave
 //     moves only the leaver's shards and a join moves only as many shards
 //     as the newcomer's share.
+//  4. Load (ShardSpec.Load; a member's load is the sum over the shards it
+//     holds) decides only what rules 2 and 3 leave open: among members
+//     that hold equally many, the least loaded gets a +1 remainder; and the
+//     shards that must be dealt (new, or of a departed member) go heaviest
+//     first, each to the least-loaded member still short of its count.
+//     Shards of unknown load (0) are then dealt round-robin, starting at
+//     the least-loaded member, so one new stream spreads over the members.
+//     A placement is a fixed point whatever the loads: recomputing it with
+//     the same members and shards moves nothing.
 //
 // With no live member, shards without a pinned owner are left unassigned.
-//
-// TODO(issue 9): balance "then by observed load" (the brokers' per-shard
-// rates) once brokers report it; today every shard weighs the same.
 func Place(prev Placement, members []Member, shards []ShardSpec) Placement {
 	live := liveMembers(members)
 	known := map[string]Member{}
@@ -53,6 +64,7 @@ func Place(prev Placement, members []Member, shards []ShardSpec) Placement {
 
 	out := Placement{Version: prev.Version}
 	pinned := map[string]int{}       // live member -> durable shards it keeps
+	load := map[string]int64{}       // live member -> load of what it holds
 	kept := map[string][]ShardSpec{} // live member -> movable shards it held
 	absent := map[string]Member{}
 	var pool []ShardSpec
@@ -64,6 +76,7 @@ func Place(prev Placement, members []Member, shards []ShardSpec) Placement {
 			out.Assignments = append(out.Assignments, Assignment{Shard: sp.Shard, Owner: owner, Durable: true})
 			if isLive {
 				pinned[owner]++
+				load[owner] += sp.Load
 			} else if _, seen := absent[owner]; !seen {
 				m, ok := known[owner]
 				if !ok {
@@ -74,6 +87,7 @@ func Place(prev Placement, members []Member, shards []ShardSpec) Placement {
 			}
 		case had && isLive:
 			kept[owner] = append(kept[owner], sp)
+			load[owner] += sp.Load
 		default:
 			pool = append(pool, sp)
 		}
@@ -84,12 +98,15 @@ func Place(prev Placement, members []Member, shards []ShardSpec) Placement {
 		for _, ks := range kept {
 			movable += len(ks)
 		}
-		targets := waterFill(live.list, pinned, kept, movable)
+		targets := waterFill(live.list, pinned, kept, load, movable)
 		// Members above their target release their last shards (in shard
 		// order) to the pool.
 		for _, m := range live.list {
 			ks := kept[m.ID]
 			if n := targets[m.ID] - pinned[m.ID]; len(ks) > n {
+				for _, sp := range ks[n:] {
+					load[m.ID] -= sp.Load
+				}
 				pool = append(pool, ks[n:]...)
 				kept[m.ID] = ks[:n]
 			}
@@ -97,7 +114,7 @@ func Place(prev Placement, members []Member, shards []ShardSpec) Placement {
 				out.Assignments = append(out.Assignments, Assignment{Shard: sp.Shard, Owner: m.ID, Durable: sp.Durable})
 			}
 		}
-		out.Assignments = append(out.Assignments, deal(pool, live.list, func(m Member) int {
+		out.Assignments = append(out.Assignments, deal(pool, live.list, load, func(m Member) int {
 			return targets[m.ID] - pinned[m.ID] - len(kept[m.ID])
 		})...)
 	}
@@ -111,20 +128,46 @@ func Place(prev Placement, members []Member, shards []ShardSpec) Placement {
 	return out
 }
 
-// deal gives the pool's shards, in shard order, round-robin to the members
-// that are short of their target (want), so that the shards of one new
-// stream spread over the members instead of filling one after another.
-func deal(pool []ShardSpec, members []Member, want func(Member) int) []Assignment {
-	slices.SortFunc(pool, func(a, b ShardSpec) int { return compareShards(a.Shard, b.Shard) })
+// deal gives the pool's shards to the members that are short of their
+// target (want). Shards of known load go first, heaviest first (then in
+// shard order), each to the least-loaded member with room (then by ID);
+// load is each member's load so far and is updated. The shards of unknown
+// load follow in shard order, round-robin over the members with room from
+// the least loaded (then by ID), so that the shards of one new stream
+// spread over the members instead of filling one after another.
+func deal(pool []ShardSpec, members []Member, load map[string]int64, want func(Member) int) []Assignment {
+	slices.SortFunc(pool, func(a, b ShardSpec) int {
+		return cmp.Or(cmp.Compare(b.Load, a.Load), compareShards(a.Shard, b.Shard))
+	})
 	short := map[string]int{}
 	for _, m := range members {
 		short[m.ID] = want(m)
 	}
+	byLoad := func() []Member {
+		ms := slices.Clone(members)
+		slices.SortFunc(ms, func(a, b Member) int {
+			return cmp.Or(cmp.Compare(load[a.ID], load[b.ID]), strings.Compare(a.ID, b.ID))
+		})
+		return ms
+	}
 	out := make([]Assignment, 0, len(pool))
-	for i, idle := 0, 0; len(pool) > 0; i = (i + 1) % len(members) {
-		id := members[i].ID
+	for len(pool) > 0 && pool[0].Load > 0 {
+		ms := byLoad()
+		i := slices.IndexFunc(ms, func(m Member) bool { return short[m.ID] > 0 })
+		if i < 0 {
+			panic("cluster: placement targets do not add up to the shards")
+		}
+		id := ms[i].ID
+		short[id]--
+		load[id] += pool[0].Load
+		out = append(out, Assignment{Shard: pool[0].Shard, Owner: id, Durable: pool[0].Durable})
+		pool = pool[1:]
+	}
+	order := byLoad()
+	for i, idle := 0, 0; len(pool) > 0; i = (i + 1) % len(order) {
+		id := order[i].ID
 		if short[id] == 0 {
-			if idle++; idle > len(members) {
+			if idle++; idle > len(order) {
 				panic("cluster: placement targets do not add up to the shards")
 			}
 			continue
@@ -140,9 +183,9 @@ func deal(pool []ShardSpec, members []Member, want func(Member) int) []Assignmen
 // waterFill returns each live member's target shard count: the counts that
 // minimise the maximum given the pinned shards, with the movable shards on
 // top. The remainders (members at level+1) go to the members that hold the
-// most already (pinned plus kept), then by ID, so that as few shards move
-// as possible.
-func waterFill(live []Member, pinned map[string]int, kept map[string][]ShardSpec, movable int) map[string]int {
+// most already (pinned plus kept), so that as few shards move as possible,
+// then to the least loaded, then by ID.
+func waterFill(live []Member, pinned map[string]int, kept map[string][]ShardSpec, load map[string]int64, movable int) map[string]int {
 	// fill(l) is how many movable shards raise every member to at least l.
 	fill := func(level int) int {
 		n := 0
@@ -175,10 +218,7 @@ func waterFill(live []Member, pinned map[string]int, kept map[string][]ShardSpec
 	}
 	held := func(m Member) int { return pinned[m.ID] + len(kept[m.ID]) }
 	slices.SortFunc(atLevel, func(a, b Member) int {
-		if c := cmp.Compare(held(b), held(a)); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID, b.ID)
+		return cmp.Or(cmp.Compare(held(b), held(a)), cmp.Compare(load[a.ID], load[b.ID]), strings.Compare(a.ID, b.ID))
 	})
 	for _, m := range atLevel[:rest] {
 		targets[m.ID]++
@@ -211,20 +251,20 @@ func liveMembers(members []Member) memberSet {
 }
 
 // sortedSpecs returns the shards sorted, without duplicates (durable wins
-// if a shard is listed both ways).
+// if a shard is listed both ways, then the highest load).
 func sortedSpecs(shards []ShardSpec) []ShardSpec {
 	out := slices.Clone(shards)
 	slices.SortFunc(out, func(a, b ShardSpec) int {
 		if c := compareShards(a.Shard, b.Shard); c != 0 {
 			return c
 		}
-		if a.Durable == b.Durable {
-			return 0
+		if a.Durable != b.Durable {
+			if a.Durable {
+				return -1
+			}
+			return 1
 		}
-		if a.Durable {
-			return -1
-		}
-		return 1
+		return cmp.Compare(b.Load, a.Load)
 	})
 	return slices.CompactFunc(out, func(a, b ShardSpec) bool { return a.Shard == b.Shard })
 }

@@ -129,7 +129,25 @@ func TestPlaceDeterministic(t *testing.T) {
 // Random joins, leaves and stream creations: every shard is placed, the
 // balance bound holds, a leave moves only the leaver's ephemeral shards, a
 // join moves at most the newcomer's share, and durable shards never move.
+// With random loads (changing at every step) too, and then recomputing
+// with other loads moves nothing.
 func TestPlaceProperties(t *testing.T) {
+	t.Run("unloaded", func(t *testing.T) { placeProperties(t, false) })
+	t.Run("loaded", func(t *testing.T) { placeProperties(t, true) })
+}
+
+// randomLoads gives about half the shards a random load.
+func randomLoads(r *rand.Rand, shards []ShardSpec) []ShardSpec {
+	out := slices.Clone(shards)
+	for i := range out {
+		if r.IntN(2) == 0 {
+			out[i].Load = r.Int64N(1000)
+		}
+	}
+	return out
+}
+
+func placeProperties(t *testing.T, loaded bool) {
 	r := rand.New(rand.NewPCG(9, 9))
 	for run := range 200 {
 		live := map[string]bool{}
@@ -155,9 +173,16 @@ func TestPlaceProperties(t *testing.T) {
 			for id := range live {
 				ms = append(ms, id)
 			}
-			next := Place(p, members(ms...), shards)
+			in := shards
+			if loaded {
+				in = randomLoads(r, shards)
+			}
+			next := Place(p, members(ms...), in)
 			msg := fmt.Sprintf("run %d step %d joined %q left %q", run, step, joined, left)
 			checkPlacement(t, msg, p, next, live, shards)
+			if loaded {
+				require.True(t, next.SameAs(Place(next, members(ms...), randomLoads(r, shards))), "%s: loads alone moved shards", msg)
+			}
 			if left != "" && len(live) > 0 {
 				require.Equal(t, ephemeralOf(p, left), moved(p, next), msg)
 			}
@@ -234,4 +259,70 @@ func TestIndexOwner(t *testing.T) {
 	_, ok := x.Owner(Shard{"t", "ns", "nope", 0})
 	require.False(t, ok)
 	require.Len(t, x.Owned("a"), 2)
+}
+
+// withLoad returns shards with the loads of load (by shard number; absent
+// is 0).
+func withLoad(shards []ShardSpec, load map[int]int64) []ShardSpec {
+	out := slices.Clone(shards)
+	for i := range out {
+		out[i].Load = load[out[i].Shard.Shard]
+	}
+	return out
+}
+
+func ownersOf(p Placement, shards ...int) map[int]string {
+	out := map[int]string{}
+	x := NewIndex(p)
+	for _, n := range shards {
+		a, _ := x.Assignment(Shard{"t", "ns", "s", n})
+		out[n] = a.Owner
+	}
+	return out
+}
+
+// Load decides only what counts leave open: a leaver's shards go heaviest
+// first to the least-loaded survivors; a +1 remainder goes to the least
+// loaded of the members that hold equally many.
+func TestPlaceLoad(t *testing.T) {
+	shards := stream("s", 12, false)
+	// Round-robin by ID: a 0,4,8; b 1,5,9; c 2,6,10; d 3,7,11.
+	first := Place(Placement{}, members("a", "b", "c", "d"), shards)
+	require.Equal(t, map[int]string{3: "d", 7: "d", 11: "d"}, ownersOf(first, 3, 7, 11))
+
+	t.Run("leave", func(t *testing.T) {
+		// a holds 300 B/s, b 30, c 150; d's shards weigh 5, 500 and 1.
+		load := map[int]int64{0: 100, 4: 100, 8: 100, 1: 10, 5: 10, 9: 10, 2: 50, 6: 50, 10: 50, 3: 5, 7: 500, 11: 1}
+		next := Place(first, members("a", "b", "c"), withLoad(shards, load))
+		require.Equal(t, map[string]int{"a": 4, "b": 4, "c": 4}, counts(next))
+		require.Equal(t, 3, moved(first, next), "only d's shards move")
+		// 500 to the least loaded (b), 5 to the next with room (c), 1 to a.
+		require.Equal(t, map[int]string{7: "b", 3: "c", 11: "a"}, ownersOf(next, 3, 7, 11))
+		// Without load, they are dealt round-robin by ID.
+		require.Equal(t, map[int]string{3: "a", 7: "b", 11: "c"}, ownersOf(Place(first, members("a", "b", "c"), shards), 3, 7, 11))
+		// Stable: recomputing with other loads moves nothing.
+		require.True(t, next.SameAs(Place(next, members("a", "b", "c"), withLoad(shards, map[int]int64{3: 1e9}))))
+	})
+	t.Run("remainder", func(t *testing.T) {
+		// 9 shards on a, b, c (3 each), then e joins: 9 = 2+2+2+2+1. The
+		// +1 stays with the least-loaded of a, b, c (c), not the first by ID.
+		nine := stream("s", 9, false)
+		p := Place(Placement{}, members("a", "b", "c"), nine)
+		load := map[int]int64{0: 100, 3: 100, 6: 100, 1: 80, 4: 80, 7: 80, 2: 10, 5: 10, 8: 10}
+		next := Place(p, members("a", "b", "c", "e"), withLoad(nine, load))
+		require.Equal(t, map[string]int{"a": 2, "b": 2, "c": 3, "e": 2}, counts(next))
+		require.Equal(t, 2, moved(p, next))
+		require.Equal(t, map[string]int{"a": 3, "b": 2, "c": 2, "e": 2}, counts(Place(p, members("a", "b", "c", "e"), nine)))
+	})
+	t.Run("deterministic", func(t *testing.T) {
+		load := map[int]int64{0: 7, 3: 7, 5: 9, 11: 2}
+		ls := withLoad(shards, load)
+		want := Place(first, members("a", "c"), ls)
+		r := rand.New(rand.NewPCG(3, 4))
+		for range 20 {
+			ms, sh := members("c", "a"), slices.Clone(ls)
+			r.Shuffle(len(sh), func(i, j int) { sh[i], sh[j] = sh[j], sh[i] })
+			require.Equal(t, want, Place(first, ms, sh))
+		}
+	})
 }
