@@ -35,6 +35,10 @@ type AgentConfig struct {
 	// RetryDelay is the pause after a failed request (default 200ms); it
 	// doubles up to a third of the lease while failures go on.
 	RetryDelay time.Duration
+	// Load, if set, is called before each keepalive and its result sent
+	// with it: the publish rate of each shard the broker owns (see
+	// KeepAliveRequest). nil sends an empty keepalive, as before.
+	Load func() []ShardLoad
 	// Logger receives failures and re-registrations; nil discards.
 	Logger *slog.Logger
 }
@@ -147,8 +151,16 @@ func (a *Agent) register(ctx context.Context) error {
 func (a *Agent) keepAlive(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.RequestTimeout)
 	defer cancel()
+	var body any
+	if a.cfg.Load != nil {
+		load := a.cfg.Load()
+		if load == nil {
+			load = []ShardLoad{} // an empty report, not none
+		}
+		body = KeepAliveRequest{Load: load}
+	}
 	var resp KeepAliveResponse
-	return a.api.do(ctx, http.MethodPost, "/v1/members/"+url.PathEscape(a.cfg.Member.ID)+"/keepalive", nil, &resp)
+	return a.api.do(ctx, http.MethodPost, "/v1/members/"+url.PathEscape(a.cfg.Member.ID)+"/keepalive", body, &resp)
 }
 
 func (a *Agent) run(ctx context.Context) {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -136,4 +137,32 @@ func TestAgentAndWatcher(t *testing.T) {
 	until(t, w, 5*time.Second, func(x *cluster.Index) bool { return owners(x)["b1"] == 4 })
 	require.NoError(t, a.Close())
 	require.NotContains(t, p.call(t, 200, "GET", "/v1/members", ""), `"b1"`)
+}
+
+// With Load set, every keepalive carries the broker's current report (an
+// empty one when it has nothing to report), and the control plane keeps
+// the last one with the member.
+func TestAgentReportsLoad(t *testing.T) {
+	p := newPlane(t, 300*time.Millisecond)
+	var calls atomic.Int64
+	report := []cluster.ShardLoad{{Shard: cluster.Shard{Tenant: "t", Namespace: "ns", Stream: "s", Shard: 1}, BytesPerSec: 4096}}
+	a, err := cluster.NewAgent(context.Background(), cluster.AgentConfig{URL: p.url, Token: token,
+		Member: cluster.Member{ID: "b1", QUICAddr: "127.0.0.1:7100"},
+		Load: func() []cluster.ShardLoad {
+			if calls.Add(1) == 1 {
+				return report
+			}
+			return nil
+		}})
+	require.NoError(t, err)
+	t.Cleanup(func() { a.Close() })
+	require.Eventually(t, func() bool {
+		loads, err := p.store.Loads(context.Background())
+		return err == nil && len(loads["b1"]) == 1 && loads["b1"][0] == report[0]
+	}, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool {
+		loads, err := p.store.Loads(context.Background())
+		_, reported := loads["b1"]
+		return err == nil && reported && len(loads["b1"]) == 0 && calls.Load() >= 2
+	}, 5*time.Second, 10*time.Millisecond, "a nil report is sent as an empty one")
 }

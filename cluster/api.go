@@ -15,6 +15,20 @@ type RegisterResponse struct {
 	LeaseTTLMS int64  `json:"lease_ttl_ms"`
 }
 
+// KeepAliveRequest is the optional body of POST /v1/members/{id}/keepalive:
+// the broker's observed load, replacing its previous report ([] reports
+// that it owns nothing busy). An empty body (brokers before load reports),
+// no "load" or null reports nothing and keeps the previous report.
+type KeepAliveRequest struct {
+	Load []ShardLoad `json:"load"`
+}
+
+// ShardLoad is one owned shard's observed publish rate.
+type ShardLoad struct {
+	Shard
+	BytesPerSec int64 `json:"bytes_per_s"`
+}
+
 // KeepAliveResponse answers POST /v1/members/{id}/keepalive.
 type KeepAliveResponse struct {
 	LeaseTTLMS int64 `json:"lease_ttl_ms"`

@@ -8,8 +8,11 @@
 //	     → 200 {"member":Member,"lease_ttl_ms":N}
 //	     Registers (or re-registers) a broker under a lease of lease_ttl_ms.
 //	     Requires a Felix token with the "node" permission.
-//	POST /v1/members/{id}/keepalive → 200 {"lease_ttl_ms":N}; 404 when the
-//	     lease has lapsed (the broker registers again).
+//	POST /v1/members/{id}/keepalive [{"load":[{tenant,namespace,stream,shard,bytes_per_s}...]}]
+//	     → 200 {"lease_ttl_ms":N}; 404 when the lease has lapsed (the
+//	     broker registers again). The optional body reports the publish
+//	     rate of each shard the broker owns; placement uses it the next time
+//	     a member or stream change recomputes it, never by itself.
 //	DELETE /v1/members/{id}         graceful leave.
 //	GET  /v1/members                → {"members":[Member...]} (live only)
 //	GET  /v1/placement[?after=V&wait_ms=N]

@@ -1,7 +1,9 @@
 package controlplane
 
 import (
+	"bufio"
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"time"
@@ -61,6 +63,15 @@ func validMember(m cluster.RegisterRequest) error {
 	return nil
 }
 
+func validLoad(load []cluster.ShardLoad) error {
+	for _, l := range load {
+		if l.BytesPerSec < 0 || l.Shard.Shard < 0 {
+			return invalid("load of %s: want a shard >= 0 and bytes_per_s >= 0, not %d", l.Shard, l.BytesPerSec)
+		}
+	}
+	return nil
+}
+
 // register handles POST /v1/members.
 func (s *Server) register(w http.ResponseWriter, r *http.Request) error {
 	pl, err := s.cluster(r, ActionClusterNode, resourceMembers)
@@ -82,13 +93,26 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, cluster.RegisterResponse{Member: m, LeaseTTLMS: ttl.Milliseconds()})
 }
 
-// keepAlive handles POST /v1/members/{id}/keepalive.
+// keepAlive handles POST /v1/members/{id}/keepalive. Its body, a
+// cluster.KeepAliveRequest, is optional: brokers that report no load send
+// none.
 func (s *Server) keepAlive(w http.ResponseWriter, r *http.Request) error {
 	ms, id, err := s.memberRequest(r)
 	if err != nil {
 		return err
 	}
-	ttl, err := ms.KeepAlive(r.Context(), id)
+	var req cluster.KeepAliveRequest
+	body := bufio.NewReader(r.Body)
+	if _, err := body.Peek(1); err == nil {
+		r.Body = io.NopCloser(body) // the server closes the original
+		if err := s.decodeBody(w, r, &req); err != nil {
+			return err
+		}
+		if err := validLoad(req.Load); err != nil {
+			return err
+		}
+	}
+	ttl, err := ms.KeepAlive(r.Context(), id, req.Load)
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,11 @@ import (
 //     the member and its lease) and returns the TTL granted (etcd rounds
 //     up to whole seconds and to its minimum).
 //   - KeepAlive renews id's lease for its TTL; ErrNotFound once it has
-//     lapsed or the member left.
+//     lapsed or the member left. A non-nil load replaces the member's
+//     load report (nil keeps it); Loads returns the live members' last
+//     reports, by member ID. A report lives and dies with the member's
+//     lease and, unlike every other change, does not wake Notify: load
+//     alone never triggers a recompute.
 //   - A member whose lease lapses disappears from Members by itself,
 //     without any request: etcd deletes its key, the memory store runs a
 //     timer. Leave removes it at once (ErrNotFound if absent).
@@ -28,7 +32,8 @@ import (
 //     before reading, so that no change falls between read and wait.
 type MemberStore interface {
 	Register(ctx context.Context, m cluster.Member, ttl time.Duration) (time.Duration, error)
-	KeepAlive(ctx context.Context, id string) (time.Duration, error)
+	KeepAlive(ctx context.Context, id string, load []cluster.ShardLoad) (time.Duration, error)
+	Loads(ctx context.Context) (map[string][]cluster.ShardLoad, error)
 	Leave(ctx context.Context, id string) error
 	Members(ctx context.Context) ([]cluster.Member, error)
 	Placement(ctx context.Context) (cluster.Placement, error)

@@ -47,7 +47,10 @@ func (c PlacerConfig) withDefaults() PlacerConfig {
 // Design. One goroutine (pprof label goroutine=felix-cp-placer) takes the
 // store's Notify channel, recomputes, and waits for the channel: every
 // member change, lapsed lease, stream creation or deletion and placement
-// write, by this control plane or another on the same etcd, wakes it. A
+// write, by this control plane or another on the same etcd, wakes it.
+// Members' load reports do not wake it; a recompute reads the last ones and
+// gives each shard its owner's reported rate (cluster.Place uses it only
+// for the choices counts leave open). A
 // recompute writes only when the result differs from what is stored, with
 // a compare-and-swap on the stored version; Place is deterministic, so
 // several control planes recomputing from one store agree and at most one
@@ -139,6 +142,11 @@ func (p *Placer) recompute(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		loads, err := p.members.Loads(ctx)
+		if err != nil {
+			return err
+		}
+		withLoads(shards, stored, loads)
 		next := cluster.Place(stored, members, shards)
 		if stored.Version != 0 && next.SameAs(stored) {
 			p.publish(stored)
@@ -175,6 +183,31 @@ func (p *Placer) shards(ctx context.Context) ([]cluster.ShardSpec, error) {
 		}
 	}
 	return out, nil
+}
+
+// withLoads sets each shard's Load to the rate its owner in stored last
+// reported for it (a report by any other member is stale: the shard moved
+// since). Shards of a departed owner have none: its report lapsed with its
+// lease.
+func withLoads(shards []cluster.ShardSpec, stored cluster.Placement, loads map[string][]cluster.ShardLoad) {
+	if len(loads) == 0 {
+		return
+	}
+	owner := make(map[cluster.Shard]string, len(stored.Assignments))
+	for _, a := range stored.Assignments {
+		owner[a.Shard] = a.Owner
+	}
+	rate := map[cluster.Shard]int64{}
+	for id, ls := range loads {
+		for _, l := range ls {
+			if owner[l.Shard] == id {
+				rate[l.Shard] = l.BytesPerSec
+			}
+		}
+	}
+	for i := range shards {
+		shards[i].Load = rate[shards[i].Shard]
+	}
 }
 
 func (p *Placer) publish(pl cluster.Placement) {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime/pprof"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,12 +23,19 @@ import (
 //	              etcd deletes it when the lease lapses, whichever control
 //	              plane granted the lease and whether or not it still runs
 //	placement     the Placement as JSON; its mod revision is its Version
+//	load/{id}     the member's last load report ([]cluster.ShardLoad as
+//	              JSON), attached to the member's lease too, so that it
+//	              lapses with it. A key of its own rather than a field of
+//	              members/{id}: the member key then changes only when
+//	              membership does, and the notifier can ignore load writes
+//	              by their prefix (load alone never triggers a recompute).
 //
 // Neither is a resource: ParseStoreKey does not know them, so the feed,
 // List and Snapshot never show them.
 
 func (s *EtcdStore) memberKey(id string) string { return s.cluster + "members/" + id }
 func (s *EtcdStore) placementKey() string       { return s.cluster + "placement" }
+func (s *EtcdStore) loadKey(id string) string   { return s.cluster + "load/" + id }
 
 // leaseSeconds is ttl in etcd's unit, rounded up.
 func leaseSeconds(ttl time.Duration) int64 {
@@ -74,8 +83,8 @@ func (s *EtcdStore) memberLease(ctx context.Context, id string) (clientv3.LeaseI
 }
 
 // KeepAlive implements MemberStore with one KeepAliveOnce on the member's
-// lease.
-func (s *EtcdStore) KeepAlive(ctx context.Context, id string) (time.Duration, error) {
+// lease, and with a load report one Put of load/{id} under that lease.
+func (s *EtcdStore) KeepAlive(ctx context.Context, id string, load []cluster.ShardLoad) (time.Duration, error) {
 	lease, err := s.memberLease(ctx, id)
 	if err != nil {
 		return 0, err
@@ -89,7 +98,40 @@ func (s *EtcdStore) KeepAlive(ctx context.Context, id string) (time.Duration, er
 	if err != nil {
 		return 0, unavailable(ctx, err)
 	}
+	if load != nil {
+		val, err := json.Marshal(load)
+		if err != nil {
+			return 0, err
+		}
+		_, err = s.cli.Put(cctx, s.loadKey(id), string(val), clientv3.WithLease(lease))
+		if errors.Is(rpctypes.Error(err), rpctypes.ErrLeaseNotFound) {
+			return 0, memberErr(id)
+		}
+		if err != nil {
+			return 0, unavailable(ctx, err)
+		}
+	}
 	return time.Duration(resp.TTL) * time.Second, nil
+}
+
+// Loads implements MemberStore.
+func (s *EtcdStore) Loads(ctx context.Context) (map[string][]cluster.ShardLoad, error) {
+	cctx, cancel := s.call(ctx)
+	defer cancel()
+	prefix := s.loadKey("")
+	resp, err := s.cli.Get(cctx, prefix, clientv3.WithPrefix())
+	if err != nil {
+		return nil, unavailable(ctx, err)
+	}
+	out := make(map[string][]cluster.ShardLoad, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		var load []cluster.ShardLoad
+		if err := json.Unmarshal(kv.Value, &load); err != nil {
+			return nil, fmt.Errorf("controlplane: stored load %s is not valid: %w", kv.Key, err)
+		}
+		out[strings.TrimPrefix(string(kv.Key), prefix)] = load
+	}
+	return out, nil
 }
 
 // Leave implements MemberStore: revoking the lease deletes the key.
@@ -245,7 +287,7 @@ func (n *notifier) run(wch clientv3.WatchChan, done chan struct{}) {
 		if wr.Err() != nil || wr.Canceled {
 			break
 		}
-		if len(wr.Events) > 0 {
+		if slices.ContainsFunc(wr.Events, n.wakes) {
 			n.mu.Lock()
 			n.broadcastLocked()
 			n.mu.Unlock()
@@ -255,6 +297,12 @@ func (n *notifier) run(wch clientv3.WatchChan, done chan struct{}) {
 	n.mu.running = false
 	n.broadcastLocked()
 	n.mu.Unlock()
+}
+
+// wakes reports whether ev is a change waiters care about: anything but a
+// load report (those never trigger a recompute by themselves).
+func (n *notifier) wakes(ev *clientv3.Event) bool {
+	return !strings.HasPrefix(string(ev.Kv.Key), n.store.loadKey(""))
 }
 
 func (n *notifier) broadcastLocked() {

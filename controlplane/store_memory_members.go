@@ -14,6 +14,7 @@ type memberLease struct {
 	member  cluster.Member
 	ttl     time.Duration
 	expires time.Time
+	load    []cluster.ShardLoad // the last report
 }
 
 // memoryCluster is the MemoryStore's cluster state, guarded by its mutex.
@@ -43,7 +44,7 @@ func (s *MemoryStore) Register(_ context.Context, m cluster.Member, ttl time.Dur
 }
 
 // KeepAlive implements MemberStore.
-func (s *MemoryStore) KeepAlive(_ context.Context, id string) (time.Duration, error) {
+func (s *MemoryStore) KeepAlive(_ context.Context, id string, load []cluster.ShardLoad) (time.Duration, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.mu.closed {
@@ -55,8 +56,28 @@ func (s *MemoryStore) KeepAlive(_ context.Context, id string) (time.Duration, er
 		return 0, memberErr(id)
 	}
 	l.expires = time.Now().Add(l.ttl)
+	if load != nil {
+		l.load = slices.Clone(load) // no broadcast: load alone moves nothing
+	}
 	s.scheduleLocked()
 	return l.ttl, nil
+}
+
+// Loads implements MemberStore.
+func (s *MemoryStore) Loads(context.Context) (map[string][]cluster.ShardLoad, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.closed {
+		return nil, ErrClosed
+	}
+	s.expireLocked()
+	out := map[string][]cluster.ShardLoad{}
+	for id, l := range s.mu.cluster.members {
+		if l.load != nil {
+			out[id] = slices.Clone(l.load)
+		}
+	}
+	return out, nil
 }
 
 // Leave implements MemberStore.

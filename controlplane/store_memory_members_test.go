@@ -26,7 +26,7 @@ func TestMemoryLeaseLapsesOnItsOwn(t *testing.T) {
 		require.NoError(t, err)
 
 		time.Sleep(2 * time.Second)
-		_, err = st.KeepAlive(ctx, "a") // a now lapses at 5s, with b
+		_, err = st.KeepAlive(ctx, "a", nil) // a now lapses at 5s, with b
 		require.NoError(t, err)
 		changed, err := st.Notify(ctx)
 		require.NoError(t, err)
@@ -36,7 +36,7 @@ func TestMemoryLeaseLapsesOnItsOwn(t *testing.T) {
 		members, err := st.Members(ctx)
 		require.NoError(t, err)
 		require.Empty(t, members)
-		_, err = st.KeepAlive(ctx, "a")
+		_, err = st.KeepAlive(ctx, "a", nil)
 		require.ErrorIs(t, err, ErrNotFound)
 	})
 }

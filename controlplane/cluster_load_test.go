@@ -1,0 +1,111 @@
+package controlplane
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/felixmq/felix/cluster"
+)
+
+// The store keeps each member's last load report with its lease: a
+// report replaces the previous one, none (nil) keeps it, leaving drops it,
+// and a report does not wake Notify (load alone never recomputes).
+func TestMemberStoreLoads(t *testing.T) {
+	forEachClusterBackend(t, func(t *testing.T, open func(testing.TB) Store) {
+		ms := open(t).(MemberStore)
+		ctx := context.Background()
+		for _, id := range []string{"a", "b"} {
+			_, err := ms.Register(ctx, cluster.Member{ID: id, QUICAddr: "127.0.0.1:7000"}, 30*time.Second)
+			require.NoError(t, err)
+		}
+		report := []cluster.ShardLoad{{Shard: cluster.Shard{Tenant: "t1", Namespace: "ns", Stream: "s", Shard: 3}, BytesPerSec: 1234}}
+		changed, err := ms.Notify(ctx)
+		require.NoError(t, err)
+		_, err = ms.KeepAlive(ctx, "a", report)
+		require.NoError(t, err)
+		_, err = ms.KeepAlive(ctx, "b", nil)
+		require.NoError(t, err)
+		select {
+		case <-changed:
+			t.Fatal("a load report woke Notify")
+		case <-time.After(300 * time.Millisecond):
+		}
+		loads, err := ms.Loads(ctx)
+		require.NoError(t, err)
+		require.Equal(t, map[string][]cluster.ShardLoad{"a": report}, loads)
+
+		_, err = ms.KeepAlive(ctx, "a", nil) // no report: the last one stays
+		require.NoError(t, err)
+		loads, err = ms.Loads(ctx)
+		require.NoError(t, err)
+		require.Equal(t, report, loads["a"])
+		_, err = ms.KeepAlive(ctx, "a", []cluster.ShardLoad{}) // an empty report replaces it
+		require.NoError(t, err)
+		loads, err = ms.Loads(ctx)
+		require.NoError(t, err)
+		require.Empty(t, loads["a"])
+
+		_, err = ms.KeepAlive(ctx, "b", report)
+		require.NoError(t, err)
+		require.NoError(t, ms.Leave(ctx, "b"))
+		loads, err = ms.Loads(ctx)
+		require.NoError(t, err)
+		require.NotContains(t, loads, "b", "a report goes with its member")
+	})
+}
+
+// Through the API: keepalives carry load reports (validated; an empty body
+// still works), reports alone change no placement, and when a member
+// leaves, its shards go to the least-loaded survivor first.
+func TestClusterLoadReportsSteerPlacement(t *testing.T) {
+	forEachClusterBackend(t, func(t *testing.T, open func(testing.TB) Store) {
+		in := newClusterInstance(t, open(t), 30*time.Second)
+		in.seed(t)
+		for _, id := range []string{"a", "b", "c"} {
+			in.register(t, id)
+		}
+		in.mustDo(t, http.StatusCreated, "POST", streamsURL, `{"stream":"s","shards":12}`)
+		p := in.awaitPlacement(t, 5*time.Second, func(p cluster.Placement) bool { return len(p.Assignments) == 12 && len(p.Members) == 3 })
+
+		for _, body := range []string{`{"load":[{"tenant":"t1","namespace":"ns","stream":"s","shard":0,"bytes_per_s":-1}]}`,
+			`{"load":[],"extra":1}`, `{"load":`} {
+			in.mustDo(t, http.StatusBadRequest, "POST", "/v1/members/a/keepalive", body)
+		}
+		in.mustDo(t, http.StatusOK, "POST", "/v1/members/a/keepalive", "")
+		in.mustDo(t, http.StatusOK, "POST", "/v1/members/a/keepalive", `{}`)
+
+		// a is busy (1000 B/s per shard), b nearly idle (1 B/s per shard).
+		rate := map[string]int64{"a": 1000, "b": 1, "c": 50}
+		reports := map[string][]cluster.ShardLoad{}
+		for _, as := range p.Assignments {
+			reports[as.Owner] = append(reports[as.Owner], cluster.ShardLoad{Shard: as.Shard, BytesPerSec: rate[as.Owner]})
+		}
+		for id, r := range reports {
+			raw, err := json.Marshal(cluster.KeepAliveRequest{Load: r})
+			require.NoError(t, err)
+			in.mustDo(t, http.StatusOK, "POST", "/v1/members/"+id+"/keepalive", string(raw))
+		}
+		same := in.placementAfter(t, p.Version, 500*time.Millisecond)
+		require.Equal(t, p, same, "load reports alone change nothing")
+
+		in.mustDo(t, http.StatusOK, "DELETE", "/v1/members/c", "")
+		q := in.awaitPlacement(t, 5*time.Second, func(p cluster.Placement) bool { return len(p.Members) == 2 })
+		require.Equal(t, map[string]int{"a": 6, "b": 6}, ownerCounts(q))
+		// c's shards (its report left with it) are dealt round-robin
+		// from the least loaded: b takes the first of them.
+		var first string
+		for i, as := range q.Assignments {
+			if p.Assignments[i].Owner == "c" {
+				first = as.Owner
+				break
+			}
+			require.Equal(t, p.Assignments[i].Owner, as.Owner, "only c's shards move")
+		}
+		require.Equal(t, "b", first)
+	})
+}
