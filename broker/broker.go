@@ -31,6 +31,7 @@ type Broker struct {
 	groups   groupSet
 
 	placement  atomic.Pointer[placementView] // nil: single-broker mode (cluster.go)
+	load       loadMeter                     // load.go
 	nextConnID atomic.Uint64
 	nextSubID  atomic.Uint64
 	ready      atomic.Bool
@@ -81,6 +82,7 @@ func New(cfg Config) (*Broker, error) {
 		b.log.Warn("auth: dev verifier accepts any token (loopback only)")
 	}
 	b.mu.conns = map[*conn]struct{}{}
+	b.load.at = time.Now()
 	b.streams = newRegistry(func(st *stream, id int) (*shard, error) { return newShard(b, st, id) })
 	b.caches = newCacheRegistry()
 	if cfg.DataDir != "" {

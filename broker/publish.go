@@ -115,6 +115,9 @@ func (p *publisher) publish(k StreamKey, key []byte, shard int, payloads [][]byt
 	bytes := payloadBytes(payloads)
 	sh.publish(admit, payloads, func(base uint64, err error) {
 		b.metrics.published(events, bytes, acked, err)
+		if err == nil {
+			sh.bytesIn.Add(uint64(bytes))
+		}
 		if acked {
 			b.metrics.ackLatency.Observe(time.Since(start).Seconds())
 		}

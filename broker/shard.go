@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/felixmq/felix/fanout"
 	"github.com/felixmq/felix/wire"
@@ -29,7 +30,9 @@ type shard struct {
 	st *stream
 	id int
 	d  *durable // nil for an ephemeral shard
-	mu struct {
+	// bytesIn counts the payload bytes of accepted publishes (load.go).
+	bytesIn atomic.Uint64
+	mu      struct {
 		sync.Mutex
 		// next is the offset after the last batch delivered to subscribers
 		// (for a durable shard: committed per its fsync mode; the log may

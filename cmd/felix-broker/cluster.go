@@ -114,7 +114,7 @@ func (n *clusterNode) start(ctx context.Context, vals *knob.Values, b *broker.Br
 	rctx, cancel := context.WithTimeout(ctx, firstPlacementTimeout)
 	defer cancel()
 	n.agent, err = cluster.NewAgent(rctx, cluster.AgentConfig{URL: n.url, Token: n.token, Logger: n.log,
-		Member: cluster.Member{ID: n.id, QUICAddr: quicAddr, AdminAddr: adminAddr}})
+		Member: cluster.Member{ID: n.id, QUICAddr: quicAddr, AdminAddr: adminAddr}, Load: b.ShardLoads})
 	if err != nil {
 		return fmt.Errorf("%w: registering with the control plane as %s: %v", errConfig, n.id, err)
 	}
