@@ -12,9 +12,9 @@ import (
 	"github.com/felixmq/felix/cluster"
 )
 
-// The store keeps each member's last load report with its lease: a
-// report replaces the previous one, none (nil) keeps it, leaving drops it,
-// and a report does not wake Notify (load alone never recomputes).
+// The store keeps each member's last load report: a report replaces the
+// previous one, none (nil) keeps it, it outlives the member's leave, and a
+// report does not wake Notify (load alone never recomputes).
 func TestMemberStoreLoads(t *testing.T) {
 	forEachClusterBackend(t, func(t *testing.T, open func(testing.TB) Store) {
 		ms := open(t).(MemberStore)
@@ -55,13 +55,13 @@ func TestMemberStoreLoads(t *testing.T) {
 		require.NoError(t, ms.Leave(ctx, "b"))
 		loads, err = ms.Loads(ctx)
 		require.NoError(t, err)
-		require.NotContains(t, loads, "b", "a report goes with its member")
+		require.Equal(t, report, loads["b"], "a report outlives its member")
 	})
 }
 
 // Through the API: keepalives carry load reports (validated; an empty body
 // still works), reports alone change no placement, and when a member
-// leaves, its shards go to the least-loaded survivor first.
+// leaves, its shards go heaviest first to the least-loaded survivor.
 func TestClusterLoadReportsSteerPlacement(t *testing.T) {
 	forEachClusterBackend(t, func(t *testing.T, open func(testing.TB) Store) {
 		in := newClusterInstance(t, open(t), 30*time.Second)
@@ -80,11 +80,20 @@ func TestClusterLoadReportsSteerPlacement(t *testing.T) {
 		in.mustDo(t, http.StatusOK, "POST", "/v1/members/a/keepalive", `{}`)
 
 		// a is busy (1000 B/s per shard), b nearly idle (1 B/s per shard).
-		rate := map[string]int64{"a": 1000, "b": 1, "c": 50}
+		// c's four shards weigh 500, 300, 1 and 5 (in shard order).
+		rate := map[string]int64{"a": 1000, "b": 1}
+		cRates := []int64{500, 300, 1, 5}
 		reports := map[string][]cluster.ShardLoad{}
+		var cShards []cluster.Shard
 		for _, as := range p.Assignments {
-			reports[as.Owner] = append(reports[as.Owner], cluster.ShardLoad{Shard: as.Shard, BytesPerSec: rate[as.Owner]})
+			r := rate[as.Owner]
+			if as.Owner == "c" {
+				r = cRates[len(cShards)]
+				cShards = append(cShards, as.Shard)
+			}
+			reports[as.Owner] = append(reports[as.Owner], cluster.ShardLoad{Shard: as.Shard, BytesPerSec: r})
 		}
+		require.Len(t, cShards, 4)
 		for id, r := range reports {
 			raw, err := json.Marshal(cluster.KeepAliveRequest{Load: r})
 			require.NoError(t, err)
@@ -96,16 +105,17 @@ func TestClusterLoadReportsSteerPlacement(t *testing.T) {
 		in.mustDo(t, http.StatusOK, "DELETE", "/v1/members/c", "")
 		q := in.awaitPlacement(t, 5*time.Second, func(p cluster.Placement) bool { return len(p.Members) == 2 })
 		require.Equal(t, map[string]int{"a": 6, "b": 6}, ownerCounts(q))
-		// c's shards (its report left with it) are dealt round-robin
-		// from the least loaded: b takes the first of them.
-		var first string
+		// Heaviest first to the least loaded with room: 500 and 300 to b
+		// (4 B/s, then 504), then 5 and 1 to a. Round-robin (no load, or
+		// no report of c) would alternate a, b, a, b or b, a, b, a.
+		got := map[cluster.Shard]string{}
 		for i, as := range q.Assignments {
 			if p.Assignments[i].Owner == "c" {
-				first = as.Owner
-				break
+				got[as.Shard] = as.Owner
+				continue
 			}
 			require.Equal(t, p.Assignments[i].Owner, as.Owner, "only c's shards move")
 		}
-		require.Equal(t, "b", first)
+		require.Equal(t, map[cluster.Shard]string{cShards[0]: "b", cShards[1]: "b", cShards[2]: "a", cShards[3]: "a"}, got)
 	})
 }

@@ -16,10 +16,11 @@ import (
 //     up to whole seconds and to its minimum).
 //   - KeepAlive renews id's lease for its TTL; ErrNotFound once it has
 //     lapsed or the member left. A non-nil load replaces the member's
-//     load report (nil keeps it); Loads returns the live members' last
-//     reports, by member ID. A report lives and dies with the member's
-//     lease and, unlike every other change, does not wake Notify: load
-//     alone never triggers a recompute.
+//     load report (nil keeps it); Loads returns the last reports, by
+//     member ID. A report outlives its member (the recompute after a
+//     leave deals the departed member's shards by their last rates) and,
+//     unlike every other change, does not wake Notify: load alone never
+//     triggers a recompute.
 //   - A member whose lease lapses disappears from Members by itself,
 //     without any request: etcd deletes its key, the memory store runs a
 //     timer. Leave removes it at once (ErrNotFound if absent).

@@ -187,8 +187,8 @@ func (p *Placer) shards(ctx context.Context) ([]cluster.ShardSpec, error) {
 
 // withLoads sets each shard's Load to the rate its owner in stored last
 // reported for it (a report by any other member is stale: the shard moved
-// since). Shards of a departed owner have none: its report lapsed with its
-// lease.
+// since). A departed owner's last report still counts, so that its shards
+// are dealt heaviest first.
 func withLoads(shards []cluster.ShardSpec, stored cluster.Placement, loads map[string][]cluster.ShardLoad) {
 	if len(loads) == 0 {
 		return

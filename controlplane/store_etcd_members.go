@@ -24,11 +24,13 @@ import (
 //	              plane granted the lease and whether or not it still runs
 //	placement     the Placement as JSON; its mod revision is its Version
 //	load/{id}     the member's last load report ([]cluster.ShardLoad as
-//	              JSON), attached to the member's lease too, so that it
-//	              lapses with it. A key of its own rather than a field of
-//	              members/{id}: the member key then changes only when
-//	              membership does, and the notifier can ignore load writes
-//	              by their prefix (load alone never triggers a recompute).
+//	              JSON), without a lease: it outlives the member, so that
+//	              the recompute after a leave or lapse deals the departed
+//	              member's shards heaviest first (one small key per member
+//	              ID ever registered). A key of its own rather than a
+//	              field of members/{id}: the member key then changes only
+//	              when membership does, and the notifier can ignore load
+//	              writes by their prefix (load alone never recomputes).
 //
 // Neither is a resource: ParseStoreKey does not know them, so the feed,
 // List and Snapshot never show them.
@@ -83,7 +85,7 @@ func (s *EtcdStore) memberLease(ctx context.Context, id string) (clientv3.LeaseI
 }
 
 // KeepAlive implements MemberStore with one KeepAliveOnce on the member's
-// lease, and with a load report one Put of load/{id} under that lease.
+// lease, and with a load report one Put of load/{id}.
 func (s *EtcdStore) KeepAlive(ctx context.Context, id string, load []cluster.ShardLoad) (time.Duration, error) {
 	lease, err := s.memberLease(ctx, id)
 	if err != nil {
@@ -103,11 +105,7 @@ func (s *EtcdStore) KeepAlive(ctx context.Context, id string, load []cluster.Sha
 		if err != nil {
 			return 0, err
 		}
-		_, err = s.cli.Put(cctx, s.loadKey(id), string(val), clientv3.WithLease(lease))
-		if errors.Is(rpctypes.Error(err), rpctypes.ErrLeaseNotFound) {
-			return 0, memberErr(id)
-		}
-		if err != nil {
+		if _, err := s.cli.Put(cctx, s.loadKey(id), string(val)); err != nil {
 			return 0, unavailable(ctx, err)
 		}
 	}

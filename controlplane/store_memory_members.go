@@ -14,7 +14,6 @@ type memberLease struct {
 	member  cluster.Member
 	ttl     time.Duration
 	expires time.Time
-	load    []cluster.ShardLoad // the last report
 }
 
 // memoryCluster is the MemoryStore's cluster state, guarded by its mutex.
@@ -22,7 +21,8 @@ type memberLease struct {
 // wakes Notify) without waiting for a request; reads also drop them.
 type memoryCluster struct {
 	members   map[string]*memberLease
-	placement cluster.Placement // Version: placementVersion
+	placement cluster.Placement              // Version: placementVersion
+	loads     map[string][]cluster.ShardLoad // last report by member ID, kept after it leaves
 	version   int64
 	timer     *time.Timer
 }
@@ -57,7 +57,10 @@ func (s *MemoryStore) KeepAlive(_ context.Context, id string, load []cluster.Sha
 	}
 	l.expires = time.Now().Add(l.ttl)
 	if load != nil {
-		l.load = slices.Clone(load) // no broadcast: load alone moves nothing
+		if s.mu.cluster.loads == nil {
+			s.mu.cluster.loads = map[string][]cluster.ShardLoad{}
+		}
+		s.mu.cluster.loads[id] = slices.Clone(load) // no broadcast: load alone moves nothing
 	}
 	s.scheduleLocked()
 	return l.ttl, nil
@@ -70,12 +73,9 @@ func (s *MemoryStore) Loads(context.Context) (map[string][]cluster.ShardLoad, er
 	if s.mu.closed {
 		return nil, ErrClosed
 	}
-	s.expireLocked()
-	out := map[string][]cluster.ShardLoad{}
-	for id, l := range s.mu.cluster.members {
-		if l.load != nil {
-			out[id] = slices.Clone(l.load)
-		}
+	out := make(map[string][]cluster.ShardLoad, len(s.mu.cluster.loads))
+	for id, l := range s.mu.cluster.loads {
+		out[id] = slices.Clone(l)
 	}
 	return out, nil
 }
