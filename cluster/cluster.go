@@ -23,8 +23,9 @@
 //
 // Placement rules: every shard of every stream is assigned to one member;
 // balanced by shard count (max-min <= 1 over live members when nothing
-// pins), stable across restarts and minimal movement when a member joins
-// or leaves. A durable shard stays with its owner while that owner is
+// pins), then by the members' reported load where counts leave a choice,
+// stable across restarts and minimal movement when a member joins or
+// leaves (load never moves a shard by itself). A durable shard stays with its owner while that owner is
 // absent (its data is on that broker's disk; no replication): publishes to
 // it fail with "owner unavailable" until it returns.
 package cluster

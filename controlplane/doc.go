@@ -77,7 +77,8 @@
 // cluster.Place on every change the store reports (members, lapsed leases,
 // streams) and stores the result with a compare-and-swap on its version,
 // so several control planes on one etcd agree without electing a leader.
-// GET /v1/placement long-polls it. docs/cluster.md has the rules and the
+// Brokers' load reports (keepalive bodies) are stored without waking it and
+// read at the next recompute. GET /v1/placement long-polls it. docs/cluster.md has the rules and the
 // "owner unavailable" behaviour of durable shards.
 //
 // # Concurrency
