@@ -119,3 +119,18 @@ func TestClusterLoadReportsSteerPlacement(t *testing.T) {
 		require.Equal(t, map[cluster.Shard]string{cShards[0]: "b", cShards[1]: "b", cShards[2]: "a", cShards[3]: "a"}, got)
 	})
 }
+
+// withLoads gives each shard the rate its owner in the stored placement
+// reported: a report by another member (the shard moved since) does not
+// count, and a shard nobody reported weighs 0.
+func TestWithLoadsTakesTheOwnersReport(t *testing.T) {
+	sh := func(i int) cluster.Shard { return cluster.Shard{Tenant: "t1", Namespace: "ns", Stream: "s", Shard: i} }
+	stored := cluster.Placement{Assignments: []cluster.Assignment{{Shard: sh(0), Owner: "a"}, {Shard: sh(1), Owner: "b"}}}
+	specs := []cluster.ShardSpec{{Shard: sh(0)}, {Shard: sh(1)}, {Shard: sh(2)}}
+	withLoads(specs, stored, map[string][]cluster.ShardLoad{
+		"a": {{Shard: sh(0), BytesPerSec: 10}, {Shard: sh(1), BytesPerSec: 99}}, // a owned 1 before: stale
+		"b": {{Shard: sh(1), BytesPerSec: 20}},
+		"c": {{Shard: sh(2), BytesPerSec: 30}}, // 2 is new: c's report is not its owner's
+	})
+	require.Equal(t, []int64{10, 20, 0}, []int64{specs[0].Load, specs[1].Load, specs[2].Load})
+}
