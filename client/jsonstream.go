@@ -5,50 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
-	"sync/atomic"
 
 	"github.com/felixmq/felix/wire"
 )
 
 // jsonStream is the receiving half of an event stream that carries JSON
-// frames (roster watches, queue consumers): a reader goroutine decodes
-// frames into a bounded channel; when the channel is full the reader stops
-// and QUIC flow control pushes back on the broker.
+// frames (roster watches, queue consumers).
 type jsonStream struct {
-	c    *Client
-	sess *session
-	id   uint64
-	ch   chan wire.Message
-
-	attached  chan struct{}
-	attachOne sync.Once
-	es        eventStream
-	readDone  chan struct{}
-	closeOnce sync.Once
-	err       atomic.Pointer[error]
+	eventFeed[wire.Message]
 }
 
 func newJSONStream(c *Client, sess *session, id uint64) *jsonStream {
-	return &jsonStream{
-		c: c, sess: sess, id: id, ch: make(chan wire.Message, c.cfg.SubscriptionBuffer),
-		attached: make(chan struct{}), readDone: make(chan struct{}),
-	}
+	return &jsonStream{newEventFeed[wire.Message](c, sess, id)}
 }
 
-func (js *jsonStream) attach(es eventStream) {
-	first := false
-	js.attachOne.Do(func() {
-		first = true
-		js.es = es
-		close(js.attached)
-		js.c.wg.Add(1)
-		go func() { defer js.c.wg.Done(); js.read() }()
-	})
-	if !first { // closed before its stream came (close)
-		js.sess.router.refuse(js.id, es)
-	}
-}
+func (js *jsonStream) attach(es eventStream) { js.eventFeed.attach(es, js.read) }
 
 func (js *jsonStream) read() {
 	defer close(js.readDone)
@@ -80,48 +51,6 @@ func (js *jsonStream) read() {
 			return
 		}
 	}
-}
-
-func (js *jsonStream) fail(err error) { js.err.CompareAndSwap(nil, &err) }
-
-// next returns the next message, blocking until one arrives, ctx ends or
-// the stream ends.
-func (js *jsonStream) next(ctx context.Context) (wire.Message, error) {
-	select {
-	case <-js.attached:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-js.sess.qc.Context().Done():
-		return nil, js.sess.wrap(ErrClosed)
-	}
-	select {
-	case m, ok := <-js.ch:
-		if !ok {
-			if p := js.err.Load(); p != nil {
-				return nil, *p
-			}
-			return nil, ErrClosed
-		}
-		return m, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-// close stops reading: the broker sees the stream stopped and ends the
-// watch or consumer. It waits for the reader.
-func (js *jsonStream) close() {
-	js.closeOnce.Do(func() {
-		if !js.sess.router.release(js.id, &js.attachOne) {
-			close(js.ch) // Next reports ErrClosed
-			close(js.attached)
-			return
-		}
-		js.es.str.CancelRead(0)
-		for range js.ch {
-		}
-		<-js.readDone
-	})
 }
 
 // openEventStream sends req on a fresh control stream and waits for

@@ -83,7 +83,7 @@ func (c *Client) Consume(ctx context.Context, namespace, stream, group string, o
 
 // Next returns the next delivered record.
 func (q *QueueConsumer) Next(ctx context.Context) (QueueMessage, error) {
-	m, err := q.js.next(ctx)
+	m, err := q.js.receive(ctx)
 	if err != nil {
 		return QueueMessage{}, err
 	}

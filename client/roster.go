@@ -151,7 +151,7 @@ func (r *Roster) Watch(ctx context.Context) (*RosterWatch, error) {
 // frames) is returned whole as the first.
 func (w *RosterWatch) Next(ctx context.Context) (RosterEvent, error) {
 	for {
-		m, err := w.js.next(ctx)
+		m, err := w.js.receive(ctx)
 		if err != nil {
 			return RosterEvent{}, err
 		}

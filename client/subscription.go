@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 	"sync/atomic"
 
 	"github.com/felixmq/felix/wire"
@@ -51,18 +50,8 @@ type Event struct {
 
 // Subscription follows one shard of a stream.
 type Subscription struct {
-	c    *Client
-	sess *session // the connection it runs on
-	id   uint64
-	ch   chan []Event
-	cur  []Event
-
-	attached  chan struct{}
-	attachOne sync.Once
-	es        eventStream
-	readDone  chan struct{}
-	closeOnce sync.Once
-	err       atomic.Pointer[error]
+	eventFeed[[]Event]
+	cur       []Event
 	delivered atomic.Uint64
 	dropped   atomic.Uint64
 }
@@ -112,10 +101,7 @@ func (c *Client) Subscribe(ctx context.Context, namespace, stream string, opts S
 // newSubscription registers subscription id with the session's router,
 // which attaches its event stream when (or if already) it arrives.
 func (c *Client) newSubscription(sess *session, id uint64) *Subscription {
-	s := &Subscription{
-		c: c, sess: sess, id: id, ch: make(chan []Event, c.cfg.SubscriptionBuffer),
-		attached: make(chan struct{}), readDone: make(chan struct{}),
-	}
+	s := &Subscription{eventFeed: newEventFeed[[]Event](c, sess, id)}
 	sess.router.register(s.id, s)
 	return s
 }
@@ -130,19 +116,7 @@ func (s *Subscription) Delivered() uint64 { return s.delivered.Load() }
 // Dropped counts events the broker reported as dropped for this subscription.
 func (s *Subscription) Dropped() uint64 { return s.dropped.Load() }
 
-func (s *Subscription) attach(es eventStream) {
-	first := false
-	s.attachOne.Do(func() {
-		first = true
-		s.es = es
-		close(s.attached)
-		s.c.wg.Add(1)
-		go func() { defer s.c.wg.Done(); s.read() }()
-	})
-	if !first { // closed before its stream came (Close)
-		s.sess.router.refuse(s.id, es)
-	}
-}
+func (s *Subscription) attach(es eventStream) { s.eventFeed.attach(es, s.read) }
 
 // read turns event frames into Events until the stream ends.
 func (s *Subscription) read() {
@@ -205,33 +179,15 @@ func (s *Subscription) decode(h wire.Header, payload []byte, batch *wire.EventBa
 	return evs, nil
 }
 
-func (s *Subscription) fail(err error) {
-	s.err.CompareAndSwap(nil, &err)
-}
-
 // Next returns the next event or gap report, blocking until one arrives,
 // ctx ends, or the subscription ends (then the error says why).
 func (s *Subscription) Next(ctx context.Context) (Event, error) {
 	for len(s.cur) == 0 {
-		select {
-		case <-s.attached:
-		case <-ctx.Done():
-			return Event{}, ctx.Err()
-		case <-s.sess.qc.Context().Done():
-			return Event{}, s.sess.wrap(ErrClosed)
+		evs, err := s.receive(ctx)
+		if err != nil {
+			return Event{}, err
 		}
-		select {
-		case evs, ok := <-s.ch:
-			if !ok {
-				if p := s.err.Load(); p != nil {
-					return Event{}, *p
-				}
-				return Event{}, ErrClosed
-			}
-			s.cur = evs
-		case <-ctx.Done():
-			return Event{}, ctx.Err()
-		}
+		s.cur = evs
 	}
 	ev := s.cur[0]
 	s.cur = s.cur[1:]
@@ -244,16 +200,6 @@ func (s *Subscription) Next(ctx context.Context) (Event, error) {
 // Close ends the subscription: the broker sees its event stream stopped and
 // releases the subscription. Close waits for the subscription's reader.
 func (s *Subscription) Close() error {
-	s.closeOnce.Do(func() {
-		if !s.sess.router.release(s.id, &s.attachOne) {
-			close(s.ch) // Next reports ErrClosed
-			close(s.attached)
-			return
-		}
-		s.es.str.CancelRead(0)
-		for range s.ch { // unblock the reader
-		}
-		<-s.readDone
-	})
+	s.close()
 	return nil
 }
