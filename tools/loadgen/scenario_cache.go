@@ -135,13 +135,8 @@ func cacheRound(ctx context.Context, e *scenarioEnv) (ScenarioRound, error) {
 		w := &cacheWorker{id: i, expect: make([]uint64, cfg.Keys), value: make([]byte, cfg.ValueSize)}
 		ws[i] = w
 		var err error
-		if w.c, err = dial(ctx, cfg, false); err != nil {
+		if w.k, err = openCache(ctx, cfg, &w.c); err != nil {
 			return fmt.Errorf("worker %d: %w", i, err)
-		}
-		octx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
-		defer cancel()
-		if w.k, err = w.c.OpenCache(octx, cfg.Namespace, cfg.cacheName()); err != nil {
-			return fmt.Errorf("worker %d: open cache: %w", i, err)
 		}
 		return nil
 	})

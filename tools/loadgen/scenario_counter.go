@@ -78,13 +78,8 @@ func counterRound(ctx context.Context, e *scenarioEnv) (ScenarioRound, error) {
 		w := &counterWorker{id: i, sums: make([]int64, cfg.Keys)}
 		ws[i] = w
 		var err error
-		if w.c, err = dial(ctx, cfg, false); err != nil {
+		if w.k, err = openCache(ctx, cfg, &w.c); err != nil {
 			return fmt.Errorf("worker %d: %w", i, err)
-		}
-		octx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
-		defer cancel()
-		if w.k, err = w.c.OpenCache(octx, cfg.Namespace, cfg.cacheName()); err != nil {
-			return fmt.Errorf("worker %d: open cache: %w", i, err)
 		}
 		return nil
 	})

@@ -180,9 +180,9 @@ func watchRound(ctx context.Context, e *scenarioEnv) (ScenarioRound, error) {
 	if err != nil {
 		return ScenarioRound{}, err
 	}
-	k, err := openWriter(ctx, cfg, &writer)
+	k, err := openCache(ctx, cfg, &writer)
 	if err != nil {
-		return ScenarioRound{}, err
+		return ScenarioRound{}, fmt.Errorf("writer: %w", err)
 	}
 	cfg.logf("[round %d] %s watching %s\n", e.n, plural(len(ws), "watcher"), s.key)
 	e.startClock()
@@ -210,18 +210,18 @@ func watchRound(ctx context.Context, e *scenarioEnv) (ScenarioRound, error) {
 	return r, nil
 }
 
-// openWriter dials the writer's connection (*c, closed by the caller) and
-// opens its cache handle.
-func openWriter(ctx context.Context, cfg *Config, c **client.Client) (*client.Cache, error) {
+// openCache dials a connection (*c, closed by the caller, also on error)
+// and opens the scenario's cache on it.
+func openCache(ctx context.Context, cfg *Config, c **client.Client) (*client.Cache, error) {
 	var err error
 	if *c, err = dial(ctx, cfg, false); err != nil {
-		return nil, fmt.Errorf("writer: %w", err)
+		return nil, err
 	}
 	octx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
 	defer cancel()
 	k, err := (*c).OpenCache(octx, cfg.Namespace, cfg.cacheName())
 	if err != nil {
-		return nil, fmt.Errorf("writer: open cache: %w", err)
+		return nil, fmt.Errorf("open cache: %w", err)
 	}
 	return k, nil
 }
