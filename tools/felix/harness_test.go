@@ -60,6 +60,7 @@ func startBrokerWith(t *testing.T, cfg broker.Config, streams ...broker.StreamSp
 	require.NoError(t, b.CreateCache(broker.CacheSpec{CacheKey: broker.CacheKey{Tenant: "t1", Namespace: "default", Cache: "demo"}}))
 	served := make(chan error, 1)
 	go func() { served <- b.Serve(pc) }()
+	<-b.Listening()
 	t.Cleanup(func() {
 		require.NoError(t, b.Close())
 		select {

@@ -54,6 +54,7 @@ func startBroker(t *testing.T, cfg broker.Config) *testBroker {
 	admin := httptest.NewServer(b.AdminHandler())
 	served := make(chan error, 1)
 	go func() { served <- b.Serve(pc) }()
+	<-b.Listening()
 	t.Cleanup(func() {
 		admin.Close()
 		require.NoError(t, b.Close())
