@@ -176,7 +176,7 @@ func (c *Client) openControl(ctx context.Context) (*control, error) {
 		return nil, sess.wrap(fmt.Errorf("client: open stream: %w", err))
 	}
 	flags := uint16(c.cfg.Flags)
-	auth := wire.AppendJSONFrame(nil, &wire.Auth{TenantID: c.cfg.Tenant, Token: c.cfg.Token, ClientFlags: &flags})
+	auth := wire.AppendJSONFrame(nil, &wire.Auth{TenantID: c.cfg.Tenant, Token: c.cfg.token(), ClientFlags: &flags})
 	if _, err := str.Write(auth); err != nil {
 		return nil, sess.wrap(fmt.Errorf("client: write auth: %w", err))
 	}

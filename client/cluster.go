@@ -21,8 +21,9 @@ type ClusterConfig struct {
 	Bootstrap []string
 	// ControlPlaneURL, when set, is followed for the placement with a
 	// cluster.Watcher authenticated with ControlPlaneToken (any valid Felix
-	// token of the cluster; empty: Config.Token), so that shards route to
-	// their owner from the first publish and re-route when they move.
+	// token of the cluster; empty: Config.Token or TokenFunc), so that
+	// shards route to their owner from the first publish and re-route when
+	// they move.
 	ControlPlaneURL   string
 	ControlPlaneToken string
 	// DialTimeout bounds connecting to a broker other than the bootstrap
@@ -91,11 +92,11 @@ func (cc *ClusterClient) follow(cfg ClusterConfig) error {
 	if cfg.ControlPlaneURL == "" {
 		return nil
 	}
-	token := cfg.ControlPlaneToken
+	token, tokenFunc := cfg.ControlPlaneToken, (func() string)(nil)
 	if token == "" {
-		token = cfg.Token
+		token, tokenFunc = cfg.Token, cfg.TokenFunc
 	}
-	w, err := cluster.NewWatcher(cluster.WatcherConfig{URL: cfg.ControlPlaneURL, Token: token, Logger: cfg.Logger,
+	w, err := cluster.NewWatcher(cluster.WatcherConfig{URL: cfg.ControlPlaneURL, Token: token, TokenFunc: tokenFunc, Logger: cfg.Logger,
 		OnChange: func(x *cluster.Index) { cc.setIndex(x) }})
 	if err != nil {
 		cc.Close()

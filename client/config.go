@@ -18,6 +18,11 @@ type Config struct {
 	// Tenant and Token go into the auth frame of every stream.
 	Tenant string
 	Token  string
+	// TokenFunc, if set, is asked for the token each time a stream
+	// authenticates, instead of Token: a credential renewed while the
+	// client lives (a broker's node credential, a refreshed user token).
+	// Streams already open keep the token they authenticated with.
+	TokenFunc func() string
 	// TLS is required: it says how to trust the broker (RootCAs, a pinned
 	// fingerprint check, ...). NextProtos is set to ALPN.
 	TLS *tls.Config
@@ -100,3 +105,11 @@ func (c Config) validate() error {
 }
 
 const handshakeIdle = 30 * time.Second
+
+// token is the token for the next auth frame.
+func (c *Config) token() string {
+	if c.TokenFunc != nil {
+		return c.TokenFunc()
+	}
+	return c.Token
+}

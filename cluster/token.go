@@ -7,6 +7,13 @@ import (
 	"time"
 )
 
+// RenewableToken reports whether tok is a JWT with sub and exp, the kind
+// of node credential an Agent with RenewToken renews.
+func RenewableToken(tok string) bool {
+	_, _, ok := tokenClaims(tok)
+	return ok
+}
+
 // tokenClaims reads a JWT's sub and exp without verifying anything (the
 // control plane verifies; the Agent only needs to know when to renew and
 // for whom). ok is false if tok is not a JWT with both.

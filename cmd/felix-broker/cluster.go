@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/felixmq/felix/broker"
@@ -22,8 +21,9 @@ import (
 // (cluster.Agent: a lease kept alive) and follows the placement
 // (cluster.Watcher) into broker.SetPlacement.
 type clusterNode struct {
-	id, url, token string
-	fw             *forward.Forwarder
+	id, url string
+	cred    *credential // the node credential, renewed by agent when it is a JWT
+	fw      *forward.Forwarder
 	agent          *cluster.Agent
 	watcher        *cluster.Watcher
 	log            *slog.Logger
@@ -44,14 +44,14 @@ func clusterSetup(vals *knob.Values, cfg *broker.Config, cps *cpSync, log *slog.
 	if cps == nil {
 		return nil, fmt.Errorf("%w: FELIX_NODE_ID needs FELIX_CONTROLPLANE_URL (membership and placement live there)", errConfig)
 	}
-	token := cps.token
+	cred := cps.cred
 	if f := knobNodeToken.Get(vals); f != "" {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			return nil, fmt.Errorf("%w: FELIX_NODE_TOKEN_FILE: %v", errConfig, err)
+		var err error
+		if cred, err = fileCredential("FELIX_NODE_TOKEN_FILE", f); err != nil {
+			return nil, err
 		}
-		token = strings.TrimSpace(string(raw))
 	}
+	token := cred.Token()
 	if token == "" {
 		return nil, fmt.Errorf("%w: FELIX_NODE_ID needs a node credential (FELIX_NODE_TOKEN_FILE or FELIX_CONTROLPLANE_TOKEN_FILE)", errConfig)
 	}
@@ -59,8 +59,8 @@ func clusterSetup(vals *knob.Values, cfg *broker.Config, cps *cpSync, log *slog.
 	if err != nil {
 		return nil, err
 	}
-	n := &clusterNode{id: id, url: cps.base, token: token, log: log.With("node", id),
-		fw: forward.New(forward.Config{TLS: &tls.Config{RootCAs: roots}, Token: token, Logger: log})}
+	n := &clusterNode{id: id, url: cps.base, cred: cred, log: log.With("node", id),
+		fw: forward.New(forward.Config{TLS: &tls.Config{RootCAs: roots}, TokenFunc: cred.Token, Logger: log})}
 	cfg.NodeID, cfg.NodeToken, cfg.Forwarder = id, token, n.fw
 	return n, nil
 }
@@ -103,7 +103,7 @@ func (n *clusterNode) start(ctx context.Context, vals *knob.Values, b *broker.Br
 	if a := knobAdvertise.Get(vals); a != "" {
 		quicAddr = a
 	}
-	w, err := cluster.NewWatcher(cluster.WatcherConfig{URL: n.url, Token: n.token, Logger: n.log,
+	w, err := cluster.NewWatcher(cluster.WatcherConfig{URL: n.url, TokenFunc: n.cred.Token, Logger: n.log,
 		OnChange: func(x *cluster.Index) {
 			b.SetPlacement(&x.Placement)
 		}})
@@ -113,10 +113,17 @@ func (n *clusterNode) start(ctx context.Context, vals *knob.Values, b *broker.Br
 	n.watcher = w
 	rctx, cancel := context.WithTimeout(ctx, firstPlacementTimeout)
 	defer cancel()
-	n.agent, err = cluster.NewAgent(rctx, cluster.AgentConfig{URL: n.url, Token: n.token, Logger: n.log,
+	// A JWT node credential is renewed by the Agent half-way through its
+	// life; an opaque one (a shared secret) is used as it is.
+	tok := n.cred.Token()
+	renew := cluster.RenewableToken(tok)
+	n.agent, err = cluster.NewAgent(rctx, cluster.AgentConfig{URL: n.url, Token: tok, RenewToken: renew, Logger: n.log,
 		Member: cluster.Member{ID: n.id, QUICAddr: quicAddr, AdminAddr: adminAddr}, Load: b.ShardLoads})
 	if err != nil {
 		return fmt.Errorf("%w: registering with the control plane as %s: %v", errConfig, n.id, err)
+	}
+	if renew {
+		n.cred.renewBy(n.agent.Token)
 	}
 	var after int64
 	for {

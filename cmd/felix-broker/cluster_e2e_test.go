@@ -44,15 +44,20 @@ type cpHarness struct {
 // e2eOperator is the operator tenant: node credentials belong to it.
 const e2eOperator = "ops"
 
-func startClusterControlPlane(t *testing.T) *cpHarness {
+func startClusterControlPlane(t *testing.T) *cpHarness { return startClusterControlPlaneTTL(t, time.Hour) }
+
+// startClusterControlPlaneTTL mints Felix tokens (node credentials too)
+// that live ttl.
+func startClusterControlPlaneTTL(t *testing.T, ttl time.Duration) *cpHarness {
 	const bootstrap = "bootstrap-token-for-the-cluster-e2e-0123456789"
 	st, err := controlplane.NewEtcdStore(controlplane.EtcdConfig{Endpoints: []string{startEtcd(t)}, Prefix: "/felix-e2e/"})
 	require.NoError(t, err)
-	tokens, err := controlplane.NewTokens(st, controlplane.TokensConfig{Minter: auth.MinterConfig{TTL: time.Hour}})
+	tokens, err := controlplane.NewTokens(st, controlplane.TokensConfig{Minter: auth.MinterConfig{TTL: ttl}})
 	require.NoError(t, err)
 	boot, err := controlplane.NewBootstrapAuthorizer(bootstrap)
 	require.NoError(t, err)
-	felix, err := controlplane.NewFelixTokenAuthorizer(controlplane.FelixTokenConfig{Keys: tokens, OperatorTenant: e2eOperator})
+	felix, err := controlplane.NewFelixTokenAuthorizer(controlplane.FelixTokenConfig{Keys: tokens, OperatorTenant: e2eOperator,
+		ClockSkew: min(ttl/10, time.Minute)}) // short tokens expire for the control plane too
 	require.NoError(t, err)
 	placer, err := controlplane.NewPlacer(st, controlplane.PlacerConfig{LeaseTTL: e2eLease, RetryDelay: 50 * time.Millisecond})
 	require.NoError(t, err)

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -28,7 +27,7 @@ import (
 // tenants exist, so the token verifier fetches keys only for real tenants.
 type cpSync struct {
 	base  string // control plane URL, no trailing slash
-	token string // bearer token for the feed
+	cred  *credential // bearer token for the feed
 	b     *broker.Broker
 	log   *slog.Logger
 	http  *http.Client
@@ -37,8 +36,8 @@ type cpSync struct {
 	tenants map[string]bool
 }
 
-func newCPSync(base, token string, log *slog.Logger) *cpSync {
-	return &cpSync{base: strings.TrimRight(base, "/"), token: token, log: log,
+func newCPSync(base string, cred *credential, log *slog.Logger) *cpSync {
+	return &cpSync{base: strings.TrimRight(base, "/"), cred: cred, log: log,
 		http: &http.Client{Timeout: 60 * time.Second}, tenants: map[string]bool{}}
 }
 
@@ -78,21 +77,20 @@ func controlPlaneAuth(vals *knob.Values, cfg *broker.Config, log *slog.Logger) (
 	if base == "" {
 		return nil, nil
 	}
-	var token string
+	cred := fixedCredential("")
 	if f := knobControlPlaneToken.Get(vals); f != "" {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			return nil, fmt.Errorf("%w: FELIX_CONTROLPLANE_TOKEN_FILE: %v", errConfig, err)
+		var err error
+		if cred, err = fileCredential("FELIX_CONTROLPLANE_TOKEN_FILE", f); err != nil {
+			return nil, err
 		}
-		token = strings.TrimSpace(string(raw))
 	}
-	return followControlPlane(base, token, cfg, log)
+	return followControlPlane(base, cred, cfg, log)
 }
 
 // followControlPlane is controlPlaneAuth for the control plane at base,
 // reading its feed with token; the embedded control plane uses it too.
-func followControlPlane(base, token string, cfg *broker.Config, log *slog.Logger) (*cpSync, error) {
-	s := newCPSync(base, token, log)
+func followControlPlane(base string, cred *credential, cfg *broker.Config, log *slog.Logger) (*cpSync, error) {
+	s := newCPSync(base, cred, log)
 	// The control plane is ours: refetch soon after an unknown kid (a
 	// rotation) rather than after the default 30 s meant for IdPs.
 	fetcher, err := auth.NewFetcher(auth.FetcherConfig{MinRefreshInterval: 2 * time.Second})
@@ -280,8 +278,8 @@ func (s *cpSync) get(ctx context.Context, path string, out any) error {
 	if err != nil {
 		return err
 	}
-	if s.token != "" {
-		req.Header.Set("Authorization", "Bearer "+s.token)
+	if tok := s.cred.Token(); tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
 	}
 	resp, err := s.http.Do(req)
 	if err != nil {

@@ -24,7 +24,7 @@ var (
 	knobControlPlane = registry.String("FELIX_CONTROLPLANE_URL", "", "an http(s) URL, or empty",
 		"control plane to follow (streams, caches, tenants) and whose tenant keys verify Felix tokens; empty: the embedded one (FELIX_EMBEDDED_CONTROLPLANE_BIND)", checkURL)
 	knobControlPlaneToken = registry.String("FELIX_CONTROLPLANE_TOKEN_FILE", "", "a file path, or empty",
-		"bearer token the broker reads the control plane's feed with", nil)
+		"bearer token the broker reads the control plane's feed with; read again when the file changes", nil)
 	knobDevDir = registry.String("FELIX_DEV_DIR", "/tmp/felix-dev", "a directory path",
 		"where the broker writes, for local clients, cert.pem (self-signed certificate) and token and controlplane.url (embedded control plane)", nil)
 )
@@ -36,7 +36,7 @@ var (
 	knobAdvertise = registry.String("FELIX_ADVERTISE_ADDR", "", "host:port, or empty",
 		"QUIC address other brokers and clients reach this broker at (in placement and owner-naming acks); empty: FELIX_QUIC_BIND's bound address", checkHostPortOrEmpty)
 	knobNodeToken = registry.String("FELIX_NODE_TOKEN_FILE", "", "a file path, or empty",
-		"this broker's node credential (POST /v1/token/node): it registers with it and forwarded publishes authenticate with it; empty: FELIX_CONTROLPLANE_TOKEN_FILE's token", nil)
+		"this broker's node credential (POST /v1/token/node): it registers with it and forwarded publishes authenticate with it; renewed half-way through its life, and read again when the file changes; empty: FELIX_CONTROLPLANE_TOKEN_FILE's token", nil)
 	knobClusterCA = registry.String("FELIX_CLUSTER_CA_FILE", "", "path to a PEM file, or empty",
 		"certificates trusted when forwarding to other brokers; empty: this broker's own certificate (brokers sharing one) and the system roots", nil)
 )

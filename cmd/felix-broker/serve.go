@@ -41,7 +41,7 @@ func serve(ctx context.Context, vals *knob.Values, log *slog.Logger) error {
 	var cps *cpSync
 	if emb != nil {
 		defer emb.Close()
-		cps, err = followControlPlane(emb.url, emb.feedToken, &cfg, log)
+		cps, err = followControlPlane(emb.url, fixedCredential(emb.feedToken), &cfg, log)
 	} else {
 		cps, err = controlPlaneAuth(vals, &cfg, log)
 	}

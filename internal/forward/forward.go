@@ -32,6 +32,9 @@ type Config struct {
 	// Token is the node credential every forwarding stream authenticates
 	// with; the owner's verifier must accept it for the publish's tenant.
 	Token string
+	// TokenFunc, if set, replaces Token: asked at every dial and stream
+	// open, so a renewed credential is used from then on.
+	TokenFunc func() string
 	// DialTimeout bounds connecting to an owner; 0 means 2 s. A publish
 	// waiting on it holds its publisher's stream.
 	DialTimeout time.Duration
@@ -160,7 +163,7 @@ func (f *Forwarder) publisher(k pubKey) (*client.Publisher, error) {
 	defer cancel()
 	if c == nil {
 		c, err = client.Dial(ctx, k.addr, client.Config{
-			Tenant: k.tenant, Token: f.cfg.Token, TLS: f.cfg.TLS, Logger: f.cfg.Logger,
+			Tenant: k.tenant, Token: f.cfg.Token, TokenFunc: f.cfg.TokenFunc, TLS: f.cfg.TLS, Logger: f.cfg.Logger,
 			Flags: wire.KnownCapabilities | wire.CapForwarded,
 		})
 		f.mu.Lock()
