@@ -24,9 +24,9 @@ type clusterNode struct {
 	id, url string
 	cred    *credential // the node credential, renewed by agent when it is a JWT
 	fw      *forward.Forwarder
-	agent          *cluster.Agent
-	watcher        *cluster.Watcher
-	log            *slog.Logger
+	agent   *cluster.Agent
+	watcher *cluster.Watcher
+	log     *slog.Logger
 }
 
 // firstPlacementTimeout bounds waiting, at start-up, for a placement that

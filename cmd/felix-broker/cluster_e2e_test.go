@@ -44,7 +44,9 @@ type cpHarness struct {
 // e2eOperator is the operator tenant: node credentials belong to it.
 const e2eOperator = "ops"
 
-func startClusterControlPlane(t *testing.T) *cpHarness { return startClusterControlPlaneTTL(t, time.Hour) }
+func startClusterControlPlane(t *testing.T) *cpHarness {
+	return startClusterControlPlaneTTL(t, time.Hour)
+}
 
 // startClusterControlPlaneTTL mints Felix tokens (node credentials too)
 // that live ttl.

@@ -26,11 +26,11 @@ import (
 // a snapshot whenever the feed answers "resync". It also knows which
 // tenants exist, so the token verifier fetches keys only for real tenants.
 type cpSync struct {
-	base  string // control plane URL, no trailing slash
-	cred  *credential // bearer token for the feed
-	b     *broker.Broker
-	log   *slog.Logger
-	http  *http.Client
+	base string      // control plane URL, no trailing slash
+	cred *credential // bearer token for the feed
+	b    *broker.Broker
+	log  *slog.Logger
+	http *http.Client
 
 	mu      sync.Mutex
 	tenants map[string]bool
