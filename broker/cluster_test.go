@@ -250,3 +250,30 @@ func TestClusterNodeCredential(t *testing.T) {
 	_, err = nodes[1].h.dialWith(t, client.Config{Tenant: "t1", Token: "node-secret"}).NewPublisher(ctx, "default", "quad")
 	require.ErrorIs(t, err, client.ErrAuth, "the node credential is not a client token")
 }
+
+// TestClusterRefusesShardsNotPlacedYet: a cluster broker does not act as the
+// owner of a shard the placement does not list (none applied yet, or a
+// stream created after it): publishes and subscribes get owner_unavailable,
+// so no record lands on a broker the placer may not choose. Once a placement
+// lists the shard, it is served.
+func TestClusterRefusesShardsNotPlacedYet(t *testing.T) {
+	nodes, _ := startCluster(t, []string{"b1"}, []broker.StreamSpec{quad}, false)
+	ctx := ctxT(t, 20*time.Second)
+	c := nodes[0].h.dial(t)
+	pub, err := c.NewPublisher(ctx, "default", "quad")
+	require.NoError(t, err)
+	refused := func(shard uint32, want string) {
+		t.Helper()
+		err := pub.PublishShardAsync(shard, [][]byte{[]byte("x")}).Wait(ctx)
+		require.ErrorContains(t, err, "owner_unavailable")
+		require.ErrorContains(t, err, want)
+		_, err = c.Subscribe(ctx, "default", "quad", client.SubscribeOptions{Shard: shard})
+		require.ErrorContains(t, err, want)
+	}
+	refused(0, "this broker has no placement yet")
+
+	// Version 3 places only shards 0 and 1.
+	nodes[0].b.SetPlacement(assign(3, members(nodes), quad.StreamKey, false, "b1", "b1"))
+	require.NoError(t, pub.PublishShardAsync(1, [][]byte{[]byte("placed")}).Wait(ctx))
+	refused(2, "not in placement version 3 yet")
+}

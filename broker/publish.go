@@ -86,15 +86,18 @@ func (p *publisher) publish(k StreamKey, key []byte, shard int, payloads [][]byt
 		b.inflight.Add(-1)
 		return err
 	}
+	r, err := b.routeOf(k, sh.id)
+	if err != nil {
+		b.inflight.Add(-1)
+		return err
+	}
 	var own *wire.Owner
-	if pv := b.placement.Load(); pv != nil {
-		if r := pv.lookup(k, sh.id); r != nil {
-			if !r.self {
-				p.forward(r, payloads, acked, done)
-				return nil
-			}
-			own = &r.owner
+	if r != nil {
+		if !r.self {
+			p.forward(r, payloads, acked, done)
+			return nil
 		}
+		own = &r.owner
 	}
 	admit := p.c.ctx
 	switch {

@@ -42,11 +42,13 @@ func (ct *control) subscribe(m *wire.Subscribe) bool {
 		ct.fail(fmt.Sprintf("shard %d not in [0, %d) for %s", idx, len(st.shards), k))
 		return true
 	}
-	if pv := ct.c.b.placement.Load(); pv != nil {
-		if r := pv.lookup(k, idx); r != nil && !r.self {
-			ct.refuseNotOwner(r)
-			return true
-		}
+	switch r, err := ct.c.b.routeOf(k, idx); {
+	case err != nil:
+		ct.fail(err.Error())
+		return true
+	case r != nil && !r.self:
+		ct.refuseNotOwner(r)
+		return true
 	}
 	sh := st.shards[idx]
 	sub, err := ct.newSubscription(ct.c.b.cfg.Queue, func(s *subscription) { s.sh, s.detach = sh, sh.detach })
