@@ -39,18 +39,18 @@ func init() {
 		}
 	}
 	jsonDecoders[TypeQueueMessage] = func(f *fields) Message {
-		return &QueueMessage{Offset: f.u64("offset"), Redeliveries: f.u64("redeliveries"), Payload: f.bytes("payload")}
+		return &QueueMessage{Shard: f.shard(), Offset: f.u64("offset"), Redeliveries: f.u64("redeliveries"), Payload: f.bytes("payload")}
 	}
 	jsonDecoders[TypeQueueAck] = func(f *fields) Message {
 		return &QueueAck{
 			TenantID: f.str("tenant_id"), Namespace: f.str("namespace"), Stream: f.str("stream"),
-			Group: f.str("group"), Offsets: f.u64List("offsets"), RequestID: f.optU64("request_id"),
+			Group: f.str("group"), Shard: f.shard(), Offsets: f.u64List("offsets"), RequestID: f.optU64("request_id"),
 		}
 	}
 	jsonDecoders[TypeQueueNack] = func(f *fields) Message {
 		return &QueueNack{
 			TenantID: f.str("tenant_id"), Namespace: f.str("namespace"), Stream: f.str("stream"),
-			Group: f.str("group"), Offsets: f.u64List("offsets"), RequestID: f.optU64("request_id"),
+			Group: f.str("group"), Shard: f.shard(), Offsets: f.u64List("offsets"), RequestID: f.optU64("request_id"),
 		}
 	}
 	jsonDecoders[TypeQueueOK] = func(f *fields) Message { return &QueueOK{RequestID: f.u64("request_id")} }
@@ -69,6 +69,15 @@ func (f *fields) optBytes(name string) []byte {
 		return nil
 	}
 	return f.b64(name, s)
+}
+
+// shard is the optional "shard" of the queue messages: absent means shard
+// 0, which is what peers from before multi-shard queues mean.
+func (f *fields) shard() uint32 {
+	if p := f.optU32("shard"); p != nil {
+		return *p
+	}
+	return 0
 }
 
 func (f *fields) changeKind() RosterChangeKind {
