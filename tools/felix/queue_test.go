@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"flag"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,6 +38,32 @@ func TestQueueConsumeRedeliversUnacked(t *testing.T) {
 	r = runQueueT(t, tb.args("--stream", "jobs", "--group", "g", "--count", "3", "--ack")...)
 	require.Equal(t, exitOK, r.code, r.stderr)
 	require.Equal(t, "0 0 1 job\n0 1 1 job\n0 2 0 job\n", r.stdout)
+}
+
+// Over a stream of two shards the consumer gets the records of both, each
+// line naming its shard.
+func TestQueueConsumeEveryShard(t *testing.T) {
+	tb := startBrokerWith(t, broker.Config{DataDir: t.TempDir()}, broker.StreamSpec{
+		StreamKey: broker.StreamKey{Tenant: "t1", Namespace: "default", Stream: "jobs"}, Shards: 2, Durable: true,
+	})
+	ctx := ctxT(t)
+	set := flag.NewFlagSet("test", flag.ContinueOnError)
+	f := addConnFlags(set)
+	require.NoError(t, set.Parse(tb.args("--stream", "jobs")))
+	require.NoError(t, f.check(set))
+	c, err := f.dial(ctx, nil)
+	require.NoError(t, err)
+	defer c.Close()
+	p, err := c.NewPublisher(ctx, "default", "jobs")
+	require.NoError(t, err)
+	for sh, job := range []string{"a", "b"} {
+		require.NoError(t, p.PublishShardAsync(uint32(sh), [][]byte{[]byte(job)}).Wait(ctx))
+	}
+	r := runQueueT(t, tb.args("--stream", "jobs", "--group", "g", "--count", "2", "--ack")...)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	slices.Sort(lines)
+	require.Equal(t, []string{"0 0 0 a", "1 0 0 b"}, lines)
 }
 
 func TestQueueConsumeErrors(t *testing.T) {
