@@ -143,7 +143,7 @@ func consumeLimits(m *wire.QueueConsume) (int, time.Duration, error) {
 // queueAck and queueNack answer with queue_ok / queue_error when the
 // request carries a request_id (an ack only once it is durable), else
 // report a refusal as an uncorrelated error. Their offsets are offsets of
-// one shard (absent on the wire: shard 0).
+// one shard (see queueShard).
 func (ct *control) queueAck(m *wire.QueueAck) bool {
 	return ct.queueOffsets("queue_ack", m.TenantID, m.Namespace, m.Stream, m.Group, m.Shard, m.Offsets, m.RequestID,
 		func(g *queueGroup, done func(error)) error { return g.ack(m.Offsets, done) })
@@ -160,7 +160,7 @@ func (ct *control) queueNack(m *wire.QueueNack) bool {
 		})
 }
 
-func (ct *control) queueOffsets(what, tenant, ns, stream, group string, shard uint32, offsets []uint64, reqID *uint64,
+func (ct *control) queueOffsets(what, tenant, ns, stream, group string, shard *uint32, offsets []uint64, reqID *uint64,
 	apply func(*queueGroup, func(error)) error) bool {
 	if !ct.requireCap(wire.CapQueue, what) {
 		return true
@@ -169,7 +169,11 @@ func (ct *control) queueOffsets(what, tenant, ns, stream, group string, shard ui
 	if st == nil {
 		return keep
 	}
-	g, err := ct.queueGroup(st, shard, group)
+	var g *queueGroup
+	sh, err := queueShard(what, st, shard)
+	if err == nil {
+		g, err = ct.queueGroup(st, sh, group)
+	}
 	switch {
 	case err != nil:
 	case len(offsets) == 0:
@@ -190,6 +194,20 @@ func (ct *control) queueOffsets(what, tenant, ns, stream, group string, shard ui
 		ct.fail(err.Error())
 	}
 	return !errors.Is(err, ErrForbidden)
+}
+
+// queueShard is the shard an ack or nack names. One without a shard comes
+// from a client that predates multi-shard queues: on a single-shard stream
+// it means shard 0; on more shards its offsets could name records of any
+// shard, and applying them to shard 0 could ack records nobody processed.
+func queueShard(what string, st *stream, shard *uint32) (uint32, error) {
+	switch {
+	case shard != nil:
+		return *shard, nil
+	case len(st.shards) == 1:
+		return 0, nil
+	}
+	return 0, fmt.Errorf("%w: queue: %s without shard on stream %s of %d shards", ErrInvalidRequest, what, st.spec.StreamKey, len(st.shards))
 }
 
 func (ct *control) queueReply(id uint64, err error) {

@@ -24,8 +24,8 @@ type inflightRec struct {
 }
 
 // queueGroup is the delivery state of one consumer group over one shard of
-// a durable stream: which records are acked, which are out to which member until
-// when, and which wait for redelivery.
+// a durable stream: which records are acked, which are out to which member
+// until when, and which wait for redelivery.
 //
 // Design: members pull. Each member's writer takes records under mu (up to
 // its in-flight limit: redeliveries first, lowest offset first, then records

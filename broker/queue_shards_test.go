@@ -10,6 +10,7 @@ import (
 
 	"github.com/felixmq/felix/broker"
 	"github.com/felixmq/felix/client"
+	"github.com/felixmq/felix/internal/frameio"
 	"github.com/felixmq/felix/wire"
 )
 
@@ -294,8 +295,9 @@ func TestQueueShardsMaxInflightAcrossShards(t *testing.T) {
 	require.Equal(t, 6, total)
 }
 
-// Acks name their shard; a shard outside the stream is refused precisely,
-// and an ack without a shard (as single-shard clients send it) is shard 0.
+// Acks name their shard; a shard outside the stream is refused precisely;
+// an ack without a shard (as clients from before multi-shard queues send
+// it) is shard 0 on a single-shard stream and refused on more shards.
 func TestQueueShardsAckRefusals(t *testing.T) {
 	h := serveBroker(t, broker.Config{DataDir: t.TempDir()}, shardedSpec("jobs", "periodic", 3), durableSpec("one", "periodic"))
 	ctx := ctxT(t, 20*time.Second)
@@ -318,17 +320,58 @@ func TestQueueShardsAckRefusals(t *testing.T) {
 		require.NoError(t, q.Ack(ctx, msg.Ref()))
 	}
 
-	// Shard 0 is left out of the frame: the form old clients send.
-	frame := string((&wire.QueueAck{TenantID: "t1", Namespace: "default", Stream: "one", Group: "g", Offsets: []uint64{0}}).AppendJSON(nil))
-	require.NotContains(t, frame, "shard")
+	// A client from before multi-shard queues sends no shard: on a
+	// single-shard stream that is shard 0; on more shards it is refused,
+	// since its offsets could name a record of any shard.
 	publishJobs(t, ctx, h, "one", 1)
 	q1, err := h.dial(t).Consume(ctx, "default", "one", "g", client.QueueOptions{})
 	require.NoError(t, err)
 	msg, err := q1.Next(ctx)
 	require.NoError(t, err)
 	require.Equal(t, uint32(0), msg.Shard)
-	require.NoError(t, q1.Ack(ctx, msg.Ref()))
+	id := uint64(1)
+	reply := rawQueueRequest(t, ctx, h, &wire.QueueAck{TenantID: "t1", Namespace: "default", Stream: "one", Group: "g", Offsets: []uint64{0}, RequestID: &id})
+	require.Equal(t, &wire.QueueOK{RequestID: 1}, reply)
+	require.Equal(t, uint64(1), committed(h, "t1/default/one", 0))
+	reply = rawQueueRequest(t, ctx, h, &wire.QueueNack{TenantID: "t1", Namespace: "default", Stream: "jobs", Group: "g", Offsets: []uint64{0}, RequestID: &id})
+	require.Equal(t, &wire.QueueError{RequestID: 1,
+		Message: "invalid request: queue: queue_nack without shard on stream t1/default/jobs of 3 shards"}, reply)
 	err = q1.Ack(ctx, client.QueueRef{Shard: 1, Offset: 0})
 	require.ErrorAs(t, err, &be)
 	require.Equal(t, "invalid request: queue: shard 1 not in [0, 1) for t1/default/one", be.Message)
+}
+
+// rawQueueRequest sends m on a control stream of its own connection, as a
+// client with no notion of shards would, and returns the broker's answer.
+func rawQueueRequest(t *testing.T, ctx context.Context, h *harness, m wire.Message) wire.Message {
+	t.Helper()
+	str, err := h.rawConn(t).OpenStreamSync(ctx)
+	require.NoError(t, err)
+	defer str.CancelRead(0)
+	stop := context.AfterFunc(ctx, func() { str.SetReadDeadline(time.Now()) })
+	defer stop()
+	flags := uint16(wire.CapQueue)
+	frames := wire.AppendJSONFrame(nil, &wire.Auth{TenantID: "t1", Token: "dev", ClientFlags: &flags})
+	_, err = str.Write(wire.AppendJSONFrame(frames, m))
+	require.NoError(t, err)
+	fr := frameio.NewReader(str, 1<<20)
+	for {
+		_, payload, err := fr.Next()
+		require.NoError(t, err)
+		reply, err := wire.DecodeJSON(payload)
+		require.NoError(t, err)
+		if reply.Type() != wire.TypeAuthOK && reply.Type() != wire.TypeOK {
+			return reply
+		}
+	}
+}
+
+// committed is a group's committed offset on one shard of stream.
+func committed(h *harness, stream string, shard uint32) uint64 {
+	for _, g := range h.b.Stats().QueueGroups {
+		if g.Stream == stream && g.Shard == shard {
+			return g.Committed
+		}
+	}
+	return 0
 }

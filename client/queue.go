@@ -116,7 +116,7 @@ func (q *QueueConsumer) Next(ctx context.Context) (QueueMessage, error) {
 func (q *QueueConsumer) Ack(ctx context.Context, refs ...QueueRef) error {
 	return q.requestAll(ctx, byShard(refs), func(p shardOffsets, id *uint64) wire.Message {
 		return &wire.QueueAck{TenantID: q.c.cfg.Tenant, Namespace: q.namespace, Stream: q.stream, Group: q.group,
-			Shard: p.shard, Offsets: p.offsets, RequestID: id}
+			Shard: &p.shard, Offsets: p.offsets, RequestID: id}
 	})
 }
 
@@ -126,7 +126,7 @@ func (q *QueueConsumer) Ack(ctx context.Context, refs ...QueueRef) error {
 func (q *QueueConsumer) AckAsync(refs ...QueueRef) error {
 	for _, p := range byShard(refs) {
 		err := q.write(&wire.QueueAck{TenantID: q.c.cfg.Tenant, Namespace: q.namespace, Stream: q.stream, Group: q.group,
-			Shard: p.shard, Offsets: p.offsets})
+			Shard: &p.shard, Offsets: p.offsets})
 		if err != nil {
 			return err
 		}
@@ -138,11 +138,14 @@ func (q *QueueConsumer) AckAsync(refs ...QueueRef) error {
 func (q *QueueConsumer) Nack(ctx context.Context, refs ...QueueRef) error {
 	return q.requestAll(ctx, byShard(refs), func(p shardOffsets, id *uint64) wire.Message {
 		return &wire.QueueNack{TenantID: q.c.cfg.Tenant, Namespace: q.namespace, Stream: q.stream, Group: q.group,
-			Shard: p.shard, Offsets: p.offsets, RequestID: id}
+			Shard: &p.shard, Offsets: p.offsets, RequestID: id}
 	})
 }
 
-// shardOffsets are the offsets of one shard in one ack or nack.
+// shardOffsets are the offsets of one shard in one ack or nack. The shard
+// is always sent, 0 too: a broker refuses a shard-less ack on a stream of
+// several shards (it would be ambiguous), and brokers from before
+// multi-shard queues ignore the field.
 type shardOffsets struct {
 	shard   uint32
 	offsets []uint64

@@ -44,13 +44,13 @@ func init() {
 	jsonDecoders[TypeQueueAck] = func(f *fields) Message {
 		return &QueueAck{
 			TenantID: f.str("tenant_id"), Namespace: f.str("namespace"), Stream: f.str("stream"),
-			Group: f.str("group"), Shard: f.shard(), Offsets: f.u64List("offsets"), RequestID: f.optU64("request_id"),
+			Group: f.str("group"), Shard: f.optU32("shard"), Offsets: f.u64List("offsets"), RequestID: f.optU64("request_id"),
 		}
 	}
 	jsonDecoders[TypeQueueNack] = func(f *fields) Message {
 		return &QueueNack{
 			TenantID: f.str("tenant_id"), Namespace: f.str("namespace"), Stream: f.str("stream"),
-			Group: f.str("group"), Shard: f.shard(), Offsets: f.u64List("offsets"), RequestID: f.optU64("request_id"),
+			Group: f.str("group"), Shard: f.optU32("shard"), Offsets: f.u64List("offsets"), RequestID: f.optU64("request_id"),
 		}
 	}
 	jsonDecoders[TypeQueueOK] = func(f *fields) Message { return &QueueOK{RequestID: f.u64("request_id")} }
@@ -71,8 +71,8 @@ func (f *fields) optBytes(name string) []byte {
 	return f.b64(name, s)
 }
 
-// shard is the optional "shard" of the queue messages: absent means shard
-// 0, which is what peers from before multi-shard queues mean.
+// shard is queue_message's "shard": absent (a broker from before
+// multi-shard queues) means shard 0, the only one it delivered from.
 func (f *fields) shard() uint32 {
 	if p := f.optU32("shard"); p != nil {
 		return *p

@@ -35,27 +35,29 @@ type QueueMessage struct {
 // QueueAck acknowledges Offsets of Shard for Group: they will not be
 // delivered to the group again. With RequestID the broker answers queue_ok
 // once the group's position including these acks is durable, or
-// queue_error. Shard 0 is not written, so a single-shard ack reads as it
-// did before shards existed.
+// queue_error. Shard nil (absent, as clients from before multi-shard
+// queues send it) means shard 0 of a single-shard stream; a broker refuses
+// it on a stream of more shards, where it cannot tell which record is
+// meant.
 type QueueAck struct {
 	TenantID  string
 	Namespace string
 	Stream    string
 	Group     string
-	Shard     uint32
+	Shard     *uint32
 	Offsets   []uint64
 	RequestID *uint64
 }
 
 // QueueNack hands Offsets of Shard back to Group for immediate
 // redelivery. With RequestID the broker answers queue_ok or queue_error.
-// Shard is optional on the wire as for QueueAck.
+// Shard is optional as for QueueAck.
 type QueueNack struct {
 	TenantID  string
 	Namespace string
 	Stream    string
 	Group     string
-	Shard     uint32
+	Shard     *uint32
 	Offsets   []uint64
 	RequestID *uint64
 }
@@ -110,16 +112,13 @@ func (m *QueueMessage) AppendJSON(dst []byte) []byte {
 	return append(dst, '}')
 }
 
-// appendQueueOffsets writes queue_ack and queue_nack. shard 0 is left out
-// (its default), so a single-shard ack is the frame brokers without shard
-// support read; a broker that ignored the field would otherwise apply the
-// offsets to shard 0.
-func appendQueueOffsets(dst []byte, t MessageType, tenant, ns, stream, group string, shard uint32, offs []uint64, id *uint64) []byte {
+// appendQueueOffsets writes queue_ack and queue_nack; shard only when set.
+func appendQueueOffsets(dst []byte, t MessageType, tenant, ns, stream, group string, shard *uint32, offs []uint64, id *uint64) []byte {
 	dst = appendHead(dst, t)
 	dst = appendTopic(dst, tenant, ns, `,"stream":`, stream)
 	dst = appendStrField(dst, `,"group":`, group)
-	if shard != 0 {
-		dst = appendUintField(dst, `,"shard":`, uint64(shard))
+	if shard != nil {
+		dst = appendUintField(dst, `,"shard":`, uint64(*shard))
 	}
 	dst = appendUintArray(dst, `,"offsets":`, offs)
 	dst = appendOptUint(dst, `,"request_id":`, id)
