@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 )
@@ -15,6 +16,7 @@ type RosterStats struct {
 // QueueGroupStats describes one consumer group for /debug/felix/stats.
 type QueueGroupStats struct {
 	Stream string `json:"stream"`
+	Shard  uint32 `json:"shard"` // a group over N shards shows as N entries
 	Group  string `json:"group"`
 	// Committed: every offset below it is acked. Next: the next offset
 	// never delivered in this run. Tail: the stream's committed end.
@@ -56,14 +58,17 @@ func (gs *groupSet) stats() []QueueGroupStats {
 	for _, g := range all {
 		g.mu.Lock()
 		out = append(out, QueueGroupStats{
-			Stream: g.key.stream.String(), Group: g.key.group,
+			Stream: g.key.stream.String(), Shard: g.key.shard, Group: g.key.group,
 			Committed: g.mu.committed, Next: g.mu.next, Tail: g.sh.tail(),
 			Inflight: len(g.mu.inflight), Redo: g.mu.redo.Len(), AckedAbove: len(g.mu.acked),
 		})
 		g.mu.Unlock()
 	}
 	slices.SortFunc(out, func(a, b QueueGroupStats) int {
-		return strings.Compare(a.Stream+"\x00"+a.Group, b.Stream+"\x00"+b.Group)
+		if c := strings.Compare(a.Stream+"\x00"+a.Group, b.Stream+"\x00"+b.Group); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Shard, b.Shard)
 	})
 	return out
 }

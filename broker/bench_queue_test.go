@@ -36,17 +36,17 @@ func BenchmarkQueueDrain(b *testing.B) {
 			b.SetBytes(int64(size))
 			b.ResetTimer()
 			start := time.Now()
-			pending := make([]uint64, 0, 64)
+			pending := make([]client.QueueRef, 0, 64)
 			for n := 0; n < b.N; n++ {
 				msg, err := q.Next(ctx)
 				require.NoError(b, err)
-				pending = append(pending, msg.Offset)
+				pending = append(pending, msg.Ref())
 				if len(pending) == cap(pending) {
 					require.NoError(b, q.AckAsync(pending...))
 					pending = pending[:0]
 				}
 			}
-			pending = append(pending, uint64(b.N-1)) // re-acking is harmless; waits for durability
+			pending = append(pending, client.QueueRef{Offset: uint64(b.N - 1)}) // re-acking is harmless; waits for durability
 			require.NoError(b, q.Ack(ctx, pending...))
 			elapsed := time.Since(start)
 			b.StopTimer()

@@ -18,11 +18,10 @@ const (
 	maxGroupBytes      = 255
 )
 
-// queueGroupFor checks the tenant, the action, the stream (durable, one
-// shard) and the group name, and opens the group. It sends the refusal
-// itself: keep=false ends the stream (authorisation), keep=true with a nil
-// group goes on.
-func (ct *control) queueGroupFor(tenant, ns, stream, group string) (g *queueGroup, keep bool) {
+// queueStreamFor checks the tenant, the action, the stream (durable) and
+// the group name. It sends the refusal itself: keep=false ends the stream
+// (authorisation), keep=true with a nil stream goes on.
+func (ct *control) queueStreamFor(tenant, ns, stream, group string) (st *stream, keep bool) {
 	k := streamKey(tenant, ns, stream)
 	if err := ct.authorize(k.Tenant, ActionQueueConsume, "queue:"+k.Tenant+"/"+k.Namespace+"/"+k.Stream); err != nil {
 		ct.fail(err.Error())
@@ -37,20 +36,44 @@ func (ct *control) queueGroupFor(tenant, ns, stream, group string) (g *queueGrou
 		ct.fail(err.Error())
 		return nil, true
 	}
-	switch {
-	case !st.spec.Durable:
+	if !st.spec.Durable {
 		ct.fail(fmt.Sprintf("%v: queue: stream %s is not durable (queues read the stream's log)", ErrInvalidRequest, k))
 		return nil, true
-	case len(st.shards) != 1:
-		ct.fail(fmt.Sprintf("%v: queue: stream %s has %d shards; queues need a single-shard stream", ErrInvalidRequest, k, len(st.shards)))
-		return nil, true
 	}
-	g, err = ct.c.b.groups.get(ct.c.b, groupKey{stream: k, group: group}, st.shards[0])
+	return st, true
+}
+
+// queueGroup opens group on one shard of st (each shard has a group of its
+// own: state, positions, redelivery).
+func (ct *control) queueGroup(st *stream, shard uint32, group string) (*queueGroup, error) {
+	if int64(shard) >= int64(len(st.shards)) {
+		return nil, fmt.Errorf("%w: queue: shard %d not in [0, %d) for %s", ErrInvalidRequest, shard, len(st.shards), st.spec.StreamKey)
+	}
+	k := groupKey{stream: st.spec.StreamKey, shard: shard, group: group}
+	g, err := ct.c.b.groups.get(ct.c.b, k, st.shards[shard])
 	if err != nil {
-		ct.fail("queue: " + err.Error())
-		return nil, true
+		return nil, fmt.Errorf("queue: %w", err)
 	}
-	return g, true
+	return g, nil
+}
+
+// queueGroupsFor opens group on every shard of the stream: a member takes
+// from all of them. It sends the refusal itself, like queueStreamFor.
+func (ct *control) queueGroupsFor(tenant, ns, stream, group string) (gs []*queueGroup, keep bool) {
+	st, keep := ct.queueStreamFor(tenant, ns, stream, group)
+	if st == nil {
+		return nil, keep
+	}
+	gs = make([]*queueGroup, len(st.shards))
+	for i := range gs {
+		g, err := ct.queueGroup(st, uint32(i), group)
+		if err != nil {
+			ct.fail(err.Error())
+			return nil, true
+		}
+		gs[i] = g
+	}
+	return gs, true
 }
 
 // queueConsume makes this connection a member of the group and starts its
@@ -71,12 +94,12 @@ func (ct *control) queueConsume(m *wire.QueueConsume) bool {
 		ct.fail(err.Error())
 		return true
 	}
-	g, keep := ct.queueGroupFor(m.TenantID, m.Namespace, m.Stream, m.Group)
-	if g == nil {
+	gs, keep := ct.queueGroupsFor(m.TenantID, m.Namespace, m.Stream, m.Group)
+	if gs == nil {
 		return keep
 	}
 	ctx, cancel := context.WithCancel(ct.c.ctx)
-	c := &queueConsumer{id: ct.c.b.nextSubID.Add(1), g: g, conn: ct.c, member: m.Member,
+	c := &queueConsumer{id: ct.c.b.nextSubID.Add(1), groups: gs, group: m.Group, conn: ct.c, member: m.Member,
 		maxInflight: maxInflight, visibility: visibility, ctx: ctx, cancel: cancel}
 	if err := ct.c.addExtra(c.id, c); err != nil {
 		cancel()
@@ -119,14 +142,15 @@ func consumeLimits(m *wire.QueueConsume) (int, time.Duration, error) {
 
 // queueAck and queueNack answer with queue_ok / queue_error when the
 // request carries a request_id (an ack only once it is durable), else
-// report a refusal as an uncorrelated error.
+// report a refusal as an uncorrelated error. Their offsets are offsets of
+// one shard (see queueShard).
 func (ct *control) queueAck(m *wire.QueueAck) bool {
-	return ct.queueOffsets("queue_ack", m.TenantID, m.Namespace, m.Stream, m.Group, m.Offsets, m.RequestID,
+	return ct.queueOffsets("queue_ack", m.TenantID, m.Namespace, m.Stream, m.Group, m.Shard, m.Offsets, m.RequestID,
 		func(g *queueGroup, done func(error)) error { return g.ack(m.Offsets, done) })
 }
 
 func (ct *control) queueNack(m *wire.QueueNack) bool {
-	return ct.queueOffsets("queue_nack", m.TenantID, m.Namespace, m.Stream, m.Group, m.Offsets, m.RequestID,
+	return ct.queueOffsets("queue_nack", m.TenantID, m.Namespace, m.Stream, m.Group, m.Shard, m.Offsets, m.RequestID,
 		func(g *queueGroup, done func(error)) error {
 			err := g.nack(m.Offsets)
 			if err == nil && done != nil {
@@ -136,19 +160,25 @@ func (ct *control) queueNack(m *wire.QueueNack) bool {
 		})
 }
 
-func (ct *control) queueOffsets(what, tenant, ns, stream, group string, offsets []uint64, reqID *uint64,
+func (ct *control) queueOffsets(what, tenant, ns, stream, group string, shard *uint32, offsets []uint64, reqID *uint64,
 	apply func(*queueGroup, func(error)) error) bool {
 	if !ct.requireCap(wire.CapQueue, what) {
 		return true
 	}
-	g, keep := ct.queueGroupFor(tenant, ns, stream, group)
-	if g == nil {
+	st, keep := ct.queueStreamFor(tenant, ns, stream, group)
+	if st == nil {
 		return keep
 	}
-	var err error
-	if len(offsets) == 0 {
+	var g *queueGroup
+	sh, err := queueShard(what, st, shard)
+	if err == nil {
+		g, err = ct.queueGroup(st, sh, group)
+	}
+	switch {
+	case err != nil:
+	case len(offsets) == 0:
 		err = fmt.Errorf("%w: %s without offsets", ErrInvalidRequest, what)
-	} else {
+	default:
 		var done func(error)
 		if reqID != nil {
 			done = func(err error) { ct.queueReply(*reqID, err) }
@@ -164,6 +194,20 @@ func (ct *control) queueOffsets(what, tenant, ns, stream, group string, offsets 
 		ct.fail(err.Error())
 	}
 	return !errors.Is(err, ErrForbidden)
+}
+
+// queueShard is the shard an ack or nack names. One without a shard comes
+// from a client that predates multi-shard queues: on a single-shard stream
+// it means shard 0; on more shards its offsets could name records of any
+// shard, and applying them to shard 0 could ack records nobody processed.
+func queueShard(what string, st *stream, shard *uint32) (uint32, error) {
+	switch {
+	case shard != nil:
+		return *shard, nil
+	case len(st.shards) == 1:
+		return 0, nil
+	}
+	return 0, fmt.Errorf("%w: queue: %s without shard on stream %s of %d shards", ErrInvalidRequest, what, st.spec.StreamKey, len(st.shards))
 }
 
 func (ct *control) queueReply(id uint64, err error) {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/quic-go/quic-go"
@@ -14,34 +16,43 @@ import (
 )
 
 // queueTakeBatch bounds the records a member takes per round: one stream
-// write carries them, and the group lock is not held for long.
+// write carries them, and no group lock is held for long.
 const queueTakeBatch = 64
 
-// queueConsumer is one member of a group on one connection, with its event
-// stream. It pulls records from the group and writes them as queue_message
-// frames.
+// queueConsumer is one member of a consumer group on one connection, with
+// its event stream. It is a member of the group on every shard of the
+// stream (groups[i] is shard i's) and pulls records from them in turn,
+// writing them as queue_message frames.
 type queueConsumer struct {
 	id          uint64
-	g           *queueGroup
+	groups      []*queueGroup
+	group       string
 	conn        *conn
 	member      string
 	maxInflight int
 	visibility  time.Duration
-	inflight    int  // guarded by g.mu
-	gone        bool // guarded by g.mu: released, takes nothing more
-	out         *quic.SendStream
+	// inflight counts the member's unacked records over every shard, so
+	// that max_inflight bounds them together. Only the member's writer adds
+	// (in take); acks, nacks, timeouts and release subtract.
+	inflight atomic.Int64
+	gone     atomic.Bool // released: takes nothing more
+	out      *quic.SendStream
 
 	ctx    context.Context
 	cancel context.CancelFunc
 	once   sync.Once
 }
 
-// end detaches the member: its in-flight records go back to the group for
-// redelivery to the others at once (not after the visibility timeout).
+// end detaches the member: its in-flight records on every shard go back to
+// the group for redelivery to the others at once (not after the visibility
+// timeout).
 func (c *queueConsumer) end() {
 	c.once.Do(func() {
 		c.cancel()
-		c.g.release(c)
+		c.gone.Store(true)
+		for _, g := range c.groups {
+			g.release(c)
+		}
 		c.conn.forgetExtra(c.id)
 	})
 }
@@ -50,58 +61,38 @@ func (c *queueConsumer) run() {
 	defer c.end()
 	err := c.deliver()
 	if err != nil && c.ctx.Err() == nil {
-		c.conn.b.log.Debug("queue consumer ended", "consumer", c.id, "group", c.g.key.group, "member", c.member, "err", err)
+		c.conn.b.log.Debug("queue consumer ended", "consumer", c.id, "group", c.group, "member", c.member, "err", err)
 	}
 	c.out.CancelWrite(streamErrSubscriptionEnded)
 }
 
-// deliver loops: take what the group gives this member, read it from the
-// stream's log, write it; wait when there is nothing to take.
+// deliver loops: take what the groups give this member, read it from the
+// shards' logs, write it; wait when there is nothing to take.
 func (c *queueConsumer) deliver() error {
+	readers := make([]*segment.Reader, len(c.groups))
+	defer closeReaders(readers)
 	var (
-		r     *segment.Reader
 		taken []takenRec
+		waits []<-chan struct{}
 		wbuf  []byte
+		err   error
+		start int
 	)
-	defer func() {
-		if r != nil {
-			r.Close()
-		}
-	}()
 	for {
-		var wait <-chan struct{}
-		taken, wait = c.g.take(c, queueTakeBatch, time.Now(), taken[:0])
-		if wait == nil {
+		taken, waits = c.takeRound(start, taken[:0], waits[:0])
+		if waits == nil {
 			return ErrDraining
 		}
+		start = (start + 1) % len(c.groups)
 		if len(taken) == 0 {
-			if r != nil { // do not pin log segments while idle
-				r.Close()
-				r = nil
-			}
-			select {
-			case <-wait:
-			case <-c.ctx.Done():
-				return c.ctx.Err()
+			closeReaders(readers) // do not pin log segments while idle
+			if err := c.wait(waits); err != nil {
+				return err
 			}
 			continue
 		}
-		wbuf = wbuf[:0]
-		for _, t := range taken {
-			payload, err := c.read(&r, t.offset)
-			if errors.Is(err, segment.ErrTrimmed) {
-				// Retention removed it before the group got to it: nothing
-				// can deliver it any more, so stop waiting for an ack.
-				c.conn.b.log.Warn("queue record trimmed by retention before delivery", "group", c.g.key.group, "offset", t.offset)
-				c.g.ack([]uint64{t.offset}, nil)
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			// The payload aliases the log mapping: it is copied (as base64)
-			// into wbuf here, before the reader can move or close.
-			wbuf = wire.AppendJSONFrame(wbuf, &wire.QueueMessage{Offset: t.offset, Redeliveries: t.redeliveries, Payload: payload})
+		if wbuf, err = c.encode(readers, taken, wbuf[:0]); err != nil {
+			return err
 		}
 		if _, err := c.out.Write(wbuf); err != nil {
 			return err
@@ -109,15 +100,89 @@ func (c *queueConsumer) deliver() error {
 	}
 }
 
-// read returns the record at off, reusing the reader for consecutive
-// offsets (the common case: new records in order).
-func (c *queueConsumer) read(r **segment.Reader, off uint64) ([]byte, error) {
+// takeRound takes from every shard once, starting at shard start (which
+// moves on each round), each shard giving at most its share of a batch or
+// of the in-flight budget: a busy shard cannot fill the member's budget
+// while the others wait. It returns the channels to wait on, or nil once a
+// group closed.
+func (c *queueConsumer) takeRound(start int, taken []takenRec, waits []<-chan struct{}) ([]takenRec, []<-chan struct{}) {
+	n := len(c.groups)
+	share := max(min(queueTakeBatch, c.maxInflight)/n, 1)
+	now := time.Now()
+	for i := range n {
+		var wait <-chan struct{}
+		taken, wait = c.groups[(start+i)%n].take(c, len(taken)+share, now, taken)
+		if wait == nil {
+			return taken, nil
+		}
+		waits = append(waits, wait)
+	}
+	return taken, waits
+}
+
+// wait blocks until one of the groups may have something for this member.
+// One shard (the common case) needs no reflection.
+func (c *queueConsumer) wait(waits []<-chan struct{}) error {
+	if len(waits) == 1 {
+		select {
+		case <-waits[0]:
+			return nil
+		case <-c.ctx.Done():
+			return c.ctx.Err()
+		}
+	}
+	cases := make([]reflect.SelectCase, 0, len(waits)+1)
+	cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(c.ctx.Done())})
+	for _, w := range waits {
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(w)})
+	}
+	if i, _, _ := reflect.Select(cases); i == 0 {
+		return c.ctx.Err()
+	}
+	return nil
+}
+
+// encode reads the taken records from their shards' logs and appends their
+// queue_message frames to wbuf.
+func (c *queueConsumer) encode(readers []*segment.Reader, taken []takenRec, wbuf []byte) ([]byte, error) {
+	for _, t := range taken {
+		g := c.groups[t.shard]
+		payload, err := readRecord(g, &readers[t.shard], t.offset)
+		if errors.Is(err, segment.ErrTrimmed) {
+			// Retention removed it before the group got to it: nothing
+			// can deliver it any more, so stop waiting for an ack.
+			c.conn.b.log.Warn("queue record trimmed by retention before delivery", "group", c.group, "shard", t.shard, "offset", t.offset)
+			g.ack([]uint64{t.offset}, nil)
+			continue
+		}
+		if err != nil {
+			return wbuf, err
+		}
+		// The payload aliases the log mapping: it is copied (as base64)
+		// into wbuf here, before the reader can move or close.
+		wbuf = wire.AppendJSONFrame(wbuf, &wire.QueueMessage{Shard: t.shard, Offset: t.offset, Redeliveries: t.redeliveries, Payload: payload})
+	}
+	return wbuf, nil
+}
+
+func closeReaders(readers []*segment.Reader) {
+	for i, r := range readers {
+		if r != nil {
+			r.Close()
+			readers[i] = nil
+		}
+	}
+}
+
+// readRecord returns the record at off of g's shard, reusing the reader for
+// consecutive offsets (the common case: new records in order).
+func readRecord(g *queueGroup, r **segment.Reader, off uint64) ([]byte, error) {
 	if *r != nil && (*r).Offset() != off {
 		(*r).Close()
 		*r = nil
 	}
 	if *r == nil {
-		nr, err := c.g.sh.d.log.NewReader(off)
+		nr, err := g.sh.d.log.NewReader(off)
 		if err != nil {
 			return nil, err
 		}
@@ -125,10 +190,10 @@ func (c *queueConsumer) read(r **segment.Reader, off uint64) ([]byte, error) {
 	}
 	rec, err := (*r).Next()
 	if err != nil {
-		return nil, fmt.Errorf("queue: reading offset %d: %w", off, err)
+		return nil, fmt.Errorf("queue: reading offset %d of shard %d: %w", off, g.key.shard, err)
 	}
 	if rec.Offset != off {
-		return nil, fmt.Errorf("queue: %w: offset %d where %d was due", segment.ErrCorrupt, rec.Offset, off)
+		return nil, fmt.Errorf("queue: %w: offset %d where %d was due (shard %d)", segment.ErrCorrupt, rec.Offset, off, g.key.shard)
 	}
 	return rec.Payload, nil
 }

@@ -70,7 +70,7 @@ func TestQueueCrashImageKeepsAnsweredAcks(t *testing.T) {
 		msg, err := q.Next(ctx)
 		require.NoError(t, err)
 		if i%5 != 4 { // leave every fifth record unacked
-			require.NoError(t, q.Ack(ctx, msg.Offset))
+			require.NoError(t, q.Ack(ctx, msg.Ref()))
 			acked[msg.Offset] = true
 		}
 	}
@@ -86,7 +86,7 @@ func TestQueueCrashImageKeepsAnsweredAcks(t *testing.T) {
 		require.NoError(t, err)
 		require.False(t, acked[msg.Offset], "offset %d was acked (queue_ok) before the crash", msg.Offset)
 		got[msg.Offset] = true
-		require.NoError(t, q2.AckAsync(msg.Offset))
+		require.NoError(t, q2.AckAsync(msg.Ref()))
 	}
 	for off := range uint64(n) {
 		require.True(t, acked[off] || got[off], "offset %d lost", off)

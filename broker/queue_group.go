@@ -8,10 +8,12 @@ import (
 	"time"
 )
 
-// groupKey names a consumer group: a group of one stream (shard 0; queues
-// need single-shard streams).
+// groupKey names a consumer group on one shard of a stream. A group over a
+// stream of N shards is N of these, independent of each other (state file,
+// pump, positions); its members take from all of them.
 type groupKey struct {
 	stream StreamKey
+	shard  uint32
 	group  string
 }
 
@@ -21,9 +23,9 @@ type inflightRec struct {
 	deadline time.Time
 }
 
-// queueGroup is the delivery state of one consumer group over a durable
-// stream: which records are acked, which are out to which member until
-// when, and which wait for redelivery.
+// queueGroup is the delivery state of one consumer group over one shard of
+// a durable stream: which records are acked, which are out to which member
+// until when, and which wait for redelivery.
 //
 // Design: members pull. Each member's writer takes records under mu (up to
 // its in-flight limit: redeliveries first, lowest offset first, then records
@@ -36,7 +38,9 @@ type inflightRec struct {
 // records arrive, and writes the state file (group commit for acks).
 //
 // Lock order: queueGroup.mu, then shard.mu (reading the tail). The shard
-// only signals the pump's channel, without locks, when records commit.
+// only signals the pump's channel, without locks, when records commit. A
+// member's in-flight count is shared by the groups of every shard it takes
+// from, so it is an atomic rather than guarded by any one group's mu.
 type queueGroup struct {
 	b    *Broker
 	key  groupKey
@@ -78,12 +82,21 @@ type ackWaiter struct {
 }
 
 // errNeverDelivered and friends are the precise refusals of ack and nack.
-func errNeverDelivered(off uint64, group string) error {
-	return fmt.Errorf("%w: queue: offset %d was never delivered to group %s", ErrInvalidRequest, off, group)
+func errNeverDelivered(off uint64, k groupKey) error {
+	return fmt.Errorf("%w: queue: offset %d%s was never delivered to group %s", ErrInvalidRequest, off, k.shardSuffix(), k.group)
+}
+
+// shardSuffix names the shard in refusals, except shard 0, so that the
+// texts of single-shard streams read as before.
+func (k groupKey) shardSuffix() string {
+	if k.shard == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" of shard %d", k.shard)
 }
 
 func openGroup(b *Broker, k groupKey, sh *shard) (*queueGroup, error) {
-	path := groupStatePath(b.cfg.DataDir, k.stream, k.group)
+	path := groupStatePath(b.cfg.DataDir, k.stream, k.shard, k.group)
 	st, err := loadGroupState(path)
 	if err != nil {
 		return nil, err
@@ -94,7 +107,7 @@ func openGroup(b *Broker, k groupKey, sh *shard) (*queueGroup, error) {
 		// Retention removed records the group never acked: they cannot be
 		// delivered any more. Say so once and start at the oldest record.
 		b.log.Warn("queue group position below the log's retention; skipping trimmed records",
-			"stream", k.stream.String(), "group", k.group, "committed", st.Committed, "first", first)
+			"stream", k.stream.String(), "shard", k.shard, "group", k.group, "committed", st.Committed, "first", first)
 		st.Committed, st.Delivered = first, max(st.Delivered, first)
 	}
 	g.mu.committed, g.mu.delivered, g.mu.next = st.Committed, st.Delivered, st.Committed
@@ -128,14 +141,16 @@ func (g *queueGroup) take(c *queueConsumer, limit int, now time.Time, dst []take
 	if g.mu.closed {
 		return dst, nil
 	}
-	if c.gone {
+	if c.gone.Load() {
 		// Released already: whatever it took now would sit with a member
 		// that is gone until the visibility timeout.
 		return dst, g.mu.changed
 	}
 	tail := g.sh.tail()
 	deadline := now.Add(c.visibility)
-	for len(dst) < limit && c.inflight < c.maxInflight {
+	// Only c's own writer takes for c, so the count cannot grow past the
+	// limit between this check and the Add below, whichever shard runs it.
+	for len(dst) < limit && c.inflight.Load() < int64(c.maxInflight) {
 		off, ok := g.nextLocked(tail)
 		if !ok {
 			break
@@ -147,8 +162,8 @@ func (g *queueGroup) take(c *queueConsumer, limit int, now time.Time, dst []take
 		g.mu.redeliveries[off] = n + 1
 		g.mu.inflight[off] = inflightRec{c: c, deadline: deadline}
 		g.mu.delivered = max(g.mu.delivered, off+1)
-		c.inflight++
-		dst = append(dst, takenRec{offset: off, redeliveries: n})
+		c.inflight.Add(1)
+		dst = append(dst, takenRec{shard: g.key.shard, offset: off, redeliveries: n})
 	}
 	if len(dst) > 0 && (g.mu.nextDeadline.IsZero() || deadline.Before(g.mu.nextDeadline)) {
 		g.mu.nextDeadline = deadline
@@ -200,7 +215,7 @@ func (g *queueGroup) ack(offsets []uint64, done func(error)) error {
 	}
 	for _, off := range offsets {
 		if off >= g.mu.next && !g.isAckedLocked(off) {
-			return errNeverDelivered(off, g.key.group)
+			return errNeverDelivered(off, g.key)
 		}
 	}
 	for _, off := range offsets {
@@ -208,7 +223,7 @@ func (g *queueGroup) ack(offsets []uint64, done func(error)) error {
 			continue
 		}
 		if r, ok := g.mu.inflight[off]; ok {
-			r.c.inflight--
+			r.c.inflight.Add(-1)
 			delete(g.mu.inflight, off)
 		}
 		delete(g.mu.redeliveries, off)
@@ -243,14 +258,14 @@ func (g *queueGroup) nack(offsets []uint64) error {
 	for _, off := range offsets {
 		switch {
 		case g.isAckedLocked(off):
-			return fmt.Errorf("%w: queue: offset %d is already acked by group %s", ErrInvalidRequest, off, g.key.group)
+			return fmt.Errorf("%w: queue: offset %d%s is already acked by group %s", ErrInvalidRequest, off, g.key.shardSuffix(), g.key.group)
 		case off >= g.mu.next:
-			return errNeverDelivered(off, g.key.group)
+			return errNeverDelivered(off, g.key)
 		}
 	}
 	for _, off := range offsets {
 		if r, ok := g.mu.inflight[off]; ok {
-			r.c.inflight--
+			r.c.inflight.Add(-1)
 			delete(g.mu.inflight, off)
 			heap.Push(&g.mu.redo, off)
 		} // else already waiting for redelivery
@@ -259,7 +274,8 @@ func (g *queueGroup) nack(offsets []uint64) error {
 	return nil
 }
 
-// release returns everything in flight to c for redelivery (c is gone).
+// release returns everything in flight to c for redelivery (c is gone:
+// c.gone is set, so it takes nothing more from this group).
 func (g *queueGroup) release(c *queueConsumer) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -267,10 +283,9 @@ func (g *queueGroup) release(c *queueConsumer) {
 		if r.c == c {
 			delete(g.mu.inflight, off)
 			heap.Push(&g.mu.redo, off)
+			c.inflight.Add(-1)
 		}
 	}
-	c.inflight = 0
-	c.gone = true
 	g.broadcastLocked()
 }
 
@@ -280,7 +295,7 @@ func (g *queueGroup) expireLocked(now time.Time) time.Time {
 	var next time.Time
 	for off, r := range g.mu.inflight {
 		if !now.Before(r.deadline) {
-			r.c.inflight--
+			r.c.inflight.Add(-1)
 			delete(g.mu.inflight, off)
 			heap.Push(&g.mu.redo, off)
 			continue
@@ -305,6 +320,7 @@ func (g *queueGroup) stateLocked() groupState {
 
 // takenRec is one record a member took.
 type takenRec struct {
+	shard        uint32
 	offset       uint64
 	redeliveries uint64
 }

@@ -104,10 +104,11 @@ func decodeGroupState(b []byte) (groupState, error) {
 	return s, nil
 }
 
-// groupStatePath is where group's state lives under dataDir: one directory
-// per stream shard (named like its log's), one file per group named by a
-// readable prefix and a hash, since group names may hold any UTF-8.
-func groupStatePath(dataDir string, k StreamKey, group string) string {
+// groupStatePath is where group's state on one shard lives under dataDir:
+// one directory per stream shard (named like its log's), one file per group
+// named by a readable prefix and a hash, since group names may hold any
+// UTF-8. Shard 0's directory is the one single-shard queues always used.
+func groupStatePath(dataDir string, k StreamKey, shard uint32, group string) string {
 	h := fnv.New64a()
 	h.Write([]byte(group))
 	var b strings.Builder
@@ -122,7 +123,7 @@ func groupStatePath(dataDir string, k StreamKey, group string) string {
 		}
 	}
 	name := fmt.Sprintf("%s-%016x.qstate", b.String(), h.Sum64())
-	return filepath.Join(dataDir, "queues", segment.ShardDirName(k.Tenant, k.Namespace, k.Stream, 0), name)
+	return filepath.Join(dataDir, "queues", segment.ShardDirName(k.Tenant, k.Namespace, k.Stream, shard), name)
 }
 
 // loadGroupState reads a group's state; a missing file is a new group.

@@ -57,3 +57,13 @@ func FuzzGroupState(f *testing.F) {
 		require.Equal(t, b, s.encode())
 	})
 }
+
+// A group's state file is per shard; shard 0's is where single-shard queues
+// kept it before streams had more than one, so an upgraded broker finds it.
+func TestGroupStatePathPerShard(t *testing.T) {
+	k := StreamKey{Tenant: "t1", Namespace: "default", Stream: "jobs"}
+	require.Equal(t, "/d/queues/t1_default_jobs_0-e021f5291ded5dba/workers-e4dede02383cb9cc.qstate",
+		groupStatePath("/d", k, 0, "workers"))
+	require.Equal(t, "/d/queues/t1_default_jobs_2-e021f3291ded5a54/workers-e4dede02383cb9cc.qstate",
+		groupStatePath("/d", k, 2, "workers"))
+}

@@ -50,7 +50,7 @@ func TestQueueEveryRecordOnceAcrossThreeMembers(t *testing.T) {
 				if msg.Redeliveries != 0 || seqOf(msg.Payload) != msg.Offset {
 					t.Errorf("offset %d: redeliveries %d, payload %d", msg.Offset, msg.Redeliveries, seqOf(msg.Payload))
 				}
-				if err := q.Ack(cctx, msg.Offset); err != nil {
+				if err := q.Ack(cctx, msg.Ref()); err != nil {
 					if cctx.Err() == nil {
 						t.Error(err)
 					}
@@ -116,7 +116,7 @@ func TestQueueKilledConsumerRedeliveredAndNothingLostAcrossRestart(t *testing.T)
 			require.GreaterOrEqual(t, msg.Redeliveries, uint64(1), "offset %d was out to the victim", msg.Offset)
 			delete(taken, msg.Offset)
 		}
-		require.NoError(t, qb.Ack(ctx, msg.Offset))
+		require.NoError(t, qb.Ack(ctx, msg.Ref()))
 		acked[msg.Offset] = true
 	}
 	require.Empty(t, taken, "every record the victim held was redelivered")
@@ -129,7 +129,7 @@ func TestQueueKilledConsumerRedeliveredAndNothingLostAcrossRestart(t *testing.T)
 		msg, err := qc.Next(ctx)
 		require.NoError(t, err)
 		require.False(t, acked[msg.Offset], "offset %d was acked before the restart", msg.Offset)
-		require.NoError(t, qc.Ack(ctx, msg.Offset))
+		require.NoError(t, qc.Ack(ctx, msg.Ref()))
 		acked[msg.Offset] = true
 	}
 	require.Len(t, acked, n)
@@ -153,7 +153,7 @@ func TestQueueVisibilityTimeoutAndNack(t *testing.T) {
 	require.Equal(t, uint64(0), again.Offset, "max_inflight 1: the timed-out record, not the next")
 	require.Equal(t, uint64(1), again.Redeliveries)
 
-	require.NoError(t, q.Ack(ctx, 0))
+	require.NoError(t, q.Ack(ctx, first.Ref()))
 	next, err := q.Next(ctx)
 	require.NoError(t, err)
 	require.Equal(t, uint64(1), next.Offset)
@@ -164,7 +164,7 @@ func TestQueueVisibilityTimeoutAndNack(t *testing.T) {
 	require.NoError(t, err)
 	msg, err := qn.Next(ctx)
 	require.NoError(t, err)
-	require.NoError(t, qn.Nack(ctx, msg.Offset))
+	require.NoError(t, qn.Nack(ctx, msg.Ref()))
 	back, err := qn.Next(ctx)
 	require.NoError(t, err)
 	require.Equal(t, client.QueueMessage{Offset: msg.Offset, Payload: msg.Payload, Redeliveries: 1}, back)
@@ -192,17 +192,17 @@ func TestQueueBadInputKeepsConnection(t *testing.T) {
 	publishJobs(t, ctx, h, "jobs", 1)
 	q, err := c.Consume(ctx, "default", "jobs", "g", client.QueueOptions{})
 	require.NoError(t, err)
-	err = q.Ack(ctx, 999)
+	err = q.Ack(ctx, client.QueueRef{Offset: 999})
 	require.ErrorAs(t, err, &be)
 	require.Equal(t, "invalid request: queue: offset 999 was never delivered to group g", be.Message)
 	msg, err := q.Next(ctx)
 	require.NoError(t, err)
-	require.NoError(t, q.Ack(ctx, msg.Offset))
-	err = q.Nack(ctx, msg.Offset)
+	require.NoError(t, q.Ack(ctx, msg.Ref()))
+	err = q.Nack(ctx, msg.Ref())
 	require.ErrorAs(t, err, &be)
 	require.Equal(t, "invalid request: queue: offset 0 is already acked by group g", be.Message)
-	require.NoError(t, q.Ack(ctx, msg.Offset), "acking twice is harmless")
-	require.NoError(t, q.AckAsync(12345))
+	require.NoError(t, q.Ack(ctx, msg.Ref()), "acking twice is harmless")
+	require.NoError(t, q.AckAsync(client.QueueRef{Offset: 12345}))
 	require.Eventually(t, func() bool { return q.LastError() != nil }, 5*time.Second, 5*time.Millisecond)
 	require.True(t, errors.As(q.LastError(), &be))
 }
@@ -247,9 +247,9 @@ func TestQueueGroupsAreIndependent(t *testing.T) {
 			msg, err := q.Next(ctx)
 			require.NoError(t, err)
 			require.Equal(t, want, msg.Offset, group)
-			require.NoError(t, q.AckAsync(msg.Offset))
+			require.NoError(t, q.AckAsync(msg.Ref()))
 		}
-		require.NoError(t, q.Ack(ctx, 19))
+		require.NoError(t, q.Ack(ctx, client.QueueRef{Offset: 19}))
 		require.NoError(t, q.Close())
 	}
 }

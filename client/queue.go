@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -26,11 +27,24 @@ type QueueOptions struct {
 
 // QueueMessage is one delivery.
 type QueueMessage struct {
+	// Shard is the stream shard the record is from; Offset is its offset
+	// in that shard. Order holds within a shard only.
+	Shard  uint32
 	Offset uint64
 	// Payload belongs to the caller.
 	Payload []byte
 	// Redeliveries counts earlier deliveries of this record to the group.
 	Redeliveries uint64
+}
+
+// Ref names the record for Ack, AckAsync and Nack.
+func (m QueueMessage) Ref() QueueRef { return QueueRef{Shard: m.Shard, Offset: m.Offset} }
+
+// QueueRef names one delivered record: an offset is only meaningful with
+// its shard, so acks take both. Build it with QueueMessage.Ref.
+type QueueRef struct {
+	Shard  uint32
+	Offset uint64
 }
 
 // QueueConsumer is one member of a consumer group over a durable stream:
@@ -54,8 +68,9 @@ type QueueConsumer struct {
 	done chan struct{}
 }
 
-// Consume joins group on namespace/stream (a durable single-shard stream)
-// and starts receiving records.
+// Consume joins group on namespace/stream (a durable stream) and starts
+// receiving records from every shard of it; MaxInflight bounds the unacked
+// records of all shards together.
 func (c *Client) Consume(ctx context.Context, namespace, stream, group string, opts QueueOptions) (*QueueConsumer, error) {
 	if opts.Member == "" {
 		host, _ := os.Hostname()
@@ -91,30 +106,68 @@ func (q *QueueConsumer) Next(ctx context.Context) (QueueMessage, error) {
 	if !ok {
 		return QueueMessage{}, fmt.Errorf("%w: %s on a queue stream", ErrProtocol, m.Type())
 	}
-	return QueueMessage{Offset: msg.Offset, Payload: msg.Payload, Redeliveries: msg.Redeliveries}, nil
+	return QueueMessage{Shard: msg.Shard, Offset: msg.Offset, Payload: msg.Payload, Redeliveries: msg.Redeliveries}, nil
 }
 
-// Ack acknowledges offsets and waits until the broker has made the group's
+// Ack acknowledges records and waits until the broker has made the group's
 // position durable with them: they will not be delivered again, even after
-// a broker crash.
-func (q *QueueConsumer) Ack(ctx context.Context, offsets ...uint64) error {
-	return q.request(ctx, func(id *uint64) wire.Message {
-		return &wire.QueueAck{TenantID: q.c.cfg.Tenant, Namespace: q.namespace, Stream: q.stream, Group: q.group, Offsets: offsets, RequestID: id}
+// a broker crash. Records of several shards go as one queue_ack per shard;
+// Ack waits for all of them and returns the first refusal.
+func (q *QueueConsumer) Ack(ctx context.Context, refs ...QueueRef) error {
+	return q.requestAll(ctx, byShard(refs), func(p shardOffsets, id *uint64) wire.Message {
+		return &wire.QueueAck{TenantID: q.c.cfg.Tenant, Namespace: q.namespace, Stream: q.stream, Group: q.group,
+			Shard: &p.shard, Offsets: p.offsets, RequestID: id}
 	})
 }
 
-// AckAsync acknowledges offsets without waiting. Until the group's position
+// AckAsync acknowledges records without waiting. Until the group's position
 // is next written they may be redelivered after a broker crash
 // (at-least-once). A refusal surfaces in LastError.
-func (q *QueueConsumer) AckAsync(offsets ...uint64) error {
-	return q.write(&wire.QueueAck{TenantID: q.c.cfg.Tenant, Namespace: q.namespace, Stream: q.stream, Group: q.group, Offsets: offsets})
+func (q *QueueConsumer) AckAsync(refs ...QueueRef) error {
+	for _, p := range byShard(refs) {
+		err := q.write(&wire.QueueAck{TenantID: q.c.cfg.Tenant, Namespace: q.namespace, Stream: q.stream, Group: q.group,
+			Shard: &p.shard, Offsets: p.offsets})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// Nack hands offsets back for immediate redelivery (to any member).
-func (q *QueueConsumer) Nack(ctx context.Context, offsets ...uint64) error {
-	return q.request(ctx, func(id *uint64) wire.Message {
-		return &wire.QueueNack{TenantID: q.c.cfg.Tenant, Namespace: q.namespace, Stream: q.stream, Group: q.group, Offsets: offsets, RequestID: id}
+// Nack hands records back for immediate redelivery (to any member).
+func (q *QueueConsumer) Nack(ctx context.Context, refs ...QueueRef) error {
+	return q.requestAll(ctx, byShard(refs), func(p shardOffsets, id *uint64) wire.Message {
+		return &wire.QueueNack{TenantID: q.c.cfg.Tenant, Namespace: q.namespace, Stream: q.stream, Group: q.group,
+			Shard: &p.shard, Offsets: p.offsets, RequestID: id}
 	})
+}
+
+// shardOffsets are the offsets of one shard in one ack or nack. The shard
+// is always sent, 0 too: a broker refuses a shard-less ack on a stream of
+// several shards (it would be ambiguous), and brokers from before
+// multi-shard queues ignore the field.
+type shardOffsets struct {
+	shard   uint32
+	offsets []uint64
+}
+
+// byShard groups refs per shard, shards in order of first appearance. No
+// refs still make one (empty) request, which the broker refuses as it
+// always did.
+func byShard(refs []QueueRef) []shardOffsets {
+	if len(refs) == 0 {
+		return []shardOffsets{{}}
+	}
+	var out []shardOffsets
+	for _, r := range refs {
+		i := slices.IndexFunc(out, func(p shardOffsets) bool { return p.shard == r.Shard })
+		if i < 0 {
+			i = len(out)
+			out = append(out, shardOffsets{shard: r.Shard})
+		}
+		out[i].offsets = append(out[i].offsets, r.Offset)
+	}
+	return out
 }
 
 // LastError is the last refusal of a request without a reply (AckAsync).
@@ -124,34 +177,55 @@ func (q *QueueConsumer) LastError() error {
 	return q.mu.lastErr
 }
 
-func (q *QueueConsumer) request(ctx context.Context, build func(*uint64) wire.Message) error {
-	ch := make(chan error, 1)
-	q.mu.Lock()
-	if q.mu.err != nil {
-		err := q.mu.err
-		q.mu.Unlock()
+// requestAll sends one request per part, each with a request_id, and
+// waits for every reply; the first refusal is the result.
+func (q *QueueConsumer) requestAll(ctx context.Context, parts []shardOffsets, build func(shardOffsets, *uint64) wire.Message) error {
+	ids, chs, err := q.register(len(parts))
+	if err != nil {
 		return err
 	}
-	q.mu.nextID++
-	id := q.mu.nextID
-	q.mu.pending[id] = ch
-	q.mu.Unlock()
-	if err := q.write(build(&id)); err != nil {
-		q.forget(id)
-		return err
+	for i, p := range parts {
+		if err := q.write(build(p, &ids[i])); err != nil {
+			q.forget(ids...)
+			return err
+		}
 	}
-	select {
-	case err := <-ch:
-		return err
-	case <-ctx.Done():
-		q.forget(id)
-		return ctx.Err()
+	var first error
+	for i, ch := range chs {
+		select {
+		case err := <-ch:
+			if first == nil {
+				first = err
+			}
+		case <-ctx.Done():
+			q.forget(ids[i:]...)
+			return ctx.Err()
+		}
 	}
+	return first
 }
 
-func (q *QueueConsumer) forget(id uint64) {
+// register reserves n request ids and their reply channels.
+func (q *QueueConsumer) register(n int) ([]uint64, []chan error, error) {
 	q.mu.Lock()
-	delete(q.mu.pending, id)
+	defer q.mu.Unlock()
+	if q.mu.err != nil {
+		return nil, nil, q.mu.err
+	}
+	ids, chs := make([]uint64, n), make([]chan error, n)
+	for i := range n {
+		q.mu.nextID++
+		ids[i], chs[i] = q.mu.nextID, make(chan error, 1)
+		q.mu.pending[ids[i]] = chs[i]
+	}
+	return ids, chs, nil
+}
+
+func (q *QueueConsumer) forget(ids ...uint64) {
+	q.mu.Lock()
+	for _, id := range ids {
+		delete(q.mu.pending, id)
+	}
 	q.mu.Unlock()
 }
 

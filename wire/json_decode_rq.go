@@ -39,18 +39,18 @@ func init() {
 		}
 	}
 	jsonDecoders[TypeQueueMessage] = func(f *fields) Message {
-		return &QueueMessage{Offset: f.u64("offset"), Redeliveries: f.u64("redeliveries"), Payload: f.bytes("payload")}
+		return &QueueMessage{Shard: f.shard(), Offset: f.u64("offset"), Redeliveries: f.u64("redeliveries"), Payload: f.bytes("payload")}
 	}
 	jsonDecoders[TypeQueueAck] = func(f *fields) Message {
 		return &QueueAck{
 			TenantID: f.str("tenant_id"), Namespace: f.str("namespace"), Stream: f.str("stream"),
-			Group: f.str("group"), Offsets: f.u64List("offsets"), RequestID: f.optU64("request_id"),
+			Group: f.str("group"), Shard: f.optU32("shard"), Offsets: f.u64List("offsets"), RequestID: f.optU64("request_id"),
 		}
 	}
 	jsonDecoders[TypeQueueNack] = func(f *fields) Message {
 		return &QueueNack{
 			TenantID: f.str("tenant_id"), Namespace: f.str("namespace"), Stream: f.str("stream"),
-			Group: f.str("group"), Offsets: f.u64List("offsets"), RequestID: f.optU64("request_id"),
+			Group: f.str("group"), Shard: f.optU32("shard"), Offsets: f.u64List("offsets"), RequestID: f.optU64("request_id"),
 		}
 	}
 	jsonDecoders[TypeQueueOK] = func(f *fields) Message { return &QueueOK{RequestID: f.u64("request_id")} }
@@ -69,6 +69,15 @@ func (f *fields) optBytes(name string) []byte {
 		return nil
 	}
 	return f.b64(name, s)
+}
+
+// shard is queue_message's "shard": absent (a broker from before
+// multi-shard queues) means shard 0, the only one it delivered from.
+func (f *fields) shard() uint32 {
+	if p := f.optU32("shard"); p != nil {
+		return *p
+	}
+	return 0
 }
 
 func (f *fields) changeKind() RosterChangeKind {

@@ -84,6 +84,10 @@ func allMessages() []wire.Message {
 		&wire.QueueAck{TenantID: "t", Namespace: "n", Stream: "s", Group: "g", Offsets: []uint64{}},
 		&wire.QueueAck{TenantID: "t", Namespace: "n", Stream: "s", Group: "g", Offsets: []uint64{1, 1<<64 - 1}, RequestID: u64p(3)},
 		&wire.QueueNack{TenantID: "t", Namespace: "n", Stream: "s", Group: "g", Offsets: []uint64{4}},
+		&wire.QueueMessage{Shard: 1<<32 - 1, Offset: 7, Payload: []byte{}},
+		&wire.QueueAck{TenantID: "t", Namespace: "n", Stream: "s", Group: "g", Shard: u32p(3), Offsets: []uint64{5}, RequestID: u64p(4)},
+		&wire.QueueAck{TenantID: "t", Namespace: "n", Stream: "s", Group: "g", Shard: u32p(0), Offsets: []uint64{5}},
+		&wire.QueueNack{TenantID: "t", Namespace: "n", Stream: "s", Group: "g", Shard: u32p(1<<32 - 1), Offsets: []uint64{4}},
 		&wire.QueueOK{RequestID: 3},
 		&wire.QueueError{RequestID: 3, Message: "offset 9 was never delivered"},
 	}

@@ -21,33 +21,43 @@ type QueueConsume struct {
 	VisibilityTimeoutMs *uint64
 }
 
-// QueueMessage is one delivery. Redeliveries counts earlier deliveries of
-// the same record to this group (0 on the first).
+// QueueMessage is one delivery. Shard is the stream shard the record is
+// from (always sent; Offset is an offset of that shard). Redeliveries
+// counts earlier deliveries of the same record to this group (0 on the
+// first).
 type QueueMessage struct {
+	Shard        uint32
 	Offset       uint64
 	Redeliveries uint64
 	Payload      []byte
 }
 
-// QueueAck acknowledges Offsets for Group: they will not be delivered to
-// the group again. With RequestID the broker answers queue_ok once the
-// group's position including these acks is durable, or queue_error.
+// QueueAck acknowledges Offsets of Shard for Group: they will not be
+// delivered to the group again. With RequestID the broker answers queue_ok
+// once the group's position including these acks is durable, or
+// queue_error. Shard nil (absent, as clients from before multi-shard
+// queues send it) means shard 0 of a single-shard stream; a broker refuses
+// it on a stream of more shards, where it cannot tell which record is
+// meant.
 type QueueAck struct {
 	TenantID  string
 	Namespace string
 	Stream    string
 	Group     string
+	Shard     *uint32
 	Offsets   []uint64
 	RequestID *uint64
 }
 
-// QueueNack hands Offsets back to Group for immediate redelivery. With
-// RequestID the broker answers queue_ok or queue_error.
+// QueueNack hands Offsets of Shard back to Group for immediate
+// redelivery. With RequestID the broker answers queue_ok or queue_error.
+// Shard is optional as for QueueAck.
 type QueueNack struct {
 	TenantID  string
 	Namespace string
 	Stream    string
 	Group     string
+	Shard     *uint32
 	Offsets   []uint64
 	RequestID *uint64
 }
@@ -94,6 +104,7 @@ func (m *QueueConsume) AppendJSON(dst []byte) []byte {
 
 func (m *QueueMessage) AppendJSON(dst []byte) []byte {
 	dst = appendHead(dst, TypeQueueMessage)
+	dst = appendUintField(dst, `,"shard":`, uint64(m.Shard))
 	dst = appendUintField(dst, `,"offset":`, m.Offset)
 	dst = appendUintField(dst, `,"redeliveries":`, m.Redeliveries)
 	dst = append(dst, `,"payload":`...)
@@ -101,21 +112,25 @@ func (m *QueueMessage) AppendJSON(dst []byte) []byte {
 	return append(dst, '}')
 }
 
-func appendQueueOffsets(dst []byte, t MessageType, tenant, ns, stream, group string, offs []uint64, id *uint64) []byte {
+// appendQueueOffsets writes queue_ack and queue_nack; shard only when set.
+func appendQueueOffsets(dst []byte, t MessageType, tenant, ns, stream, group string, shard *uint32, offs []uint64, id *uint64) []byte {
 	dst = appendHead(dst, t)
 	dst = appendTopic(dst, tenant, ns, `,"stream":`, stream)
 	dst = appendStrField(dst, `,"group":`, group)
+	if shard != nil {
+		dst = appendUintField(dst, `,"shard":`, uint64(*shard))
+	}
 	dst = appendUintArray(dst, `,"offsets":`, offs)
 	dst = appendOptUint(dst, `,"request_id":`, id)
 	return append(dst, '}')
 }
 
 func (m *QueueAck) AppendJSON(dst []byte) []byte {
-	return appendQueueOffsets(dst, TypeQueueAck, m.TenantID, m.Namespace, m.Stream, m.Group, m.Offsets, m.RequestID)
+	return appendQueueOffsets(dst, TypeQueueAck, m.TenantID, m.Namespace, m.Stream, m.Group, m.Shard, m.Offsets, m.RequestID)
 }
 
 func (m *QueueNack) AppendJSON(dst []byte) []byte {
-	return appendQueueOffsets(dst, TypeQueueNack, m.TenantID, m.Namespace, m.Stream, m.Group, m.Offsets, m.RequestID)
+	return appendQueueOffsets(dst, TypeQueueNack, m.TenantID, m.Namespace, m.Stream, m.Group, m.Shard, m.Offsets, m.RequestID)
 }
 
 func (m *QueueOK) AppendJSON(dst []byte) []byte {

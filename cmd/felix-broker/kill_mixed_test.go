@@ -176,7 +176,7 @@ func (m *mixedLoad) consume(ctx context.Context) {
 			var msg client.QueueMessage
 			if msg, err = q.Next(ctx); err == nil {
 				m.consumed.add(binary.BigEndian.Uint64(msg.Payload))
-				err = q.AckAsync(msg.Offset)
+				err = q.AckAsync(msg.Ref())
 			}
 		}
 		c.Close()

@@ -15,10 +15,11 @@ import (
 )
 
 const queueUsage = `usage: felix queue consume [flags] --stream S --group G [--count N] [--ack]
-Joins consumer group G of durable stream S and prints one line per delivered
-record, "OFFSET REDELIVERIES PAYLOAD". With --ack each record is acked (and
-the ack made durable) after it is printed; without, the records go back to
-the group when this consumer exits or after the visibility timeout.`
+Joins consumer group G of durable stream S (every shard of it) and prints one
+line per delivered record, "SHARD OFFSET REDELIVERIES PAYLOAD" (offsets are
+per shard). With --ack each record is acked (and the ack made durable) after
+it is printed; without, the records go back to the group when this consumer
+exits or after the visibility timeout.`
 
 // runQueue is `felix queue`; SIGINT and SIGTERM end it cleanly (exit 0).
 func runQueue(args []string, stdout, stderr io.Writer) int {
@@ -94,10 +95,10 @@ func queue(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	for n := 0; f.count == 0 || n < f.count; n++ {
 		msg, err := q.Next(ctx)
 		if err == nil {
-			_, err = fmt.Fprintf(stdout, "%d %d %s\n", msg.Offset, msg.Redeliveries, printable(msg.Payload))
+			_, err = fmt.Fprintf(stdout, "%d %d %d %s\n", msg.Shard, msg.Offset, msg.Redeliveries, printable(msg.Payload))
 		}
 		if err == nil && f.ack {
-			err = q.Ack(ctx, msg.Offset)
+			err = q.Ack(ctx, msg.Ref())
 		}
 		if err != nil {
 			if ctx.Err() != nil {

@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"flag"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,13 +31,39 @@ func TestQueueConsumeRedeliversUnacked(t *testing.T) {
 	requireSummary(t, runPubT(t, "", tb.args("--stream", "jobs", "--ack", "--count", "3", "job")...), "3", "9")
 	r := runQueueT(t, tb.args("--stream", "jobs", "--group", "g", "--count", "2", "--max-inflight", "2")...)
 	require.Equal(t, exitOK, r.code, r.stderr)
-	require.Equal(t, "0 0 job\n1 0 job\n", r.stdout)
+	require.Equal(t, "0 0 0 job\n0 1 0 job\n", r.stdout)
 	// The broker hands the records back when it sees the first consumer's
 	// connection go; wait for that so the next consumer's order is fixed.
 	require.Eventually(t, func() bool { return tb.b.Stats().QueueGroups[0].Inflight == 0 }, 10*time.Second, time.Millisecond)
 	r = runQueueT(t, tb.args("--stream", "jobs", "--group", "g", "--count", "3", "--ack")...)
 	require.Equal(t, exitOK, r.code, r.stderr)
-	require.Equal(t, "0 1 job\n1 1 job\n2 0 job\n", r.stdout)
+	require.Equal(t, "0 0 1 job\n0 1 1 job\n0 2 0 job\n", r.stdout)
+}
+
+// Over a stream of two shards the consumer gets the records of both, each
+// line naming its shard.
+func TestQueueConsumeEveryShard(t *testing.T) {
+	tb := startBrokerWith(t, broker.Config{DataDir: t.TempDir()}, broker.StreamSpec{
+		StreamKey: broker.StreamKey{Tenant: "t1", Namespace: "default", Stream: "jobs"}, Shards: 2, Durable: true,
+	})
+	ctx := ctxT(t)
+	set := flag.NewFlagSet("test", flag.ContinueOnError)
+	f := addConnFlags(set)
+	require.NoError(t, set.Parse(tb.args("--stream", "jobs")))
+	require.NoError(t, f.check(set))
+	c, err := f.dial(ctx, nil)
+	require.NoError(t, err)
+	defer c.Close()
+	p, err := c.NewPublisher(ctx, "default", "jobs")
+	require.NoError(t, err)
+	for sh, job := range []string{"a", "b"} {
+		require.NoError(t, p.PublishShardAsync(uint32(sh), [][]byte{[]byte(job)}).Wait(ctx))
+	}
+	r := runQueueT(t, tb.args("--stream", "jobs", "--group", "g", "--count", "2", "--ack")...)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	slices.Sort(lines)
+	require.Equal(t, []string{"0 0 0 a", "1 0 0 b"}, lines)
 }
 
 func TestQueueConsumeErrors(t *testing.T) {

@@ -169,8 +169,9 @@ Scenarios (--scenario; pubsub is everything above):
   roster   --members N joined (64 per connection), then a late joiner's watch
            until its snapshot is complete, --count times; its size must be N
   queue    --count records of --payload bytes published to a fresh durable
-           single-shard stream, drained by --consumers K of one group with
-           batched AckAsync; every record acked once (redeliveries counted)
+           stream of --shards shards, drained by --consumers K of one group
+           with batched AckAsync; every record acked once (redeliveries
+           counted)
 Cache, counter and watch use --cache (created with --create, --durable
 --fsync honoured); roster and queue names are fresh each round.
 

@@ -12,20 +12,21 @@ import (
 )
 
 // The queue scenario: --count records of --payload bytes are published to
-// a fresh durable single-shard stream (named for the round, so offsets are
-// 0..count-1 and nothing of an earlier round is drained), then --consumers
-// members of one group drain it, each on its own connection. A consumer
-// acks with AckAsync in batches (whatever arrived while it was acking, at
-// most ackBatch), so acks never wait for the group position's fsync; once
-// every record is acked each consumer sends one synchronous Ack of its last
-// offset, which the broker answers only when the group position including
-// everything that consumer acked is durable. The drain rate runs from the
-// Consume calls to the last of those answers. --warmup does not apply: the
-// drain is measured whole.
+// a fresh durable stream of --shards shards (named for the round, so each
+// shard's offsets start at 0 and nothing of an earlier round is drained;
+// with several shards the publish batches go to the shards in turn), then
+// --consumers members of one group drain it, each on its own connection. A
+// consumer acks with AckAsync in batches (whatever arrived while it was
+// acking, at most ackBatch), so acks never wait for the group position's
+// fsync; once every record is acked each consumer sends one synchronous Ack
+// of its last record of each shard, which the broker answers only when each
+// shard's group position including everything that consumer acked is
+// durable. The drain rate runs from the Consume calls to the last of those
+// answers. --warmup does not apply: the drain is measured whole.
 //
-// Accounting: every offset must be acked; an offset acked twice must be
+// Accounting: every record must be acked; a record acked twice must be
 // explained by a redelivery (at-least-once), redeliveries are counted; and
-// the broker's group position must end at count.
+// the broker's group positions, summed over the shards, must end at count.
 
 const (
 	ackBatch     = 32 // half the broker's default max_inflight (64): delivery goes on while acks travel
@@ -36,7 +37,8 @@ const (
 // queueState is what the consumers share.
 type queueState struct {
 	n            int64
-	acks         []atomic.Uint32 // per offset: acks sent
+	layout       shardLayout
+	acks         []atomic.Uint32 // per record (layout.index): acks sent
 	distinct     atomic.Int64
 	redeliveries atomic.Uint64
 	foreign      atomic.Uint64 // offsets past n: not this round's
@@ -46,12 +48,43 @@ type queueState struct {
 
 func (s *queueState) stop() { s.finishOnce.Do(func() { close(s.finish) }) }
 
+// shardLayout says how many records the round published to each shard:
+// base[i] is the index of shard i's offset 0 among all records.
+type shardLayout struct {
+	count []int64
+	base  []int64
+}
+
+// layoutFor splits n records over shards the way publishRecords sends
+// them: batches of batch records, to the shards in turn.
+func layoutFor(n int64, batch, shards int) shardLayout {
+	l := shardLayout{count: make([]int64, shards), base: make([]int64, shards)}
+	for sent, i := int64(0), 0; sent < n; i++ {
+		k := min(int64(batch), n-sent)
+		l.count[i%shards] += k
+		sent += k
+	}
+	for i := 1; i < shards; i++ {
+		l.base[i] = l.base[i-1] + l.count[i-1]
+	}
+	return l
+}
+
+// index is r's position among all records, or -1 when r is not one of
+// this round's.
+func (l shardLayout) index(r client.QueueRef) int64 {
+	if int(r.Shard) >= len(l.count) || int64(r.Offset) >= l.count[r.Shard] {
+		return -1
+	}
+	return l.base[r.Shard] + int64(r.Offset)
+}
+
 // consumer is one member; its plain fields belong to its goroutine.
 type consumer struct {
 	id   int
 	c    *client.Client
 	q    *client.QueueConsumer
-	last int64 // last offset acked; -1 none
+	last map[uint32]client.QueueRef // per shard: last record acked
 	done time.Time
 	err  error
 }
@@ -68,7 +101,7 @@ func publishRecords(ctx context.Context, cfg *Config, stream string) (*opHist, t
 	if err != nil {
 		return nil, 0, fmt.Errorf("publisher: %w", err)
 	}
-	batch := max(1, min(publishBatch, (1<<20)/max(cfg.Payload, 1)))
+	batch := publishBatchFor(cfg)
 	payloads := make([][]byte, batch)
 	for i := range payloads {
 		payloads[i] = make([]byte, cfg.Payload)
@@ -88,9 +121,15 @@ func publishRecords(ctx context.Context, cfg *Config, stream string) (*opHist, t
 		}
 		errc <- first
 	}()
-	for sent := int64(0); sent < cfg.Count && ctx.Err() == nil; {
+	for sent, i := int64(0), 0; sent < cfg.Count && ctx.Err() == nil; i++ {
 		n := min(int64(batch), cfg.Count-sent)
-		pending <- p.PublishAsync(payloads[:n]) // the payloads are copied before it returns
+		// The payloads are copied before either returns. One shard needs
+		// no shard-addressed publish (nor the broker's CapShard).
+		if cfg.Shards > 1 {
+			pending <- p.PublishShardAsync(uint32(i%cfg.Shards), payloads[:n])
+		} else {
+			pending <- p.PublishAsync(payloads[:n])
+		}
 		sent += n
 	}
 	close(pending)
@@ -98,6 +137,12 @@ func publishRecords(ctx context.Context, cfg *Config, stream string) (*opHist, t
 		return nil, 0, fmt.Errorf("publish: %w", err)
 	}
 	return h, time.Since(start), p.Close(ctx)
+}
+
+// publishBatchFor is the records per publish: publishBatch, or fewer so a
+// batch stays within 1 MiB.
+func publishBatchFor(cfg *Config) int {
+	return max(1, min(publishBatch, (1<<20)/max(cfg.Payload, 1)))
 }
 
 // run receives and acks until the state finishes, then sends its final
@@ -120,7 +165,7 @@ func (cs *consumer) run(e *scenarioEnv, s *queueState) {
 			}
 		}
 	}()
-	batch := make([]uint64, 0, ackBatch)
+	batch := make([]client.QueueRef, 0, ackBatch)
 	for {
 		select {
 		case <-s.finish:
@@ -149,32 +194,37 @@ func (cs *consumer) run(e *scenarioEnv, s *queueState) {
 }
 
 // take adds m to the batch to ack (unless it is not this round's).
-func (cs *consumer) take(s *queueState, m client.QueueMessage, batch []uint64) []uint64 {
+func (cs *consumer) take(s *queueState, m client.QueueMessage, batch []client.QueueRef) []client.QueueRef {
 	if m.Redeliveries > 0 {
 		s.redeliveries.Add(1)
 	}
-	if int64(m.Offset) >= s.n {
+	if s.layout.index(m.Ref()) < 0 {
 		s.foreign.Add(1)
 		return batch
 	}
-	return append(batch, m.Offset)
+	return append(batch, m.Ref())
 }
 
 // count books acks sent; the last distinct one finishes the drain.
-func (cs *consumer) count(s *queueState, batch []uint64) {
-	for _, off := range batch {
-		if s.acks[off].Add(1) == 1 && s.distinct.Add(1) == s.n {
+func (cs *consumer) count(s *queueState, batch []client.QueueRef) {
+	for _, r := range batch {
+		if s.acks[s.layout.index(r)].Add(1) == 1 && s.distinct.Add(1) == s.n {
 			s.stop()
 		}
-		cs.last = int64(off)
+		cs.last[r.Shard] = r
 	}
 }
 
-// finalAck re-acks the consumer's last offset synchronously: acks on one
-// stream are applied in order, so its answer covers every AckAsync before.
+// finalAck re-acks the consumer's last record of each shard synchronously:
+// acks on one stream are applied in order and each shard's group is made
+// durable whole, so the answers cover every AckAsync before.
 func (cs *consumer) finalAck(e *scenarioEnv) {
-	if cs.last >= 0 {
-		if err := cs.q.Ack(e.opCtx, uint64(cs.last)); err != nil && cs.err == nil {
+	if len(cs.last) > 0 {
+		refs := make([]client.QueueRef, 0, len(cs.last))
+		for _, r := range cs.last {
+			refs = append(refs, r)
+		}
+		if err := cs.q.Ack(e.opCtx, refs...); err != nil && cs.err == nil {
 			cs.err = fmt.Errorf("final ack: %w", err)
 		}
 	}
@@ -193,7 +243,7 @@ func queueRound(ctx context.Context, e *scenarioEnv) (ScenarioRound, error) {
 		return ScenarioRound{}, errors.New("the queue scenario creates a fresh stream each round: pass --admin")
 	}
 	stream := fmt.Sprintf("lg%04x-queue-%dB", e.tag, cfg.Payload)
-	spec := streamSpec{Tenant: cfg.Tenant, Namespace: cfg.Namespace, Stream: stream, Shards: 1, Durable: true, Fsync: cfg.Fsync}
+	spec := streamSpec{Tenant: cfg.Tenant, Namespace: cfg.Namespace, Stream: stream, Shards: cfg.Shards, Durable: true, Fsync: cfg.Fsync}
 	if _, err := a.create(ctx, spec); err != nil {
 		return ScenarioRound{}, err
 	}
@@ -202,7 +252,8 @@ func queueRound(ctx context.Context, e *scenarioEnv) (ScenarioRound, error) {
 		return ScenarioRound{}, err
 	}
 	cfg.logf("[round %d] published %s records of %d B to %s in %s\n", e.n, group(uint64(cfg.Count)), cfg.Payload, stream, pubDur.Round(time.Millisecond))
-	s := &queueState{n: cfg.Count, acks: make([]atomic.Uint32, cfg.Count), finish: make(chan struct{})}
+	s := &queueState{n: cfg.Count, layout: layoutFor(cfg.Count, publishBatchFor(cfg), cfg.Shards),
+		acks: make([]atomic.Uint32, cfg.Count), finish: make(chan struct{})}
 	cs := make([]*consumer, cfg.Consumers)
 	defer func() {
 		for _, c := range cs {
@@ -213,7 +264,7 @@ func queueRound(ctx context.Context, e *scenarioEnv) (ScenarioRound, error) {
 	}()
 	// Dial first, so the drain's clock does not count TLS handshakes.
 	if err := forEach(len(cs), func(i int) error {
-		cs[i] = &consumer{id: i, last: -1}
+		cs[i] = &consumer{id: i, last: map[uint32]client.QueueRef{}}
 		var err error
 		cs[i].c, err = dial(ctx, cfg, false)
 		return err
@@ -299,7 +350,7 @@ func queueResult(e *scenarioEnv, s *queueState, cs []*consumer, pub *opHist, pub
 	if d := end.Sub(e.start); d > 0 {
 		drain.Seconds, drain.PerS = d.Seconds(), float64(drain.Count)/d.Seconds()
 	}
-	publish := OpResult{Op: fmt.Sprintf("publish (set-up, %d per ack)", min(publishBatch, (1<<20)/max(e.cfg.Payload, 1))),
+	publish := OpResult{Op: fmt.Sprintf("publish (set-up, %d per ack)", publishBatchFor(e.cfg)),
 		Count: uint64(s.n), Seconds: pubDur.Seconds(), PerS: float64(s.n) / pubDur.Seconds(), Latency: pub.hist.Summary()}
 	r.Ops = []OpResult{drain, publish}
 	r.MeasuredSeconds = drain.Seconds
@@ -316,8 +367,8 @@ func queueResult(e *scenarioEnv, s *queueState, cs []*consumer, pub *opHist, pub
 	return r
 }
 
-// groupCommitted reads the group's committed offset from the broker's
-// stats; false when unavailable.
+// groupCommitted reads the group's committed offsets from the broker's
+// stats, summed over the shards (one entry each); false when unavailable.
 func groupCommitted(ctx context.Context, a *admin, cfg *Config, stream string) (uint64, bool) {
 	var stats struct {
 		QueueGroups []struct {
@@ -330,10 +381,12 @@ func groupCommitted(ctx context.Context, a *admin, cfg *Config, stream string) (
 		return 0, false
 	}
 	want := cfg.Tenant + "/" + cfg.Namespace + "/" + stream
+	var sum uint64
+	found := false
 	for _, g := range stats.QueueGroups {
 		if g.Stream == want && g.Group == "loadgen" {
-			return g.Committed, true
+			sum, found = sum+g.Committed, true
 		}
 	}
-	return 0, false
+	return sum, found
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/felixmq/felix/broker"
+	"github.com/felixmq/felix/client"
 )
 
 // Issue 7, queues: K consumers of one group drain a durable on_commit
@@ -25,6 +26,27 @@ func TestQueueScenarioAcksEveryRecordOnce(t *testing.T) {
 			require.Zero(t, r.Counts["foreign records"])
 		})
 	}
+}
+
+// With --shards the records go to every shard and the group drains them
+// all; the group positions, summed over the shards, end at the count.
+func TestQueueScenarioOverShards(t *testing.T) {
+	tb := startBroker(t, broker.Config{DataDir: t.TempDir()})
+	res := runScenarioT(t, tb, "--scenario", "queue", "--shards", "3", "--consumers", "2", "--count", "500")
+	r := res.Rounds[0]
+	require.Equal(t, 3, res.Config.Shards)
+	require.EqualValues(t, 500, op(t, r, "drain").Count)
+	require.Len(t, r.Checks, 3)
+	require.Zero(t, r.Counts["foreign records"])
+}
+
+func TestQueueLayoutFollowsThePublishBatches(t *testing.T) {
+	l := layoutFor(500, 64, 3) // batches 64 ×7 + 52 in turn: 0,3,6 | 1,4,7 (the 52) | 2,5
+	require.Equal(t, []int64{192, 180, 128}, l.count)
+	require.Equal(t, []int64{0, 192, 372}, l.base)
+	require.EqualValues(t, 372+127, l.index(client.QueueRef{Shard: 2, Offset: 127}))
+	require.EqualValues(t, -1, l.index(client.QueueRef{Shard: 2, Offset: 128}))
+	require.EqualValues(t, -1, l.index(client.QueueRef{Shard: 3}))
 }
 
 func TestQueueScenarioNeedsADurableBroker(t *testing.T) {

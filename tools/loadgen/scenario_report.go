@@ -73,7 +73,11 @@ func scenarioHeadline(c scenarioConfig) string {
 	case "roster":
 		return fmt.Sprintf("%s members, late joiner %s", group(uint64(c.Members)), bound)
 	case "queue":
-		return fmt.Sprintf("%d B payloads on a %s single-shard stream, %s, %s", *c.Payload, dur, plural(c.Consumers, "consumer"), bound)
+		shards := "single-shard"
+		if c.Shards > 1 {
+			shards = fmt.Sprintf("%d-shard", c.Shards)
+		}
+		return fmt.Sprintf("%d B payloads on a %s %s stream, %s, %s", *c.Payload, dur, shards, plural(c.Consumers, "consumer"), bound)
 	}
 	return c.Scenario
 }

@@ -33,6 +33,7 @@ type scenarioConfig struct {
 	Watchers  int     `json:"watchers,omitempty"`
 	Members   int     `json:"members,omitempty"`
 	Consumers int     `json:"consumers,omitempty"`
+	Shards    int     `json:"shards,omitempty"` // queue: shards of the stream drained
 	Payload   *int    `json:"payload_bytes,omitempty"`
 	Rate      float64 `json:"rate_per_s,omitempty"`
 	Duration  string  `json:"duration,omitempty"`
@@ -59,7 +60,7 @@ func scenarioReportConfig(c *Config) scenarioConfig {
 	case "roster":
 		r.Members = c.Members
 	case "queue":
-		r.Consumers, r.Payload = c.Consumers, &c.Payload
+		r.Consumers, r.Payload, r.Shards = c.Consumers, &c.Payload, c.Shards
 	}
 	return r
 }
