@@ -277,3 +277,36 @@ func TestClusterRefusesShardsNotPlacedYet(t *testing.T) {
 	require.NoError(t, pub.PublishShardAsync(1, [][]byte{[]byte("placed")}).Wait(ctx))
 	refused(2, "not in placement version 3 yet")
 }
+
+// TestClusterQueueMembersServeTheirOwnersShards: in cluster mode a consumer
+// group's records are in each shard owner's log, so a member takes only the
+// shards its broker owns; acking a shard of another broker is refused
+// not_owner, and a broker owning none of the stream refuses the member.
+func TestClusterQueueMembersServeTheirOwnersShards(t *testing.T) {
+	jobs := broker.StreamSpec{StreamKey: broker.StreamKey{Tenant: "t1", Namespace: "default", Stream: "jobs"},
+		Shards: 2, Durable: true, Fsync: "on_commit"}
+	nodes, _ := startCluster(t, []string{"b1", "b2", "b3"}, []broker.StreamSpec{jobs}, true)
+	p := assign(5, members(nodes), jobs.StreamKey, true, "b1", "b2")
+	for _, n := range nodes {
+		n.b.SetPlacement(p)
+	}
+	ctx := ctxT(t, 20*time.Second)
+	pub, err := nodes[0].h.dial(t).NewPublisher(ctx, "default", "jobs")
+	require.NoError(t, err)
+	for shard := range uint32(2) {
+		require.NoError(t, pub.PublishShardAsync(shard, [][]byte{[]byte(fmt.Sprintf("job-%d", shard))}).Wait(ctx))
+	}
+	for i, n := range nodes[:2] {
+		q, err := n.h.dial(t).Consume(ctx, "default", "jobs", "workers", client.QueueOptions{})
+		require.NoError(t, err)
+		m, err := q.Next(ctx)
+		require.NoError(t, err)
+		require.Equal(t, uint32(i), m.Shard, "%s serves only its own shard", n.id)
+		require.Equal(t, fmt.Sprintf("job-%d", i), string(m.Payload))
+		other := client.QueueRef{Shard: uint32(1 - i), Offset: 0}
+		require.ErrorContains(t, q.Ack(ctx, other), "not_owner")
+		require.NoError(t, q.Ack(ctx, m.Ref()))
+	}
+	_, err = nodes[2].h.dial(t).Consume(ctx, "default", "jobs", "workers", client.QueueOptions{})
+	require.ErrorContains(t, err, "no shard of t1/default/jobs is served by this broker")
+}

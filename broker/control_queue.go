@@ -44,10 +44,14 @@ func (ct *control) queueStreamFor(tenant, ns, stream, group string) (st *stream,
 }
 
 // queueGroup opens group on one shard of st (each shard has a group of its
-// own: state, positions, redelivery).
+// own: state, positions, redelivery). In cluster mode the shard must be
+// this broker's: the records are in its owner's log.
 func (ct *control) queueGroup(st *stream, shard uint32, group string) (*queueGroup, error) {
 	if int64(shard) >= int64(len(st.shards)) {
 		return nil, fmt.Errorf("%w: queue: shard %d not in [0, %d) for %s", ErrInvalidRequest, shard, len(st.shards), st.spec.StreamKey)
+	}
+	if err := ct.c.b.queueShardHere(st.spec.StreamKey, int(shard)); err != nil {
+		return nil, err
 	}
 	k := groupKey{stream: st.spec.StreamKey, shard: shard, group: group}
 	g, err := ct.c.b.groups.get(ct.c.b, k, st.shards[shard])
@@ -57,23 +61,46 @@ func (ct *control) queueGroup(st *stream, shard uint32, group string) (*queueGro
 	return g, nil
 }
 
-// queueGroupsFor opens group on every shard of the stream: a member takes
-// from all of them. It sends the refusal itself, like queueStreamFor.
+// queueGroupsFor opens group on every shard of the stream that this broker
+// serves (all of them outside cluster mode): a member takes from all of
+// them. In cluster mode each owner serves its own shards' records, so a
+// group needs a member on every owner. It sends the refusal itself, like
+// queueStreamFor.
 func (ct *control) queueGroupsFor(tenant, ns, stream, group string) (gs []*queueGroup, keep bool) {
 	st, keep := ct.queueStreamFor(tenant, ns, stream, group)
 	if st == nil {
 		return nil, keep
 	}
-	gs = make([]*queueGroup, len(st.shards))
-	for i := range gs {
+	var lastErr error
+	for i := range st.shards {
+		if lastErr = ct.c.b.queueShardHere(st.spec.StreamKey, i); lastErr != nil {
+			continue
+		}
 		g, err := ct.queueGroup(st, uint32(i), group)
 		if err != nil {
 			ct.fail(err.Error())
 			return nil, true
 		}
-		gs[i] = g
+		gs = append(gs, g)
+	}
+	if len(gs) == 0 {
+		ct.fail(fmt.Sprintf("queue: no shard of %s is served by this broker (%v); connect a member to each owner", st.spec.StreamKey, lastErr))
+		return nil, true
 	}
 	return gs, true
+}
+
+// queueShardHere is nil when this broker serves shard idx of k: always
+// outside cluster mode, else when the placement makes it the owner.
+func (b *Broker) queueShardHere(k StreamKey, idx int) error {
+	r, err := b.routeOf(k, idx)
+	switch {
+	case err != nil:
+		return err
+	case r != nil && !r.self:
+		return notOwner(r)
+	}
+	return nil
 }
 
 // queueConsume makes this connection a member of the group and starts its

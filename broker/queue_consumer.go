@@ -21,8 +21,8 @@ const queueTakeBatch = 64
 
 // queueConsumer is one member of a consumer group on one connection, with
 // its event stream. It is a member of the group on every shard of the
-// stream (groups[i] is shard i's) and pulls records from them in turn,
-// writing them as queue_message frames.
+// stream this broker serves (in shard order) and pulls records from them
+// in turn, writing them as queue_message frames.
 type queueConsumer struct {
 	id          uint64
 	groups      []*queueGroup
@@ -146,8 +146,9 @@ func (c *queueConsumer) wait(waits []<-chan struct{}) error {
 // queue_message frames to wbuf.
 func (c *queueConsumer) encode(readers []*segment.Reader, taken []takenRec, wbuf []byte) ([]byte, error) {
 	for _, t := range taken {
-		g := c.groups[t.shard]
-		payload, err := readRecord(g, &readers[t.shard], t.offset)
+		i := c.groupIndex(t.shard)
+		g := c.groups[i]
+		payload, err := readRecord(g, &readers[i], t.offset)
 		if errors.Is(err, segment.ErrTrimmed) {
 			// Retention removed it before the group got to it: nothing
 			// can deliver it any more, so stop waiting for an ack.
@@ -196,4 +197,15 @@ func readRecord(g *queueGroup, r **segment.Reader, off uint64) ([]byte, error) {
 		return nil, fmt.Errorf("queue: %w: offset %d where %d was due (shard %d)", segment.ErrCorrupt, rec.Offset, off, g.key.shard)
 	}
 	return rec.Payload, nil
+}
+
+// groupIndex is the index in c.groups of shard's group (every shard outside
+// cluster mode, the owned ones in it; few, in shard order).
+func (c *queueConsumer) groupIndex(shard uint32) int {
+	for i, g := range c.groups {
+		if g.key.shard == shard {
+			return i
+		}
+	}
+	panic(fmt.Sprintf("queue: shard %d taken from a group the member is not in", shard))
 }
