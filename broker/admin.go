@@ -179,8 +179,8 @@ func (b *Broker) Stats() Stats {
 		for _, sh := range st.shards {
 			next, first, subs := sh.stats()
 			shs := ShardStats{Shard: sh.id, NextOffset: next, FirstOffset: first, Subscribers: subs}
-			if sh.d != nil {
-				shs.Commit = commitStats(sh.d.seq.Stats())
+			if d := sh.durable(); d != nil {
+				shs.Commit = commitStats(d.seq.Stats())
 			}
 			ss.Shards = append(ss.Shards, shs)
 		}

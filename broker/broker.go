@@ -400,10 +400,11 @@ func (b *Broker) retentionLoop() {
 		case now := <-t.C:
 			for _, st := range b.streams.list() {
 				for _, sh := range st.shards {
-					if sh.d == nil {
+					d := sh.durable()
+					if d == nil {
 						continue
 					}
-					if n, err := sh.d.enforceRetention(now); err != nil {
+					if n, err := d.enforceRetention(now); err != nil {
 						b.log.Error("retention failed", "stream", st.spec.String(), "shard", sh.id, "err", err)
 					} else if n > 0 {
 						b.log.Info("retention removed segments", "stream", st.spec.String(), "shard", sh.id, "segments", n)

@@ -103,17 +103,43 @@ func newPlacementView(p *cluster.Placement, self string) *placementView {
 	return v
 }
 
-// SetPlacement switches the broker to cluster mode with placement p, in
-// which it is the member Config.NodeID; nil returns to single-broker mode
-// (it owns every shard). Requests already routed finish where they went.
+// SetPlacement puts placement p in force, in which this broker is the
+// member Config.NodeID; nil removes it (without NodeID the broker then owns
+// every shard, with it none until the next placement). The logs of the
+// durable shards p gives this broker are opened first. Requests already
+// routed finish where they went.
 func (b *Broker) SetPlacement(p *cluster.Placement) {
 	if p == nil {
 		b.placement.Store(nil)
 		return
 	}
 	v := newPlacementView(p, b.cfg.NodeID)
+	b.openOwned(v)
 	b.placement.Store(v)
 	b.log.Info("placement applied", "version", v.version, "node", b.cfg.NodeID, "shards_owned", v.owned)
+}
+
+// openOwned opens the logs of the durable shards v makes this broker's, so
+// that they are ready when v is in force (recovery can take a while). A
+// cluster broker opens no other durable shard: their records live on their
+// owners. A log that fails to open is retried, and its error returned, by
+// the first request for the shard; a stream not registered yet opens on
+// first use.
+func (b *Broker) openOwned(v *placementView) {
+	for k, rs := range v.streams {
+		st, err := b.streams.lookup(k)
+		if err != nil || !st.spec.Durable {
+			continue
+		}
+		for i, r := range rs {
+			if r == nil || !r.self || i >= len(st.shards) {
+				continue
+			}
+			if _, err := st.shards[i].ensureDurable(); err != nil {
+				b.log.Error("owned durable shard cannot open", "stream", k.String(), "shard", i, "err", err)
+			}
+		}
+	}
 }
 
 // PlacementVersion is the version of the placement in force, 0 in

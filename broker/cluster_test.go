@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"github.com/felixmq/felix/cluster"
 	"github.com/felixmq/felix/internal/devtls"
 	"github.com/felixmq/felix/internal/forward"
+	"github.com/felixmq/felix/segment"
 	"github.com/felixmq/felix/udp"
 	"github.com/felixmq/felix/wire"
 )
@@ -23,9 +26,10 @@ import (
 // clusterNode is one broker of an in-process cluster: real QUIC on
 // 127.0.0.1, a shared certificate (the cluster's CA) and a forwarder.
 type clusterNode struct {
-	id string
-	b  *broker.Broker
-	h  *harness
+	id      string
+	b       *broker.Broker
+	h       *harness
+	dataDir string // "" without one
 }
 
 // startCluster starts one broker per id, all serving streams, and gives
@@ -69,7 +73,7 @@ func startClusterCfg(t testing.TB, ids []string, streams []broker.StreamSpec, da
 			<-h.served
 			pc.Close()
 		})
-		nodes = append(nodes, &clusterNode{id: id, b: b, h: h})
+		nodes = append(nodes, &clusterNode{id: id, b: b, h: h, dataDir: cfg.DataDir})
 	}
 	return nodes, clientTLS
 }
@@ -309,4 +313,42 @@ func TestClusterQueueMembersServeTheirOwnersShards(t *testing.T) {
 	}
 	_, err = nodes[2].h.dial(t).Consume(ctx, "default", "jobs", "workers", client.QueueOptions{})
 	require.ErrorContains(t, err, "no shard of t1/default/jobs is served by this broker")
+}
+
+// TestClusterOpensOnlyOwnedDurableLogs: a cluster broker keeps no log for
+// durable shards other brokers own (each would preallocate a whole segment,
+// 256 MiB by default, for records that live elsewhere): none before its
+// first placement, then only its own; the other shard's records are
+// forwarded to and served by their owner.
+func TestClusterOpensOnlyOwnedDurableLogs(t *testing.T) {
+	logs := broker.StreamSpec{StreamKey: broker.StreamKey{Tenant: "t1", Namespace: "default", Stream: "logs"},
+		Shards: 2, Durable: true, Fsync: "on_commit"}
+	nodes, _ := startCluster(t, []string{"b1", "b2"}, []broker.StreamSpec{logs}, true)
+	shardDir := func(n *clusterNode, shard int) string {
+		return filepath.Join(n.dataDir, segment.ShardDirName("t1", "default", "logs", uint32(shard)))
+	}
+	exists := func(path string) bool { _, err := os.Stat(path); return err == nil }
+	for _, n := range nodes {
+		for shard := range 2 {
+			require.False(t, exists(shardDir(n, shard)), "%s opened shard %d before any placement", n.id, shard)
+		}
+	}
+	p := assign(2, members(nodes), logs.StreamKey, true, "b1", "b2")
+	for _, n := range nodes {
+		n.b.SetPlacement(p)
+	}
+	for i, n := range nodes {
+		require.True(t, exists(shardDir(n, i)), "%s did not open its own shard %d", n.id, i)
+		require.False(t, exists(shardDir(n, 1-i)), "%s opened shard %d of the other broker", n.id, 1-i)
+	}
+	ctx := ctxT(t, 20*time.Second)
+	sub, err := nodes[1].h.dial(t).Subscribe(ctx, "default", "logs", client.SubscribeOptions{Shard: 1})
+	require.NoError(t, err)
+	pub, err := nodes[0].h.dial(t).NewPublisher(ctx, "default", "logs")
+	require.NoError(t, err)
+	require.NoError(t, pub.PublishShardAsync(1, [][]byte{[]byte("kept by b2")}).Wait(ctx))
+	ev, err := sub.Next(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "kept by b2", string(ev.Payload))
+	require.False(t, exists(shardDir(nodes[0], 1)))
 }

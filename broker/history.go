@@ -40,7 +40,7 @@ func (w *eventWriter) writeHistory() error {
 // historySpan writes records from off on, up to readerSpan bytes, through
 // one log reader, and returns where it stopped.
 func (w *eventWriter) historySpan(off, to uint64) (uint64, error) {
-	r, err := w.s.sh.d.log.NewReader(off)
+	r, err := w.s.sh.durable().log.NewReader(off) // attach opened it
 	if err != nil {
 		return off, err
 	}

@@ -103,8 +103,8 @@ func (b *Broker) durableLogs() []*durableLog {
 	var out []*durableLog
 	for _, st := range b.streams.list() {
 		for _, sh := range st.shards {
-			if sh.d != nil {
-				out = append(out, sh.d.durableLog)
+			if d := sh.durable(); d != nil {
+				out = append(out, d.durableLog)
 			}
 		}
 	}

@@ -183,7 +183,7 @@ func readRecord(g *queueGroup, r **segment.Reader, off uint64) ([]byte, error) {
 		*r = nil
 	}
 	if *r == nil {
-		nr, err := g.sh.d.log.NewReader(off)
+		nr, err := g.sh.durable().log.NewReader(off) // openGroup opened it
 		if err != nil {
 			return nil, err
 		}

@@ -101,9 +101,13 @@ func openGroup(b *Broker, k groupKey, sh *shard) (*queueGroup, error) {
 	if err != nil {
 		return nil, err
 	}
+	d, err := sh.ensureDurable()
+	if err != nil {
+		return nil, err
+	}
 	g := &queueGroup{b: b, key: k, sh: sh, path: path, loadedDelivered: st.Delivered,
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
-	if first := sh.d.log.First(); st.Committed < first {
+	if first := d.log.First(); st.Committed < first {
 		// Retention removed records the group never acked: they cannot be
 		// delivered any more. Say so once and start at the oldest record.
 		b.log.Warn("queue group position below the log's retention; skipping trimmed records",

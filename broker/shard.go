@@ -29,7 +29,14 @@ type shard struct {
 	b  *Broker
 	st *stream
 	id int
-	d  *durable // nil for an ephemeral shard
+	// d is the durable storage of a durable shard, nil until opened
+	// (openDurable): at creation outside cluster mode, else once the
+	// placement makes this broker the owner (SetPlacement, or the first
+	// use after a failed open), so that a cluster broker keeps no log for
+	// the shards other brokers own. durable and ensureDurable read it.
+	d      atomic.Pointer[durable]
+	openMu sync.Mutex // serialises opening d; closed is guarded by it
+	closed bool
 	// bytesIn counts the payload bytes of accepted publishes (load.go).
 	bytesIn atomic.Uint64
 	mu      struct {
@@ -49,15 +56,42 @@ type shard struct {
 func newShard(b *Broker, st *stream, id int) (*shard, error) {
 	sh := &shard{b: b, st: st, id: id}
 	sh.mu.ring.capacity = b.cfg.RingEvents
-	if st.spec.Durable {
-		d, err := openDurable(b, st.spec, id)
-		if err != nil {
+	if st.spec.Durable && b.cfg.NodeID == "" {
+		if _, err := sh.ensureDurable(); err != nil {
 			return nil, err
 		}
-		sh.d = d
-		sh.mu.next = d.log.Next()
 	}
 	return sh, nil
+}
+
+// durable is the shard's durable storage, nil for an ephemeral shard and
+// for a durable one not opened yet.
+func (sh *shard) durable() *durable { return sh.d.Load() }
+
+// ensureDurable opens a durable shard's log if it is not open yet. Its tail
+// becomes the shard's next offset before any publish or subscriber can use
+// the shard (they call it first).
+func (sh *shard) ensureDurable() (*durable, error) {
+	if d := sh.d.Load(); d != nil {
+		return d, nil
+	}
+	sh.openMu.Lock()
+	defer sh.openMu.Unlock()
+	if d := sh.d.Load(); d != nil {
+		return d, nil
+	}
+	if sh.closed {
+		return nil, ErrDraining
+	}
+	d, err := openDurable(sh.b, sh.st.spec, sh.id)
+	if err != nil {
+		return nil, err
+	}
+	sh.mu.Lock()
+	sh.mu.next = d.log.Next()
+	sh.mu.Unlock()
+	sh.d.Store(d)
+	return d, nil
 }
 
 // encode lays payloads out as one shared event batch frame with a zero base
@@ -109,8 +143,14 @@ func (sh *shard) publish(admit context.Context, payloads [][]byte, done func(uin
 		done(0, err)
 		return
 	}
-	if sh.d != nil {
-		sh.d.publish(sh, buf, payloads, done)
+	if sh.st.spec.Durable {
+		d, err := sh.ensureDurable()
+		if err != nil {
+			buf.Release()
+			done(0, err)
+			return
+		}
+		d.publish(sh, buf, payloads, done)
 		return
 	}
 	sh.mu.Lock()
@@ -195,13 +235,20 @@ func (sh *shard) admit(ctx context.Context, events int) error {
 // and ring buffers. Registration and the replay bounds are fixed under one
 // lock, so replay and the live queue meet with no gap and no duplicate.
 func (sh *shard) attach(sub *subscription, start wire.Start, hasStart bool) error {
+	var d *durable
+	if sh.st.spec.Durable {
+		var err error
+		if d, err = sh.ensureDurable(); err != nil {
+			return err
+		}
+	}
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	next := sh.mu.next
 	ringFirst := sh.mu.ring.first(next)
 	first := ringFirst
-	if sh.d != nil {
-		first = min(sh.d.log.First(), ringFirst)
+	if d != nil {
+		first = min(d.log.First(), ringFirst)
 	}
 	from := next
 	if hasStart {
@@ -245,9 +292,12 @@ func (sh *shard) stats() (next, first uint64, subs int) {
 
 // close ends the shard: a durable one gets its final sync first.
 func (sh *shard) close() error {
+	sh.openMu.Lock()
+	sh.closed = true
+	sh.openMu.Unlock()
 	var err error
-	if sh.d != nil {
-		err = sh.d.close()
+	if d := sh.durable(); d != nil {
+		err = d.close()
 	}
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
