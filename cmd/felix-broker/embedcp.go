@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/felixmq/felix/auth"
+	"github.com/felixmq/felix/broker"
 	"github.com/felixmq/felix/controlplane"
 	"github.com/felixmq/felix/internal/devdir"
 	"github.com/felixmq/felix/internal/knob"
@@ -166,6 +168,45 @@ func (e *embeddedCP) mint() (string, error) {
 	return tok, err
 }
 
+// register creates the start-up streams and caches (FELIX_STREAMS,
+// FELIX_CACHES) in the embedded control plane, with their tenants and
+// namespaces, so that they are in its catalog (`felix admin stream list`
+// shows them) and reach the broker through the feed like any other.
+// Existing ones are left as they are.
+func (e *embeddedCP) register(streams []broker.StreamSpec, caches []broker.CacheSpec) error {
+	var reqs [][2]string // path, body
+	scope := func(tenant, ns string) string {
+		reqs = append(reqs,
+			[2]string{"/v1/tenants", jsonBody(map[string]any{"tenant": tenant})},
+			[2]string{"/v1/tenants/" + tenant + "/namespaces", jsonBody(map[string]any{"tenant": tenant, "namespace": ns})})
+		return "/v1/tenants/" + tenant + "/namespaces/" + ns
+	}
+	for _, s := range streams {
+		p := scope(s.Tenant, s.Namespace) + "/streams"
+		reqs = append(reqs, [2]string{p, jsonBody(controlplane.Stream{Tenant: s.Tenant, Namespace: s.Namespace, Stream: s.Stream,
+			Shards: s.Shards, Durable: s.Durable, Fsync: s.Fsync})})
+	}
+	for _, c := range caches {
+		p := scope(c.Tenant, c.Namespace) + "/caches"
+		reqs = append(reqs, [2]string{p, jsonBody(controlplane.Cache{Tenant: c.Tenant, Namespace: c.Namespace, Cache: c.Cache,
+			Durable: c.Durable, Fsync: c.Fsync, MaxEntries: int64(c.MaxEntries), MaxBytes: c.MaxBytes})})
+	}
+	for _, r := range reqs {
+		if err := e.post(r[0], r[1]); err != nil && !errors.Is(err, errExists) {
+			return fmt.Errorf("embedded control plane: %w", err)
+		}
+	}
+	return nil
+}
+
+func jsonBody(v any) string {
+	b, _ := json.Marshal(v) // maps and model structs always marshal
+	return string(b)
+}
+
+// errExists is a create answered 409: the resource is there already.
+var errExists = errors.New("already exists")
+
 func (e *embeddedCP) post(path, body string) error {
 	req, err := http.NewRequest(http.MethodPost, e.url+path, strings.NewReader(body))
 	if err != nil {
@@ -179,7 +220,11 @@ func (e *embeddedCP) post(path, body string) error {
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusCreated {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("POST %s: HTTP %d: %s", path, resp.StatusCode, strings.TrimSpace(string(msg)))
+		err := fmt.Errorf("POST %s: HTTP %d: %s", path, resp.StatusCode, strings.TrimSpace(string(msg)))
+		if resp.StatusCode == http.StatusConflict {
+			err = fmt.Errorf("%w: %w", errExists, err)
+		}
+		return err
 	}
 	return nil
 }

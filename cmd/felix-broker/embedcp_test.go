@@ -78,6 +78,14 @@ func TestMakeRunEmbeddedControlPlane(t *testing.T) {
 	require.Contains(t, stderr, "auth")
 	require.Contains(t, stderr, "malformed")
 
+	// The start-up stream and cache are in the control plane's catalog.
+	code, out, stderr = felix("admin", "stream", "list", "--tenant", "t1", "--namespace", "default")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, `"demo"`)
+	code, out, stderr = felix("admin", "cache", "list", "--tenant", "t1", "--namespace", "default")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, `"demo"`)
+
 	code, out, stderr = felix("admin", "stream", "create", "orders", "--tenant", "t1", "--namespace", "default")
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, out, `"orders"`)

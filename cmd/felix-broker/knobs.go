@@ -48,9 +48,9 @@ var knobEmbeddedCP = registry.String("FELIX_EMBEDDED_CONTROLPLANE_BIND", "127.0.
 // Streams, caches, shards, ring.
 var (
 	knobStreams = registry.String("FELIX_STREAMS", "t1/default/demo:1", "comma list of tenant/namespace/stream[:shards[:fsync]], or empty",
-		"streams created at start-up (more through POST /v1/streams); an fsync mode (on_commit|periodic|never) makes one durable", checkStreamList)
+		"streams created at start-up (more through POST /v1/streams), in the embedded control plane too when it runs; ignored in cluster mode (create them at the control plane); an fsync mode (on_commit|periodic|never) makes one durable", checkStreamList)
 	knobCaches = registry.String("FELIX_CACHES", "t1/default/demo", "comma list of tenant/namespace/cache[:fsync], or empty",
-		"caches created at start-up (more through POST /v1/caches); an fsync mode (on_commit|periodic|never) makes one durable", checkCacheList)
+		"caches created at start-up (more through POST /v1/caches), in the embedded control plane too when it runs; an fsync mode (on_commit|periodic|never) makes one durable", checkCacheList)
 	knobRingEvents = registry.Int("FELIX_STREAM_RING_EVENTS", 1024, 0, 1<<24,
 		"recent events each shard keeps in memory for subscribers starting in the past")
 	knobMaxFrameBytes = registry.Bytes("FELIX_MAX_FRAME_BYTES", 16<<20, 1<<10, 1<<30,

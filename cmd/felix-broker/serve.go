@@ -59,12 +59,25 @@ func serve(ctx context.Context, vals *knob.Values, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", errConfig, err)
 	}
+	specs, _ := parseStreamList(knobStreams.Get(vals)) // validated by the registry
+	caches, _ := parseCacheList(knobCaches.Get(vals))  // validated by the registry
+	if emb != nil {
+		if err := emb.register(specs, caches); err != nil {
+			return err
+		}
+	}
 	if cps != nil {
 		if err := cps.start(ctx, b); err != nil {
 			return err
 		}
 	}
-	specs, _ := parseStreamList(knobStreams.Get(vals)) // validated by the registry
+	if node != nil && len(specs) > 0 {
+		// A stream only this broker knows is never placed, so a cluster
+		// broker would refuse it (owner_unavailable); streams belong to
+		// the control plane.
+		log.Warn("FELIX_STREAMS ignored in cluster mode: create streams at the control plane", "streams", knobStreams.Get(vals))
+		specs = nil
+	}
 	for _, s := range specs {
 		// A durable stream from an earlier run was reopened from the data
 		// directory's catalog already.
@@ -72,7 +85,6 @@ func serve(ctx context.Context, vals *knob.Values, log *slog.Logger) error {
 			return fmt.Errorf("%w: FELIX_STREAMS: %v", errConfig, err)
 		}
 	}
-	caches, _ := parseCacheList(knobCaches.Get(vals)) // validated by the registry
 	for _, s := range caches {
 		if err := b.CreateCache(s); err != nil && !errors.Is(err, broker.ErrCacheExists) {
 			return fmt.Errorf("%w: FELIX_CACHES: %v", errConfig, err)
