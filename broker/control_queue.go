@@ -53,6 +53,11 @@ func (ct *control) queueGroup(st *stream, shard uint32, group string) (*queueGro
 	if err := ct.c.b.queueShardHere(st.spec.StreamKey, int(shard)); err != nil {
 		return nil, err
 	}
+	// Open (and recover) the log here, not under the broker-wide group
+	// set's lock in openGroup, which every ack takes.
+	if _, err := st.shards[shard].ensureDurable(); err != nil {
+		return nil, fmt.Errorf("queue: %w", err)
+	}
 	k := groupKey{stream: st.spec.StreamKey, shard: shard, group: group}
 	g, err := ct.c.b.groups.get(ct.c.b, k, st.shards[shard])
 	if err != nil {
@@ -70,6 +75,11 @@ func (ct *control) queueGroupsFor(tenant, ns, stream, group string) (gs []*queue
 	st, keep := ct.queueStreamFor(tenant, ns, stream, group)
 	if st == nil {
 		return nil, keep
+	}
+	if len(st.shards) > 1 && !wire.Supports(ct.peer, wire.CapQueueShards) {
+		ct.fail(fmt.Sprintf("%v: queue: stream %s has %d shards; a client without capability 0x%04x (multi-shard queues) needs a single-shard stream",
+			ErrInvalidRequest, st.spec.StreamKey, len(st.shards), uint16(wire.CapQueueShards)))
+		return nil, true
 	}
 	var lastErr error
 	for i := range st.shards {

@@ -375,3 +375,17 @@ func committed(h *harness, stream string, shard uint32) uint64 {
 	}
 	return 0
 }
+
+// A client that does not advertise multi-shard queues (capability 0x2000),
+// as clients from before them, is refused on a stream of several shards
+// with the old message: it would drop every record's shard and could ack
+// none of them. On a single-shard stream it is served as before.
+func TestQueueShardsNeedTheCapability(t *testing.T) {
+	h := serveBroker(t, broker.Config{DataDir: t.TempDir()}, shardedSpec("jobs", "periodic", 3), shardedSpec("one", "periodic", 1))
+	ctx := ctxT(t, 30*time.Second)
+	old := h.dialWith(t, client.Config{Flags: wire.KnownCapabilities &^ wire.CapQueueShards})
+	_, err := old.Consume(ctx, "default", "jobs", "g", client.QueueOptions{})
+	require.ErrorContains(t, err, "has 3 shards; a client without capability 0x2000 (multi-shard queues) needs a single-shard stream")
+	_, err = old.Consume(ctx, "default", "one", "g", client.QueueOptions{})
+	require.NoError(t, err)
+}

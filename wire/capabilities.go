@@ -60,11 +60,16 @@ const (
 	// KnownCapabilities (an ordinary client must not claim it); brokers
 	// advertise it in ServerFlags to say they honour it.
 	CapForwarded Flags = 0x1000
+	// CapQueueShards: the peer speaks multi-shard consumer groups (the
+	// shard field of queue_message, queue_ack and queue_nack). A broker
+	// refuses queue_consume on a stream of more than one shard to a peer
+	// without it: such a client would drop the shard and could never ack.
+	CapQueueShards Flags = 0x2000
 )
 
 // KnownCapabilities is every capability bit this package understands: the
 // frame layouts plus the capability-only bits.
-const KnownCapabilities = KnownFlags | CapGapNotices | CapCache | CapRoster | CapQueue | CapOwner | CapShard
+const KnownCapabilities = KnownFlags | CapGapNotices | CapCache | CapRoster | CapQueue | CapOwner | CapShard | CapQueueShards
 
 // PeerFlags returns the capability set of a peer that sent clientFlags in
 // auth (nil = field absent = OriginalV1Flags).

@@ -64,11 +64,12 @@ func TestCapabilities(t *testing.T) {
 	// Bits we do not know are dropped from the usable set.
 	require.Equal(t, wire.Flags(0x0019), wire.Negotiate(wire.KnownCapabilities, 0x8019))
 	require.Equal(t, wire.Flags(0x01C0), wire.Negotiate(wire.KnownCapabilities, 0x01C0))
-	require.Equal(t, wire.Flags(0x00C0), wire.Negotiate(wire.KnownCapabilities, 0x20C0))
+	require.Equal(t, wire.Flags(0x00C0), wire.Negotiate(wire.KnownCapabilities, 0x40C0))
+	require.Equal(t, wire.Flags(0x20C0), wire.Negotiate(wire.KnownCapabilities, 0x20C0), "CapQueueShards")
 	require.Equal(t, wire.Flags(0x04C0), wire.Negotiate(wire.KnownCapabilities, 0x04C0), "CapOwner")
 
 	// Capability-only bits extend KnownCapabilities, never the frame layouts.
-	require.Equal(t, wire.Flags(0x0FFF), wire.KnownCapabilities)
+	require.Equal(t, wire.Flags(0x2FFF), wire.KnownCapabilities)
 	require.False(t, wire.Supports(wire.KnownCapabilities, wire.CapForwarded), "no ordinary client claims forwarding")
 	require.Equal(t, wire.Flags(0x0300), wire.Negotiate(wire.KnownCapabilities, 0x0300))
 	require.Equal(t, wire.Flags(0x003F), wire.KnownFlags)
