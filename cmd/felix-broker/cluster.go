@@ -61,7 +61,13 @@ func clusterSetup(vals *knob.Values, cfg *broker.Config, cps *cpSync, log *slog.
 	}
 	n := &clusterNode{id: id, url: cps.base, cred: cred, log: log.With("node", id),
 		fw: forward.New(forward.Config{TLS: &tls.Config{RootCAs: roots}, TokenFunc: cred.Token, Logger: log})}
-	cfg.NodeID, cfg.NodeToken, cfg.Forwarder = id, token, n.fw
+	cfg.NodeID, cfg.Forwarder = id, n.fw
+	if !cluster.RenewableToken(token) {
+		// An opaque shared secret is compared as it is. A JWT is checked by
+		// NodeVerifier (signature, expiry), never by comparison: the first
+		// one would otherwise stay accepted after it expired or was rotated.
+		cfg.NodeToken = token
+	}
 	return n, nil
 }
 
