@@ -71,11 +71,13 @@ func serve(ctx context.Context, vals *knob.Values, log *slog.Logger) error {
 			return err
 		}
 	}
-	if node != nil && len(specs) > 0 {
+	if node != nil && emb == nil {
 		// A stream only this broker knows is never placed, so a cluster
 		// broker would refuse it (owner_unavailable); streams belong to
 		// the control plane.
-		log.Warn("FELIX_STREAMS ignored in cluster mode: create streams at the control plane", "streams", knobStreams.Get(vals))
+		if raw, set := vals.Raw("FELIX_STREAMS"); set {
+			log.Warn("FELIX_STREAMS ignored in cluster mode: create streams at the control plane", "streams", raw)
+		}
 		specs = nil
 	}
 	for _, s := range specs {
