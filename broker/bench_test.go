@@ -99,7 +99,11 @@ func startBenchBroker(b *testing.B, cfg broker.Config) *benchBroker {
 	bb := &benchBroker{b: br, pc: pc, addr: pc.LocalAddr().String(),
 		clientTLS: &tls.Config{RootCAs: pool}, served: make(chan error, 1)}
 	go func() { bb.served <- br.Serve(pc) }()
-	<-br.Listening()
+	select {
+	case <-br.Listening():
+	case err := <-bb.served:
+		b.Fatalf("Serve: %v", err)
+	}
 	b.Cleanup(func() { bb.close(b) })
 	return bb
 }

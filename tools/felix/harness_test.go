@@ -60,7 +60,11 @@ func startBrokerWith(t *testing.T, cfg broker.Config, streams ...broker.StreamSp
 	require.NoError(t, b.CreateCache(broker.CacheSpec{CacheKey: broker.CacheKey{Tenant: "t1", Namespace: "default", Cache: "demo"}}))
 	served := make(chan error, 1)
 	go func() { served <- b.Serve(pc) }()
-	<-b.Listening()
+	select {
+	case <-b.Listening():
+	case err := <-served:
+		t.Fatalf("Serve: %v", err)
+	}
 	t.Cleanup(func() {
 		require.NoError(t, b.Close())
 		select {

@@ -54,7 +54,11 @@ func startBroker(t *testing.T, cfg broker.Config) *testBroker {
 	admin := httptest.NewServer(b.AdminHandler())
 	served := make(chan error, 1)
 	go func() { served <- b.Serve(pc) }()
-	<-b.Listening()
+	select {
+	case <-b.Listening():
+	case err := <-served:
+		t.Fatalf("Serve: %v", err)
+	}
 	t.Cleanup(func() {
 		admin.Close()
 		require.NoError(t, b.Close())
