@@ -313,6 +313,12 @@ func TestClusterQueueMembersServeTheirOwnersShards(t *testing.T) {
 	}
 	_, err = nodes[2].h.dial(t).Consume(ctx, "default", "jobs", "workers", client.QueueOptions{})
 	require.ErrorContains(t, err, "no shard of t1/default/jobs is served by this broker")
+
+	// A member never joins part of a stream whose other shards are not
+	// placed yet (it would never take them): it is refused until they are.
+	nodes[0].b.SetPlacement(assign(6, members(nodes), jobs.StreamKey, true, "b1"))
+	_, err = nodes[0].h.dial(t).Consume(ctx, "default", "jobs", "workers", client.QueueOptions{})
+	require.ErrorContains(t, err, "owner_unavailable: shard t1/default/jobs#1 is not in placement version 6 yet")
 }
 
 // TestClusterOpensOnlyOwnedDurableLogs: a cluster broker keeps no log for

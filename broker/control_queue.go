@@ -84,6 +84,12 @@ func (ct *control) queueGroupsFor(tenant, ns, stream, group string) (gs []*queue
 	var lastErr error
 	for i := range st.shards {
 		if lastErr = ct.c.b.queueShardHere(st.spec.StreamKey, i); lastErr != nil {
+			if errors.Is(lastErr, ErrOwnerUnavailable) {
+				// Not placed yet: a member joining now would never take
+				// this shard, so it waits for the placement (retry).
+				ct.fail("queue: " + lastErr.Error())
+				return nil, true
+			}
 			continue
 		}
 		g, err := ct.queueGroup(st, uint32(i), group)
