@@ -71,6 +71,12 @@ func (b *Broker) postCache(w http.ResponseWriter, r *http.Request) {
 }
 
 func (b *Broker) postStream(w http.ResponseWriter, r *http.Request) {
+	if b.cfg.NodeID != "" {
+		// A stream only this broker knows is never placed, so it would be
+		// refused as unplaced (owner_unavailable) everywhere.
+		writeJSON(w, http.StatusConflict, map[string]string{"error": "cluster mode: create streams at the control plane, which places their shards"})
+		return
+	}
 	var spec StreamSpec
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16))
 	dec.DisallowUnknownFields()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -357,4 +359,20 @@ func TestClusterOpensOnlyOwnedDurableLogs(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "kept by b2", string(ev.Payload))
 	require.False(t, exists(shardDir(nodes[0], 1)))
+}
+
+// A cluster broker's admin API does not create streams: one only this
+// broker knew would never be placed, so every broker would refuse it.
+func TestClusterAdminRefusesLocalStreams(t *testing.T) {
+	nodes, _ := startCluster(t, []string{"b1"}, nil, false)
+	srv := httptest.NewServer(nodes[0].b.AdminHandler())
+	defer srv.Close()
+	resp, err := srv.Client().Post(srv.URL+"/v1/streams", "application/json",
+		strings.NewReader(`{"tenant":"t1","namespace":"default","stream":"local"}`))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusConflict, resp.StatusCode)
+	require.Contains(t, string(body), "cluster mode: create streams at the control plane")
 }
