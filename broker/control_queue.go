@@ -53,6 +53,11 @@ func (ct *control) queueGroup(st *stream, shard uint32, group string) (*queueGro
 	if err := ct.c.b.queueShardHere(st.spec.StreamKey, int(shard)); err != nil {
 		return nil, err
 	}
+	return ct.openQueueGroup(st, shard, group)
+}
+
+// openQueueGroup is queueGroup for a shard already checked.
+func (ct *control) openQueueGroup(st *stream, shard uint32, group string) (*queueGroup, error) {
 	// Open (and recover) the log here, not under the broker-wide group
 	// set's lock in openGroup, which every ack takes.
 	if _, err := st.shards[shard].ensureDurable(); err != nil {
@@ -92,7 +97,7 @@ func (ct *control) queueGroupsFor(tenant, ns, stream, group string) (gs []*queue
 			}
 			continue
 		}
-		g, err := ct.queueGroup(st, uint32(i), group)
+		g, err := ct.openQueueGroup(st, uint32(i), group)
 		if err != nil {
 			ct.fail(err.Error())
 			return nil, true
