@@ -182,7 +182,7 @@ func newClusterBroker(t *testing.T, id string, cp *cpHarness, certFile, keyFile 
 // once a placement lists it). Each start logs to its own file.
 func (cb *clusterBroker) start(t *testing.T) {
 	cb.runs++
-	log := filepath.Join(cb.dir, fmt.Sprintf("stderr-%d", cb.runs))
+	log := cb.logPath()
 	f, err := os.Create(log)
 	require.NoError(t, err)
 	cmd := brokerCmd(t, cb.env)
@@ -207,6 +207,17 @@ func (cb *clusterBroker) start(t *testing.T) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// logPath is the log file of the broker's current (or last) run.
+func (cb *clusterBroker) logPath() string {
+	return filepath.Join(cb.dir, fmt.Sprintf("stderr-%d", cb.runs))
+}
+
+// logTail is the end of the broker's current log.
+func (cb *clusterBroker) logTail() string {
+	raw, _ := os.ReadFile(cb.logPath())
+	return logTail(raw)
 }
 
 func logTail(raw []byte) string {

@@ -3,9 +3,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -69,8 +66,3 @@ func TestClusterNodeCredentialRenews(t *testing.T) {
 	require.Equal(t, uint64(1), brokers["b1"].stats(t).ForwardedPublishes)
 }
 
-// logTail is the end of the broker's current log.
-func (cb *clusterBroker) logTail() string {
-	raw, _ := os.ReadFile(filepath.Join(cb.dir, fmt.Sprintf("stderr-%d", cb.runs)))
-	return logTail(raw)
-}
