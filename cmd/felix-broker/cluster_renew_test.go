@@ -65,4 +65,3 @@ func TestClusterNodeCredentialRenews(t *testing.T) {
 	require.Equal(t, "b2", owner.ID)
 	require.Equal(t, uint64(1), brokers["b1"].stats(t).ForwardedPublishes)
 }
-
