@@ -3,8 +3,6 @@ package cluster_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/felixmq/felix/cluster"
 	"github.com/felixmq/felix/controlplane"
+	"github.com/felixmq/felix/internal/testutil"
 )
 
 const token = "bootstrap-token-for-cluster-tests"
@@ -43,16 +42,9 @@ func newPlane(t *testing.T, lease time.Duration) *plane {
 // call sends an API request with the bootstrap token and requires want.
 func (p *plane) call(t *testing.T, want int, method, path, body string) string {
 	t.Helper()
-	req, err := http.NewRequest(method, p.url+path, strings.NewReader(body))
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	require.Equal(t, want, resp.StatusCode, "%s %s: %s", method, path, raw)
-	return string(raw)
+	code, raw := testutil.Call(t, method, p.url+path, body, token)
+	require.Equal(t, want, code, "%s %s: %s", method, path, raw)
+	return raw
 }
 
 // stream creates t/ns/name with n shards (and t, ns on first use).

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -25,6 +24,7 @@ import (
 	"github.com/felixmq/felix/client"
 	"github.com/felixmq/felix/cluster"
 	"github.com/felixmq/felix/controlplane"
+	"github.com/felixmq/felix/internal/testutil"
 )
 
 // e2eLease is the members' lease: a killed broker's ephemeral shards move
@@ -118,16 +118,7 @@ func startEtcd(t *testing.T) string {
 // none) and returns the status and body.
 func cpCaller(t *testing.T, base string) func(method, path, body, bearer string) (int, string) {
 	return func(method, path, body, bearer string) (int, string) {
-		req, err := http.NewRequest(method, base+path, strings.NewReader(body))
-		require.NoError(t, err)
-		if bearer != "" {
-			req.Header.Set("Authorization", "Bearer "+bearer)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		return testutil.Call(t, method, base+path, body, bearer)
 	}
 }
 

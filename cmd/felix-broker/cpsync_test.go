@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/felixmq/felix/client"
 	"github.com/felixmq/felix/controlplane"
 	"github.com/felixmq/felix/internal/devtls"
+	"github.com/felixmq/felix/internal/testutil"
 )
 
 // TestBrokerFollowsControlPlane: a broker process started with
@@ -51,13 +51,8 @@ func TestBrokerFollowsControlPlane(t *testing.T) {
 	// Close ends the broker's pending long-poll, which srv.Close waits for.
 	defer func() { cp.Close(); srv.Close() }()
 	cpPost := func(path, body string) {
-		req, err := http.NewRequest(http.MethodPost, srv.URL+path, strings.NewReader(body))
-		require.NoError(t, err)
-		req.Header.Set("Authorization", "Bearer "+bootstrap)
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		resp.Body.Close()
-		require.Equal(t, http.StatusCreated, resp.StatusCode, path)
+		code, _ := testutil.Call(t, http.MethodPost, srv.URL+path, body, bootstrap)
+		require.Equal(t, http.StatusCreated, code, path)
 	}
 	cpPost("/v1/tenants", `{"tenant":"acme"}`)
 	cpPost("/v1/tenants/acme/namespaces", `{"tenant":"acme","namespace":"prod"}`)

@@ -3,15 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"net/http"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/felixmq/felix/cluster"
+	"github.com/felixmq/felix/internal/testutil"
 )
 
 // The real binary with an operator tenant: a node credential minted on the
@@ -21,16 +19,9 @@ import (
 func TestNodeCredentialRegistersBroker(t *testing.T) {
 	_, api, boot := startWithBootstrap(t, "FELIX_CP_OPERATOR_TENANT=ops", "FELIX_CP_MEMBER_LEASE_MS=1500")
 	post := func(url, body string) string {
-		req, err := http.NewRequest("POST", url, strings.NewReader(body))
-		require.NoError(t, err)
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		raw, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		require.Less(t, resp.StatusCode, 300, "%s: %s", url, raw)
-		return string(raw)
+		code, raw := testutil.Call(t, "POST", url, body, token)
+		require.Less(t, code, 300, "%s: %s", url, raw)
+		return raw
 	}
 	post(boot+"/v1/tenants", `{"tenant":"ops"}`)
 	var node cluster.NodeTokenResponse

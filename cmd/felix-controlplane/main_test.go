@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/felixmq/felix/internal/testutil"
 )
 
 var update = flag.Bool("update", false, "rewrite the README knob table")
@@ -130,13 +132,8 @@ func startReady(t *testing.T, cmd *exec.Cmd, ready *regexp.Regexp) []string {
 
 // request sends a request with bearer and returns the status.
 func request(t *testing.T, bearer, method, url, body string) int {
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+bearer)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	resp.Body.Close()
-	return resp.StatusCode
+	code, _ := testutil.Call(t, method, url, body, bearer)
+	return code
 }
 
 // Started with a bootstrap token: the bootstrap listener admits the token,
