@@ -175,10 +175,14 @@ func (e *embeddedCP) mint() (string, error) {
 // Existing ones are left as they are.
 func (e *embeddedCP) register(streams []broker.StreamSpec, caches []broker.CacheSpec) error {
 	var reqs [][2]string // path, body
+	scoped := map[[2]string]bool{{devTenant, devNamespace}: true} // setUp made it
 	scope := func(tenant, ns string) string {
-		reqs = append(reqs,
-			[2]string{"/v1/tenants", jsonBody(map[string]any{"tenant": tenant})},
-			[2]string{"/v1/tenants/" + tenant + "/namespaces", jsonBody(map[string]any{"tenant": tenant, "namespace": ns})})
+		if !scoped[[2]string{tenant, ns}] {
+			scoped[[2]string{tenant, ns}] = true
+			reqs = append(reqs,
+				[2]string{"/v1/tenants", jsonBody(map[string]any{"tenant": tenant})},
+				[2]string{"/v1/tenants/" + tenant + "/namespaces", jsonBody(map[string]any{"tenant": tenant, "namespace": ns})})
+		}
 		return "/v1/tenants/" + tenant + "/namespaces/" + ns
 	}
 	for _, s := range streams {
