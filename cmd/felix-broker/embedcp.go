@@ -175,7 +175,8 @@ func (e *embeddedCP) mint() (string, error) {
 // Existing ones are left as they are.
 func (e *embeddedCP) register(streams []broker.StreamSpec, caches []broker.CacheSpec) error {
 	var reqs [][2]string // path, body
-	scoped := map[[2]string]bool{{devTenant, devNamespace}: true} // setUp made it
+	// Tenant and namespace pairs already requested; setUp made the dev one.
+	scoped := map[[2]string]bool{{devTenant, devNamespace}: true}
 	scope := func(tenant, ns string) string {
 		if !scoped[[2]string{tenant, ns}] {
 			scoped[[2]string{tenant, ns}] = true
