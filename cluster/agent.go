@@ -70,9 +70,13 @@ type Agent struct {
 	stop  context.CancelFunc
 	done  chan struct{}
 	once  sync.Once
-	// Owned by the goroutine (set before it starts).
-	subject string    // the credential's sub, with RenewToken
-	renewAt time.Time // when to renew it
+	// With RenewToken: what to renew and when. Adopt may change them
+	// while the goroutine runs.
+	mu struct {
+		sync.Mutex
+		subject string    // the credential's sub
+		renewAt time.Time // when to renew it
+	}
 }
 
 // NewAgent registers cfg.Member and starts keeping it alive. The first
@@ -95,7 +99,7 @@ func NewAgent(ctx context.Context, cfg AgentConfig) (*Agent, error) {
 		if !ok {
 			return nil, fmt.Errorf("%w: RenewToken needs a JWT credential with sub and exp", ErrInvalid)
 		}
-		a.subject, a.renewAt = sub, halfway(time.Now(), exp)
+		a.mu.subject, a.mu.renewAt = sub, halfway(time.Now(), exp)
 	}
 	if err := a.register(ctx); err != nil {
 		return nil, err
@@ -109,23 +113,54 @@ func NewAgent(ctx context.Context, cfg AgentConfig) (*Agent, error) {
 // Token returns the current node credential (renewed with RenewToken).
 func (a *Agent) Token() string { return *a.token.Load() }
 
+// Adopt makes tok the credential from now on: one rotated from outside the
+// Agent (an operator or a sidecar rewriting the broker's token file), which
+// the operator's word puts ahead of the Agent's own renewals. With
+// RenewToken, tok must be a JWT with sub and exp, and is renewed half-way
+// through its life; otherwise Adopt refuses it and nothing changes.
+func (a *Agent) Adopt(tok string) error {
+	if a.cfg.RenewToken {
+		sub, exp, ok := tokenClaims(tok)
+		if !ok {
+			return fmt.Errorf("%w: the credential to adopt is not a JWT with sub and exp", ErrInvalid)
+		}
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		a.mu.subject, a.mu.renewAt = sub, halfway(time.Now(), exp)
+	}
+	a.token.Store(&tok)
+	return nil
+}
+
 // halfway is the time half-way from now to exp.
 func halfway(now, exp time.Time) time.Time { return now.Add(exp.Sub(now) / 2) }
 
 // renew replaces the credential with a fresh one if it is due.
 func (a *Agent) renew(ctx context.Context) {
-	if !a.cfg.RenewToken || time.Now().Before(a.renewAt) {
+	if !a.cfg.RenewToken {
 		return
 	}
+	a.mu.Lock()
+	sub, due := a.mu.subject, !time.Now().Before(a.mu.renewAt)
+	a.mu.Unlock()
+	if !due {
+		return
+	}
+	used := a.token.Load()
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.RequestTimeout)
 	defer cancel()
 	var resp NodeTokenResponse
-	if err := a.api.do(ctx, http.MethodPost, "/v1/token/node", NodeTokenRequest{Subject: a.subject}, &resp); err != nil {
+	if err := a.api.do(ctx, http.MethodPost, "/v1/token/node", NodeTokenRequest{Subject: sub}, &resp); err != nil {
 		a.cfg.Logger.Warn("node credential renewal failed; retrying at the next keepalive", "member", a.cfg.Member.ID, "err", err)
 		return
 	}
-	a.token.Store(&resp.Token)
-	a.renewAt = halfway(time.Now(), resp.ExpiresAt)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	// A credential adopted while the request ran wins over the one it
+	// returned, which was minted for the credential it replaced.
+	if a.token.CompareAndSwap(used, &resp.Token) {
+		a.mu.renewAt = halfway(time.Now(), resp.ExpiresAt)
+	}
 }
 
 // LeaseTTL is the lease the control plane granted at the last

@@ -2,12 +2,14 @@ package cluster_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -83,13 +85,14 @@ func TestAgentRefusedCredential(t *testing.T) {
 	require.Equal(t, "unauthenticated", apiErr.Code)
 }
 
-// With RenewToken, an Agent holding a node credential minted on the
-// bootstrap listener renews it through the main listener before it
-// expires, and a Watcher reading with Agent.Token follows.
-func TestAgentRenewsNodeCredential(t *testing.T) {
+// nodeTokenPlanes serves one control plane minting tokens of ttl twice:
+// the bootstrap plane takes the bootstrap token too, main only Felix
+// tokens. mint mints a node credential for subject on the bootstrap one.
+func nodeTokenPlanes(t *testing.T, ttl time.Duration) (main *plane, mint func(subject string) cluster.NodeTokenResponse) {
+	t.Helper()
 	st, err := controlplane.NewMemoryStore(controlplane.MemoryConfig{})
 	require.NoError(t, err)
-	tokens, err := controlplane.NewTokens(st, controlplane.TokensConfig{Minter: auth.MinterConfig{TTL: 2 * time.Second}})
+	tokens, err := controlplane.NewTokens(st, controlplane.TokensConfig{Minter: auth.MinterConfig{TTL: ttl}})
 	require.NoError(t, err)
 	placer, err := controlplane.NewPlacer(st, controlplane.PlacerConfig{LeaseTTL: 600 * time.Millisecond})
 	require.NoError(t, err)
@@ -107,13 +110,30 @@ func TestAgentRenewsNodeCredential(t *testing.T) {
 	bootPlane, main := serve(controlplane.AnyOf{boot, felix}), serve(felix)
 	t.Cleanup(func() { placer.Close(); st.Close() })
 	bootPlane.call(t, 201, "POST", "/v1/tenants", `{"tenant":"ops"}`)
-	var node cluster.NodeTokenResponse
-	require.NoError(t, json.Unmarshal([]byte(bootPlane.call(t, 200, "POST", "/v1/token/node", `{"subject":"broker-1"}`)), &node))
+	return main, func(subject string) cluster.NodeTokenResponse {
+		var node cluster.NodeTokenResponse
+		require.NoError(t, json.Unmarshal([]byte(bootPlane.call(t, 200, "POST", "/v1/token/node", `{"subject":"`+subject+`"}`)), &node))
+		return node
+	}
+}
 
-	a, err := cluster.NewAgent(context.Background(), cluster.AgentConfig{URL: main.url, Token: node.Token, RenewToken: true,
+// renewingAgent registers member b1 on main with tok and RenewToken.
+func renewingAgent(t *testing.T, main *plane, tok string) *cluster.Agent {
+	t.Helper()
+	a, err := cluster.NewAgent(context.Background(), cluster.AgentConfig{URL: main.url, Token: tok, RenewToken: true,
 		Member: cluster.Member{ID: "b1", QUICAddr: "127.0.0.1:7000"}})
 	require.NoError(t, err)
-	defer a.Close()
+	t.Cleanup(func() { a.Close() })
+	return a
+}
+
+// With RenewToken, an Agent holding a node credential minted on the
+// bootstrap listener renews it through the main listener before it
+// expires, and a Watcher reading with Agent.Token follows.
+func TestAgentRenewsNodeCredential(t *testing.T) {
+	main, mint := nodeTokenPlanes(t, 2*time.Second)
+	node := mint("broker-1")
+	a := renewingAgent(t, main, node.Token)
 	w, err := cluster.NewWatcher(cluster.WatcherConfig{URL: main.url, TokenFunc: a.Token, Wait: time.Second})
 	require.NoError(t, err)
 	defer w.Close()
@@ -121,4 +141,43 @@ func TestAgentRenewsNodeCredential(t *testing.T) {
 		"the credential is renewed half-way through its 2s life")
 	x := until(t, w, 5*time.Second, func(x *cluster.Index) bool { return len(x.Members) == 1 })
 	require.Equal(t, "b1", x.Members[0].ID)
+}
+
+// A credential rotated from outside (the broker's token file) replaces the
+// Agent's own: the Agent presents it and renews it, not the one it had.
+// One that cannot be renewed (not a JWT) is refused and changes nothing.
+func TestAgentAdoptsRotatedCredential(t *testing.T) {
+	main, mint := nodeTokenPlanes(t, 2*time.Second)
+	first := mint("broker-1")
+	a := renewingAgent(t, main, first.Token)
+
+	require.ErrorIs(t, a.Adopt("an-opaque-secret"), cluster.ErrInvalid)
+	require.Equal(t, first.Token, a.Token())
+
+	rotated := mint("broker-2")
+	require.NoError(t, a.Adopt(rotated.Token))
+	require.Equal(t, rotated.Token, a.Token())
+	// Renewed half-way through the adopted credential's life, for its
+	// subject: the renewed token names broker-2.
+	require.Eventually(t, func() bool { return a.Token() != rotated.Token }, 5*time.Second, 20*time.Millisecond)
+	require.Equal(t, "broker-2", tokenSubject(t, a.Token()))
+	w, err := cluster.NewWatcher(cluster.WatcherConfig{URL: main.url, TokenFunc: a.Token, Wait: time.Second})
+	require.NoError(t, err)
+	defer w.Close()
+	x := until(t, w, 5*time.Second, func(x *cluster.Index) bool { return len(x.Members) == 1 })
+	require.Equal(t, "b1", x.Members[0].ID)
+}
+
+// tokenSubject reads the sub claim of a JWT without verifying it.
+func tokenSubject(t *testing.T, tok string) string {
+	t.Helper()
+	parts := strings.Split(tok, ".")
+	require.Len(t, parts, 3)
+	raw, err := base64.RawURLEncoding.DecodeString(parts[1])
+	require.NoError(t, err)
+	var claims struct {
+		Sub string `json:"sub"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &claims))
+	return claims.Sub
 }

@@ -129,7 +129,13 @@ func (n *clusterNode) start(ctx context.Context, vals *knob.Values, b *broker.Br
 		return fmt.Errorf("%w: registering with the control plane as %s: %v", errConfig, n.id, err)
 	}
 	if renew {
-		n.cred.renewBy(n.agent.Token)
+		n.cred.renewBy(n.agent.Token, func(tok string) {
+			if err := n.agent.Adopt(tok); err != nil {
+				n.log.Warn("rotated node credential not adopted; keeping the renewed one", "err", err)
+			} else {
+				n.log.Info("node credential rotated from its file")
+			}
+		})
 	}
 	var after int64
 	for {

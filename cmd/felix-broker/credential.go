@@ -16,10 +16,11 @@ import (
 // within a token lifetime. A credential stays current: its file is read
 // again when it changes (an operator or a sidecar rotating it), and once
 // the cluster Agent renews the node credential (POST /v1/token/node), the
-// Agent's current token replaces the file's.
+// Agent's current token replaces the file's until the file changes again:
+// then the Agent adopts the file's.
 type credential struct {
 	path    string // "" for a fixed token
-	renewed atomic.Pointer[func() string]
+	renewed atomic.Pointer[renewer]
 	mu      struct {
 		sync.Mutex
 		tok     string
@@ -55,29 +56,54 @@ func fileCredential(knob, path string) (*credential, error) {
 	return nil, fmt.Errorf("%w: %s: %v", errConfig, knob, err)
 }
 
-// renewBy makes f (the Agent's Token) the source from now on.
-func (c *credential) renewBy(f func() string) { c.renewed.Store(&f) }
+// renewer is what renews the credential: the Agent's Token and Adopt.
+type renewer struct {
+	token func() string
+	adopt func(string)
+}
+
+// renewBy makes token (the Agent's) the source from now on, and adopt the
+// way a rotated file reaches it.
+func (c *credential) renewBy(token func() string, adopt func(string)) {
+	c.renewed.Store(&renewer{token: token, adopt: adopt})
+}
 
 // Token is the current token. A file that became unreadable or empty
 // leaves the last good token in use.
 func (c *credential) Token() string {
-	if f := c.renewed.Load(); f != nil {
-		return (*f)()
+	tok, rotated := c.fromFile()
+	r := c.renewed.Load()
+	if r == nil {
+		return tok
 	}
+	if rotated {
+		r.adopt(tok)
+	}
+	return r.token()
+}
+
+// fromFile returns the file's token, reading the file again if it changed
+// (at most once per credentialRecheck), and whether it did.
+func (c *credential) fromFile() (string, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.path == "" || time.Since(c.mu.checked) < credentialRecheck {
-		return c.mu.tok
+		return c.mu.tok, false
 	}
 	c.mu.checked = time.Now()
 	fi, err := os.Stat(c.path)
 	if err != nil || (fi.ModTime().Equal(c.mu.mod) && fi.Size() == c.mu.size) {
-		return c.mu.tok
+		return c.mu.tok, false
 	}
-	if raw, err := os.ReadFile(c.path); err == nil {
-		if tok := strings.TrimSpace(string(raw)); tok != "" {
-			c.mu.tok, c.mu.mod, c.mu.size = tok, fi.ModTime(), fi.Size()
-		}
+	raw, err := os.ReadFile(c.path)
+	tok := strings.TrimSpace(string(raw))
+	if err != nil || tok == "" {
+		return c.mu.tok, false
 	}
-	return c.mu.tok
+	c.mu.mod, c.mu.size = fi.ModTime(), fi.Size()
+	if tok == c.mu.tok { // touched, not rotated
+		return tok, false
+	}
+	c.mu.tok = tok
+	return tok, true
 }

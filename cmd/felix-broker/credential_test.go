@@ -31,8 +31,22 @@ func TestCredentialFollowsItsFile(t *testing.T) {
 	recheck()
 	require.Equal(t, "second-token", c.Token())
 
-	c.renewBy(func() string { return "renewed" })
+	// Once renewed, the renewer's token is current until the file is
+	// rotated again; then the renewer adopts the file's, once.
+	current, adopted := "renewed", []string{}
+	c.renewBy(func() string { return current }, func(tok string) { adopted = append(adopted, tok); current = tok })
 	require.Equal(t, "renewed", c.Token())
+	recheck()
+	require.Equal(t, "renewed", c.Token(), "an unchanged file does not undo a renewal")
+	require.NoError(t, os.WriteFile(path, []byte("second-token\n"), 0o600))
+	recheck()
+	require.Equal(t, "renewed", c.Token(), "a file touched with the same token does not either")
+	require.NoError(t, os.WriteFile(path, []byte("rotated"), 0o600))
+	recheck()
+	require.Equal(t, "rotated", c.Token())
+	recheck()
+	require.Equal(t, "rotated", c.Token())
+	require.Equal(t, []string{"rotated"}, adopted)
 
 	_, err = fileCredential("FELIX_X", filepath.Join(t.TempDir(), "missing"))
 	require.ErrorIs(t, err, errConfig)
