@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/felixmq/felix/cmd/internal/command"
 )
 
 var update = flag.Bool("update", false, "rewrite the README knob table")
@@ -74,7 +76,7 @@ func TestBadKnobExitsWithStatus2NamingKnob(t *testing.T) {
 			out, err := brokerCmd(t, []string{env}).CombinedOutput()
 			var ee *exec.ExitError
 			require.ErrorAs(t, err, &ee, "output: %s", out)
-			require.Equal(t, exitConfig, ee.ExitCode())
+			require.Equal(t, command.ExitConfig, ee.ExitCode())
 			require.Contains(t, string(out), want)
 		})
 	}
@@ -82,14 +84,14 @@ func TestBadKnobExitsWithStatus2NamingKnob(t *testing.T) {
 
 func TestEnvListsEveryKnob(t *testing.T) {
 	var b strings.Builder
-	require.Equal(t, exitOK, run([]string{"env"}, &b, io.Discard))
+	require.Equal(t, command.ExitOK, run([]string{"env"}, &b, io.Discard))
 	for _, k := range registry.Knobs() {
 		require.Contains(t, b.String(), k.Name)
 	}
 }
 
 func TestUnknownCommand(t *testing.T) {
-	require.Equal(t, exitConfig, run([]string{"frobnicate"}, io.Discard, io.Discard))
+	require.Equal(t, command.ExitConfig, run([]string{"frobnicate"}, io.Discard, io.Discard))
 }
 
 func freeAddr(t *testing.T, network string) string {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/felixmq/felix/cmd/internal/command"
 	"github.com/felixmq/felix/internal/testutil"
 )
 
@@ -54,11 +55,11 @@ func TestREADMEKnobTable(t *testing.T) {
 
 func TestEnvListsEveryKnob(t *testing.T) {
 	var b strings.Builder
-	require.Equal(t, exitOK, run([]string{"env"}, &b, io.Discard))
+	require.Equal(t, command.ExitOK, run([]string{"env"}, &b, io.Discard))
 	for _, k := range registry.Knobs() {
 		require.Contains(t, b.String(), k.Name)
 	}
-	require.Equal(t, exitConfig, run([]string{"frobnicate"}, io.Discard, io.Discard))
+	require.Equal(t, command.ExitConfig, run([]string{"frobnicate"}, io.Discard, io.Discard))
 }
 
 func exitsWith(t *testing.T, status int, want string, env ...string) {
@@ -86,13 +87,13 @@ func TestConfigurationErrors(t *testing.T) {
 		{[]string{"FELIX_CP_BOOTSTRAP_TOKEN_FILE=" + short}, "bootstrap token is 3 bytes; at least 16 are required"},
 		{[]string{"FELIX_CP_BOOTSTRAP_TOKEN_FILE=/nonexistent/token"}, "FELIX_CP_BOOTSTRAP_TOKEN_FILE: stat /nonexistent/token"},
 	} {
-		t.Run(tc.env[0], func(t *testing.T) { exitsWith(t, exitConfig, tc.want, tc.env...) })
+		t.Run(tc.env[0], func(t *testing.T) { exitsWith(t, command.ExitConfig, tc.want, tc.env...) })
 	}
 }
 
 // An unreachable etcd fails start-up (status 1) within the etcd timeout.
 func TestUnreachableEtcdFailsStartup(t *testing.T) {
-	exitsWith(t, exitFailed, "store unavailable", "FELIX_CP_BIND=127.0.0.1:0",
+	exitsWith(t, command.ExitFailed, "store unavailable", "FELIX_CP_BIND=127.0.0.1:0",
 		"FELIX_CP_STORE=etcd", "FELIX_CP_ETCD_ENDPOINTS=127.0.0.1:1", "FELIX_CP_ETCD_TIMEOUT_MS=300")
 }
 

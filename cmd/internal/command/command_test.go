@@ -1,0 +1,99 @@
+package command_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/felixmq/felix/cmd/internal/command"
+	"github.com/felixmq/felix/internal/knob"
+)
+
+var errConfig = errors.New("configuration")
+
+func spec(serve func(context.Context, *knob.Values, *slog.Logger) error) (command.Spec, knob.Int) {
+	r := knob.New()
+	n := r.Int("FELIX_TEST_N", 3, 1, 9, "a number")
+	return command.Spec{
+		Name: "felix-test", What: "test server", Registry: r,
+		LogLevel:  r.Enum("FELIX_LOG_LEVEL", "info", []string{"debug", "info", "warn", "error"}, "level"),
+		LogFormat: r.Enum("FELIX_LOG_FORMAT", "text", []string{"text", "json"}, "format"),
+		Serve:     serve, ErrConfig: errConfig,
+	}, n
+}
+
+func TestRunServesWithValidatedKnobs(t *testing.T) {
+	t.Setenv("FELIX_TEST_N", "7")
+	t.Setenv("FELIX_TEST_TYPO", "1")
+	var (
+		got int64
+		n   knob.Int
+		s   command.Spec
+	)
+	s, n = spec(func(_ context.Context, v *knob.Values, _ *slog.Logger) error {
+		got = n.Get(v)
+		return nil
+	})
+	var stderr strings.Builder
+	require.Equal(t, command.ExitOK, command.Run(s, nil, io.Discard, &stderr))
+	require.EqualValues(t, 7, got)
+	require.Contains(t, stderr.String(), "unknown knob ignored (see `felix-test env`)")
+	require.Contains(t, stderr.String(), "FELIX_TEST_TYPO")
+}
+
+func TestRunExitStatuses(t *testing.T) {
+	for name, tc := range map[string]struct {
+		err  error
+		want int
+	}{
+		"nil":          {nil, command.ExitOK},
+		"failure":      {errors.New("disk on fire"), command.ExitFailed},
+		"config error": {fmt.Errorf("%w: no such file", errConfig), command.ExitConfig},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s, _ := spec(func(context.Context, *knob.Values, *slog.Logger) error { return tc.err })
+			var stderr strings.Builder
+			require.Equal(t, tc.want, command.Run(s, []string{"run"}, io.Discard, &stderr))
+			if tc.err != nil {
+				require.Contains(t, stderr.String(), "test server failed")
+			}
+		})
+	}
+}
+
+func TestBadKnobStopsBeforeServing(t *testing.T) {
+	t.Setenv("FELIX_TEST_N", "12")
+	s, _ := spec(func(context.Context, *knob.Values, *slog.Logger) error {
+		t.Fatal("served with a bad knob")
+		return nil
+	})
+	var stderr strings.Builder
+	require.Equal(t, command.ExitConfig, command.Run(s, nil, io.Discard, &stderr))
+	require.Contains(t, stderr.String(), `felix-test: invalid configuration`)
+	require.Contains(t, stderr.String(), `FELIX_TEST_N="12": out of range`)
+
+	var stdout strings.Builder
+	require.Equal(t, command.ExitConfig, command.Run(s, []string{"env"}, &stdout, io.Discard),
+		"env prints the table and still reports the bad knob")
+	require.Contains(t, stdout.String(), "FELIX_TEST_N")
+}
+
+func TestEnvHelpAndUnknownCommands(t *testing.T) {
+	s, _ := spec(nil)
+	var out strings.Builder
+	require.Equal(t, command.ExitOK, command.Run(s, []string{"env", "-markdown"}, &out, io.Discard))
+	require.Contains(t, out.String(), "| `FELIX_TEST_N` |")
+	out.Reset()
+	require.Equal(t, command.ExitOK, command.Run(s, []string{"help"}, &out, io.Discard))
+	require.Equal(t, "usage: felix-test [run | env [-markdown]]\n", out.String())
+	var stderr strings.Builder
+	require.Equal(t, command.ExitConfig, command.Run(s, []string{"frobnicate"}, io.Discard, &stderr))
+	require.Contains(t, stderr.String(), `unknown command "frobnicate"`)
+	require.Equal(t, command.ExitConfig, command.Run(s, []string{"env", "-bogus"}, io.Discard, io.Discard))
+}
