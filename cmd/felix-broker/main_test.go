@@ -43,20 +43,7 @@ func brokerCmd(t *testing.T, env []string, args ...string) *exec.Cmd {
 }
 
 func TestREADMEKnobTable(t *testing.T) {
-	const begin, end = "<!-- knobs:begin -->\n", "<!-- knobs:end -->"
-	raw, err := os.ReadFile("../../README.md")
-	require.NoError(t, err)
-	readme := string(raw)
-	i, j := strings.Index(readme, begin), strings.Index(readme, end)
-	require.True(t, i >= 0 && j > i, "README.md lacks the knob table markers")
-	want := registry.Markdown()
-	if *update {
-		readme = readme[:i+len(begin)] + want + readme[j:]
-		require.NoError(t, os.WriteFile("../../README.md", []byte(readme), 0o644))
-		return
-	}
-	require.Equal(t, want, readme[i+len(begin):j],
-		"README knob table is stale: run `make knobs-readme`")
+	require.NoError(t, command.READMETable("../../README.md", "<!-- knobs:begin -->\n", "<!-- knobs:end -->", registry.Markdown(), *update))
 }
 
 func TestBadKnobExitsWithStatus2NamingKnob(t *testing.T) {

@@ -38,19 +38,7 @@ func cpCmd(env ...string) *exec.Cmd {
 }
 
 func TestREADMEKnobTable(t *testing.T) {
-	const begin, end = "<!-- cp-knobs:begin -->\n", "<!-- cp-knobs:end -->"
-	raw, err := os.ReadFile("../../README.md")
-	require.NoError(t, err)
-	readme := string(raw)
-	i, j := strings.Index(readme, begin), strings.Index(readme, end)
-	require.True(t, i >= 0 && j > i, "README.md lacks the control-plane knob table markers")
-	want := registry.Markdown()
-	if *update {
-		readme = readme[:i+len(begin)] + want + readme[j:]
-		require.NoError(t, os.WriteFile("../../README.md", []byte(readme), 0o644))
-		return
-	}
-	require.Equal(t, want, readme[i+len(begin):j], "README control-plane knob table is stale: run `make knobs-readme`")
+	require.NoError(t, command.READMETable("../../README.md", "<!-- cp-knobs:begin -->\n", "<!-- cp-knobs:end -->", registry.Markdown(), *update))
 }
 
 func TestEnvListsEveryKnob(t *testing.T) {

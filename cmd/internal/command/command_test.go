@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -96,4 +98,17 @@ func TestEnvHelpAndUnknownCommands(t *testing.T) {
 	require.Equal(t, command.ExitConfig, command.Run(s, []string{"frobnicate"}, io.Discard, &stderr))
 	require.Contains(t, stderr.String(), `unknown command "frobnicate"`)
 	require.Equal(t, command.ExitConfig, command.Run(s, []string{"env", "-bogus"}, io.Discard, io.Discard))
+}
+
+func TestREADMETable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "README.md")
+	const begin, end = "<!-- k:begin -->\n", "<!-- k:end -->"
+	require.NoError(t, os.WriteFile(path, []byte("intro\n"+begin+"old\n"+end+"\noutro\n"), 0o644))
+	require.ErrorIs(t, command.READMETable(path, begin, end, "new\n", false), command.ErrStaleTable)
+	require.NoError(t, command.READMETable(path, begin, end, "new\n", true))
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, "intro\n"+begin+"new\n"+end+"\noutro\n", string(raw))
+	require.NoError(t, command.READMETable(path, begin, end, "new\n", false))
+	require.ErrorContains(t, command.READMETable(path, "<!-- x -->", end, "new\n", false), "lacks the markers")
 }
