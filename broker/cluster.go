@@ -115,6 +115,7 @@ func (b *Broker) SetPlacement(p *cluster.Placement) {
 	}
 	v := newPlacementView(p, b.cfg.NodeID)
 	b.openOwned(v)
+	b.beginEpochs(b.placement.Load(), v)
 	b.placement.Store(v)
 	b.log.Info("placement applied", "version", v.version, "node", b.cfg.NodeID, "shards_owned", v.owned)
 }
@@ -138,6 +139,45 @@ func (b *Broker) openOwned(v *placementView) {
 			if _, err := st.shards[i].ensureDurable(); err != nil {
 				b.log.Error("owned durable shard cannot open", "stream", k.String(), "shard", i, "err", err)
 			}
+		}
+	}
+}
+
+// epochShift places an ownership epoch in the high bits of an ephemeral
+// shard's offsets: placement version V starts at V<<32, leaving 4 G records
+// per epoch and staying below 2^53 (exact in JSON numbers everywhere) up to
+// version 2^21.
+const epochShift = 32
+
+// epochBase is the first offset of an ephemeral shard whose owner took it
+// in placement version.
+func epochBase(version int64) uint64 { return uint64(max(version, 0)) << epochShift }
+
+// beginEpochs restarts the offsets of every ephemeral shard that v makes
+// this broker's and prev did not (a move, a restart, the first placement)
+// at v's epoch base, emptying its replay ring. An ephemeral shard keeps no
+// records across owners, so its new owner cannot continue the old owner's
+// offsets; starting above them means a subscriber resuming with an offset
+// the old owner gave gets too_old naming the new first offset (and
+// earliest works) instead of in_future, or of records that reuse offsets it
+// has seen. It runs before v is in force, while no publish can reach the
+// shard here.
+func (b *Broker) beginEpochs(prev, v *placementView) {
+	for k, rs := range v.streams {
+		st, err := b.streams.lookup(k)
+		if err != nil || st.spec.Durable {
+			continue
+		}
+		for i, r := range rs {
+			if r == nil || !r.self || i >= len(st.shards) {
+				continue
+			}
+			if prev != nil {
+				if pr := prev.lookup(k, i); pr != nil && pr.self {
+					continue // still ours: offsets go on
+				}
+			}
+			st.shards[i].beginEpoch(epochBase(v.version))
 		}
 	}
 }

@@ -376,3 +376,79 @@ func TestClusterAdminRefusesLocalStreams(t *testing.T) {
 	require.Equal(t, http.StatusConflict, resp.StatusCode)
 	require.Contains(t, string(body), "cluster mode: create streams at the control plane")
 }
+
+// TestClusterEphemeralShardMoveStartsANewEpoch: an ephemeral shard keeps no
+// records across owners, so each broker that takes it starts its offsets at
+// the placement version's epoch (version << 32), above every offset the
+// previous owner gave. A subscriber resuming with an old owner's offset is
+// told too_old with the new first offset, never in_future and never served
+// records that reuse offsets it has seen; a shard that moves back starts a
+// newer epoch and drops its stale ring.
+func TestClusterEphemeralShardMoveStartsANewEpoch(t *testing.T) {
+	solo := broker.StreamSpec{StreamKey: broker.StreamKey{Tenant: "t1", Namespace: "default", Stream: "solo"}, Shards: 1}
+	nodes, _ := startCluster(t, []string{"b1", "b2"}, []broker.StreamSpec{solo}, false)
+	ms := members(nodes)
+	place := func(version int64, owner string) {
+		for _, n := range nodes {
+			n.b.SetPlacement(assign(version, ms, solo.StreamKey, false, owner))
+		}
+	}
+	ctx := ctxT(t, 20*time.Second)
+	publish := func(n *clusterNode, payload string) {
+		t.Helper()
+		pub, err := n.h.dial(t).NewPublisher(ctx, "default", "solo")
+		require.NoError(t, err)
+		require.NoError(t, pub.PublishShardAsync(0, [][]byte{[]byte(payload)}).Wait(ctx))
+	}
+	replay := func(n *clusterNode, from client.From) ([]client.Event, error) {
+		t.Helper()
+		sub, err := n.h.dial(t).Subscribe(ctx, "default", "solo", client.SubscribeOptions{From: from})
+		if err != nil {
+			return nil, err
+		}
+		defer sub.Close()
+		var evs []client.Event
+		for len(evs) < 2 {
+			ev, err := sub.Next(ctx)
+			require.NoError(t, err)
+			evs = append(evs, ev)
+		}
+		return evs, nil
+	}
+
+	place(5, "b1")
+	publish(nodes[0], "a0")
+	publish(nodes[0], "a1")
+	old, err := replay(nodes[0], client.Earliest())
+	require.NoError(t, err)
+	require.Equal(t, []uint64{5 << 32, 5<<32 + 1}, []uint64{old[0].Offset, old[1].Offset})
+
+	place(6, "b2")
+	publish(nodes[1], "b0")
+	publish(nodes[1], "b1")
+	_, err = replay(nodes[1], client.Offset(old[1].Offset+1))
+	var ce *client.CursorError
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, client.CursorError{Reason: "too_old", Requested: 5<<32 + 2, Available: 6 << 32}, *ce)
+	evs, err := replay(nodes[1], client.Earliest())
+	require.NoError(t, err)
+	require.Equal(t, "b0", string(evs[0].Payload))
+	require.Equal(t, uint64(6<<32), evs[0].Offset)
+
+	// Back to b1: a newer epoch, and a0/a1 are not served as its history.
+	place(7, "b1")
+	publish(nodes[0], "c0")
+	publish(nodes[0], "c1")
+	evs, err = replay(nodes[0], client.Earliest())
+	require.NoError(t, err)
+	require.Equal(t, []string{"c0", "c1"}, []string{string(evs[0].Payload), string(evs[1].Payload)})
+	require.Equal(t, uint64(7<<32), evs[0].Offset)
+
+	// A placement that keeps the owner does not restart its offsets.
+	place(8, "b1")
+	publish(nodes[0], "c2")
+	_, err = replay(nodes[0], client.Offset(7<<32+4))
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, "in_future", ce.Reason)
+	require.Equal(t, uint64(7<<32+3), ce.Available)
+}

@@ -56,6 +56,11 @@ type shard struct {
 func newShard(b *Broker, st *stream, id int) (*shard, error) {
 	sh := &shard{b: b, st: st, id: id}
 	sh.mu.ring.capacity = b.cfg.RingEvents
+	if pv := b.placement.Load(); pv != nil && !st.spec.Durable {
+		// A stream registered after the placement that may already list
+		// it: start in the current epoch (see beginEpochs).
+		sh.mu.next = epochBase(pv.version)
+	}
 	if st.spec.Durable && b.cfg.NodeID == "" {
 		if _, err := sh.ensureDurable(); err != nil {
 			return nil, err
@@ -159,6 +164,18 @@ func (sh *shard) publish(admit context.Context, payloads [][]byte, done func(uin
 	sh.mu.Unlock()
 	buf.Release()
 	done(base, nil)
+}
+
+// beginEpoch moves an ephemeral shard's next offset up to base and drops
+// its replay ring, whose records belong to an earlier ownership.
+func (sh *shard) beginEpoch(base uint64) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if base <= sh.mu.next {
+		return
+	}
+	sh.mu.next = base
+	sh.mu.ring.clear()
 }
 
 // deliverLocked numbers buf from base, appends it to the ring and offers it
