@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -412,8 +413,16 @@ func (e *clusterE2E) follow(p *cluster.Placement, shards ...int) {
 			e.l.seen[i] = map[string]int{}
 		}
 		e.l.mu.Unlock()
-		sub, err := e.watchers.Subscribe(e.ctx, "default", "e2e", client.SubscribeOptions{Shard: uint32(i)})
-		require.NoError(e.t, err, "subscribe shard %d", i)
+		// The owner p names applies p from its own placement watch, a
+		// moment after this test's watcher saw it; until then it answers
+		// not_owner naming the old owner, as it should.
+		var sub *client.Subscription
+		require.Eventually(e.t, func() bool {
+			var err error
+			sub, err = e.watchers.Subscribe(e.ctx, "default", "e2e", client.SubscribeOptions{Shard: uint32(i)})
+			require.True(e.t, err == nil || errors.Is(err, client.ErrNotOwner), "subscribe shard %d: %v", i, err)
+			return err == nil
+		}, 5*time.Second, 20*time.Millisecond, "subscribe shard %d at its new owner", i)
 		go e.l.follow(e.ctx, i, sub)
 	}
 }
