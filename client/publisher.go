@@ -127,7 +127,9 @@ func (p *Publisher) publishShardLearning(shard uint32, payloads [][]byte, hook f
 
 // publishAsync sends an acked batch; shard < 0 lets the broker pick.
 func (p *Publisher) publishAsync(shard int64, payloads [][]byte, hook func(*PendingAck)) *PendingAck {
-	pa := &PendingAck{done: make(chan struct{}), hook: hook}
+	// sent is set before pa is in pending: once there, the reader may
+	// complete or fail it (failAll on a broken stream) at any moment.
+	pa := &PendingAck{done: make(chan struct{}), hook: hook, sent: time.Now()}
 	p.mu.Lock()
 	if p.mu.err != nil {
 		err := p.mu.err
@@ -140,7 +142,6 @@ func (p *Publisher) publishAsync(shard int64, payloads [][]byte, hook func(*Pend
 	p.mu.pending[id] = pa
 	p.mu.Unlock()
 
-	pa.sent = time.Now()
 	err := p.write(func(b []byte) ([]byte, error) {
 		switch {
 		case p.binary && shard >= 0:
