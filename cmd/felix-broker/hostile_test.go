@@ -226,17 +226,20 @@ func (o *hostileOutcome) check(t *testing.T, limits bool) {
 	require.Less(t, float64(p50d), 20*float64(p50b)+float64(20*time.Millisecond), "the good client's p50 under the swarm")
 	require.Less(t, quantile(o.during, 0.99), hostileP99Ceiling, "the good client's p99 under the swarm")
 	require.Equal(t, 1, o.left.count, "subscriptions of closed connections are still registered (1 is the good client's)")
-	require.Equal(t, o.idle.goroutines, o.after.goroutines, "broker goroutines did not return to idle after the swarm")
+	// At most idle's: fewer is not a leak (CI once saw 19 after 20 at
+	// idle, a goroutine alive at the idle sample having ended since, e.g.
+	// an admin keep-alive connection of this test's polling).
+	require.LessOrEqual(t, o.after.goroutines, o.idle.goroutines, "broker goroutines did not return to idle after the swarm")
 	require.LessOrEqual(t, o.after.buffers, int64(2*1024), "pooled buffers outstanding beyond what the two streams' rings hold")
 }
 
 // backToIdle waits until the broker's goroutines and fds are back to
-// idle's and no event is queued, and returns the sample. (Pooled buffers
+// idle's (or below) and no event is queued, and returns the sample. (Pooled buffers
 // need not be: the streams' rings keep their last events.)
 func backToIdle(t *testing.T, bp *brokerProcess, idle soakSample, within time.Duration) soakSample {
 	var s soakSample
 	for end := time.Now().Add(within); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-		if s = sample(t, bp); s.goroutines == idle.goroutines && s.fds == idle.fds && s.queueDepth == 0 {
+		if s = sample(t, bp); s.goroutines <= idle.goroutines && s.fds <= idle.fds && s.queueDepth == 0 {
 			break
 		}
 	}
