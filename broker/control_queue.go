@@ -164,9 +164,7 @@ func (ct *control) queueConsume(m *wire.QueueConsume) bool {
 	// back now, not when it would next be written to: the stream's context
 	// ends on the peer's STOP_SENDING.
 	context.AfterFunc(out.Context(), func() { cancel(); c.end() })
-	ct.out.send(func(b []byte) []byte { return wire.AppendJSONFrame(b, &wire.Subscribed{SubscriptionID: c.id}) })
-	ct.c.streams.Add(1)
-	go func() { defer ct.c.streams.Done(); c.run() }()
+	ct.replySubscribed(ctx, c.id, c.run)
 	return true
 }
 

@@ -120,9 +120,7 @@ func (ct *control) rosterWatch(m *wire.RosterWatch) bool {
 	// A watcher that stops reading ends the watch now, not at its next
 	// change: the stream's context ends on the peer's STOP_SENDING.
 	context.AfterFunc(out.Context(), cancel)
-	ct.out.send(func(b []byte) []byte { return wire.AppendJSONFrame(b, &wire.Subscribed{SubscriptionID: w.id}) })
-	ct.c.streams.Add(1)
-	go func() { defer ct.c.streams.Done(); w.run() }()
+	ct.replySubscribed(ctx, w.id, w.run)
 	return true
 }
 

@@ -1,6 +1,7 @@
 package broker_test
 
 import (
+	"context"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -71,6 +72,17 @@ func TestDurableReplayLargerThanWindows(t *testing.T) {
 	pub, err := h.dial(t).NewPublisher(ctx, "default", "big")
 	require.NoError(t, err)
 	const n = 3000 // 12 MiB of 4 KiB records against 1 MiB windows
+	publish4KiB(t, ctx, pub, n)
+	c := h.dialWith(t, client.Config{StreamReceiveWindow: 1 << 20, ConnectionReceiveWindow: 1 << 20})
+	sub, err := c.Subscribe(ctx, "default", "big", client.SubscribeOptions{From: client.Earliest()})
+	require.NoError(t, err)
+	require.NoError(t, expectSequence(ctx, sub, 0, n))
+}
+
+// publish4KiB publishes records 0..n-1 of 4 KiB (seq payloads) in acked
+// batches of 50.
+func publish4KiB(t *testing.T, ctx context.Context, pub *client.Publisher, n int) {
+	t.Helper()
 	for i := 0; i < n; i += 50 {
 		batch := make([][]byte, 50)
 		for j := range batch {
@@ -78,10 +90,28 @@ func TestDurableReplayLargerThanWindows(t *testing.T) {
 		}
 		require.NoError(t, pub.PublishBatch(ctx, batch))
 	}
-	c := h.dialWith(t, client.Config{StreamReceiveWindow: 1 << 20, ConnectionReceiveWindow: 1 << 20})
-	sub, err := c.Subscribe(ctx, "default", "big", client.SubscribeOptions{From: client.Earliest()})
+}
+
+// The `subscribed` reply is on the control stream before any replay on the
+// event stream: the client parks an event stream until the reply names it,
+// so a replay written first could take all of a small connection window
+// and leave none for the reply (both sides then waited for the other; the
+// second subscribe of this test hung every time before the fix).
+func TestSubscribedIsNotOvertakenByReplay(t *testing.T) {
+	h := serveBroker(t, broker.Config{DataDir: t.TempDir(), RingEvents: 64}, durableSpec("big", "periodic"))
+	ctx := ctxT(t, 60*time.Second)
+	pub, err := h.dial(t).NewPublisher(ctx, "default", "big")
 	require.NoError(t, err)
-	require.NoError(t, expectSequence(ctx, sub, 0, n))
+	const n = 1000 // 4 MiB of 4 KiB records against 64 KiB windows
+	publish4KiB(t, ctx, pub, n)
+	c := h.dialWith(t, client.Config{StreamReceiveWindow: 64 << 10, ConnectionReceiveWindow: 64 << 10})
+	for round := range 10 {
+		rctx := ctxT(t, 5*time.Second)
+		sub, err := c.Subscribe(rctx, "default", "big", client.SubscribeOptions{From: client.Earliest()})
+		require.NoError(t, err, "subscribe %d", round)
+		require.NoError(t, expectSequence(rctx, sub, 0, n), "replay %d", round)
+		require.NoError(t, sub.Close())
+	}
 }
 
 func TestDurableStreamNeedsDataDir(t *testing.T) {

@@ -22,7 +22,17 @@ type replyWriter struct {
 		pending []byte
 		closing bool
 		err     error
+		// queued counts every byte ever appended, written every byte
+		// handed to w; waiters are closed once written reaches their
+		// position (sendWritten), or when the writer stops.
+		queued, written int64
+		waiters         []writtenWaiter
 	}
+}
+
+type writtenWaiter struct {
+	pos int64
+	ch  chan struct{}
 }
 
 const maxPendingReplies = 1 << 20
@@ -52,9 +62,48 @@ func (rw *replyWriter) send(appendFn func([]byte) []byte) error {
 	if rw.mu.closing {
 		return io.ErrClosedPipe
 	}
+	n := len(rw.mu.pending)
 	rw.mu.pending = appendFn(rw.mu.pending)
+	rw.mu.queued += int64(len(rw.mu.pending) - n)
 	notify(rw.wake)
 	return nil
+}
+
+// sendWritten is send, and returns a channel closed once the frames have
+// been handed to the stream (or the writer stopped, or could not take
+// them): for what must not be overtaken by data on another stream.
+func (rw *replyWriter) sendWritten(appendFn func([]byte) []byte) <-chan struct{} {
+	ch := make(chan struct{})
+	if rw.send(appendFn) != nil {
+		close(ch)
+		return ch
+	}
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	if rw.mu.written >= rw.mu.queued || rw.mu.err != nil {
+		close(ch)
+		return ch
+	}
+	rw.mu.waiters = append(rw.mu.waiters, writtenWaiter{pos: rw.mu.queued, ch: ch})
+	return ch
+}
+
+// wrote records n more bytes handed to the stream and releases the
+// waiters they cover; all of them when stopping.
+func (rw *replyWriter) wrote(n int, stopping bool) {
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	rw.mu.written += int64(n)
+	keep := rw.mu.waiters[:0]
+	for _, w := range rw.mu.waiters {
+		if stopping || w.pos <= rw.mu.written {
+			close(w.ch)
+		} else {
+			keep = append(keep, w)
+		}
+	}
+	clear(rw.mu.waiters[len(keep):])
+	rw.mu.waiters = keep
 }
 
 func notify(c chan struct{}) {
@@ -66,6 +115,7 @@ func notify(c chan struct{}) {
 
 func (rw *replyWriter) run() {
 	defer close(rw.done)
+	defer rw.wrote(0, true)
 	var spare []byte
 	for {
 		<-rw.wake
@@ -81,6 +131,7 @@ func (rw *replyWriter) run() {
 				rw.mu.Unlock()
 				return
 			}
+			rw.wrote(len(buf), false)
 		}
 		spare = buf
 		if closing {

@@ -128,12 +128,31 @@ func (ct *control) startEventStream(sub *subscription) bool {
 	// (STOP_SENDING): end the subscription then, not at its next write,
 	// which on a quiet stream may never come.
 	context.AfterFunc(out.Context(), sub.cancel)
-	ct.out.send(func(b []byte) []byte {
-		return wire.AppendJSONFrame(b, &wire.Subscribed{SubscriptionID: sub.id})
+	ct.replySubscribed(sub.ctx, sub.id, sub.run)
+	return true
+}
+
+// replySubscribed answers `subscribed` for the event stream id and starts
+// run, its writer, once that reply is on the control stream. The event
+// stream's data must not overtake the reply: a client parks an event
+// stream until the reply names it (client.router), so a replay larger
+// than the client's connection window, written first, would leave no flow
+// control credit for the reply it waits for, and both sides would wait
+// until the client gave up (TestDurableReplayLargerThanWindows, seen in a
+// loaded run).
+func (ct *control) replySubscribed(ctx context.Context, id uint64, run func()) {
+	written := ct.out.sendWritten(func(b []byte) []byte {
+		return wire.AppendJSONFrame(b, &wire.Subscribed{SubscriptionID: id})
 	})
 	ct.c.streams.Add(1)
-	go func() { defer ct.c.streams.Done(); sub.run() }()
-	return true
+	go func() {
+		defer ct.c.streams.Done()
+		select {
+		case <-written:
+		case <-ctx.Done():
+		}
+		run()
+	}()
 }
 
 // refuseNotOwner answers a subscribe for another broker's shard: an error
