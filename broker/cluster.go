@@ -114,33 +114,53 @@ func (b *Broker) SetPlacement(p *cluster.Placement) {
 		return
 	}
 	v := newPlacementView(p, b.cfg.NodeID)
-	b.openOwned(v)
-	b.beginEpochs(b.placement.Load(), v)
+	b.takeOwned(b.placement.Load(), v)
 	b.placement.Store(v)
 	b.log.Info("placement applied", "version", v.version, "node", b.cfg.NodeID, "shards_owned", v.owned)
 }
 
-// openOwned opens the logs of the durable shards v makes this broker's, so
-// that they are ready when v is in force (recovery can take a while). A
-// cluster broker opens no other durable shard: their records live on their
-// owners. A log that fails to open is retried, and its error returned, by
-// the first request for the shard; a stream not registered yet opens on
-// first use.
-func (b *Broker) openOwned(v *placementView) {
+// takeOwned readies the shards v makes this broker's before v is in force,
+// while no publish can reach them here:
+//
+//   - a durable shard's log is opened (recovery can take a while). A
+//     cluster broker opens no other durable shard: their records live on
+//     their owners. A log that fails to open is retried, and its error
+//     returned, by the first request for the shard; a stream not
+//     registered yet opens on first use.
+//   - an ephemeral shard that prev did not make this broker's (a move, a
+//     restart, the first placement) restarts its offsets at v's epoch base
+//     with an empty replay ring. It keeps no records across owners, so its
+//     new owner cannot continue the old owner's offsets; starting above
+//     them means a subscriber resuming with an offset the old owner gave
+//     gets too_old naming the new first offset (and earliest works)
+//     instead of in_future, or of records that reuse offsets it has seen.
+func (b *Broker) takeOwned(prev, v *placementView) {
 	for k, rs := range v.streams {
 		st, err := b.streams.lookup(k)
-		if err != nil || !st.spec.Durable {
+		if err != nil {
 			continue
 		}
 		for i, r := range rs {
 			if r == nil || !r.self || i >= len(st.shards) {
 				continue
 			}
-			if _, err := st.shards[i].ensureDurable(); err != nil {
-				b.log.Error("owned durable shard cannot open", "stream", k.String(), "shard", i, "err", err)
+			switch {
+			case st.spec.Durable:
+				if _, err := st.shards[i].ensureDurable(); err != nil {
+					b.log.Error("owned durable shard cannot open", "stream", k.String(), "shard", i, "err", err)
+				}
+			case prev == nil || !prev.owns(k, i):
+				st.shards[i].beginEpoch(epochBase(v.version))
 			}
 		}
 	}
+}
+
+// owns reports whether the view makes this broker the owner of shard idx
+// of k.
+func (v *placementView) owns(k StreamKey, idx int) bool {
+	r := v.lookup(k, idx)
+	return r != nil && r.self
 }
 
 // epochShift places an ownership epoch in the high bits of an ephemeral
@@ -152,35 +172,6 @@ const epochShift = 32
 // epochBase is the first offset of an ephemeral shard whose owner took it
 // in placement version.
 func epochBase(version int64) uint64 { return uint64(max(version, 0)) << epochShift }
-
-// beginEpochs restarts the offsets of every ephemeral shard that v makes
-// this broker's and prev did not (a move, a restart, the first placement)
-// at v's epoch base, emptying its replay ring. An ephemeral shard keeps no
-// records across owners, so its new owner cannot continue the old owner's
-// offsets; starting above them means a subscriber resuming with an offset
-// the old owner gave gets too_old naming the new first offset (and
-// earliest works) instead of in_future, or of records that reuse offsets it
-// has seen. It runs before v is in force, while no publish can reach the
-// shard here.
-func (b *Broker) beginEpochs(prev, v *placementView) {
-	for k, rs := range v.streams {
-		st, err := b.streams.lookup(k)
-		if err != nil || st.spec.Durable {
-			continue
-		}
-		for i, r := range rs {
-			if r == nil || !r.self || i >= len(st.shards) {
-				continue
-			}
-			if prev != nil {
-				if pr := prev.lookup(k, i); pr != nil && pr.self {
-					continue // still ours: offsets go on
-				}
-			}
-			st.shards[i].beginEpoch(epochBase(v.version))
-		}
-	}
-}
 
 // PlacementVersion is the version of the placement in force, 0 in
 // single-broker mode.

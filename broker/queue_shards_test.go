@@ -280,7 +280,8 @@ func TestQueueShardsMaxInflightAcrossShards(t *testing.T) {
 		require.NoError(t, err)
 		got = append(got, msg)
 	}
-	time.Sleep(100 * time.Millisecond) // room for a (wrong) seventh take
+	overBudget := func() bool { n, _ := queueInflight(h); return n > 6 }
+	require.Never(t, overBudget, 100*time.Millisecond, 5*time.Millisecond, "a seventh take")
 	total, perShard := queueInflight(h)
 	require.Equal(t, 6, total)
 	require.Equal(t, map[uint32]int{0: 2, 1: 2, 2: 2}, perShard, "a fair share of the budget per shard")
@@ -290,7 +291,7 @@ func TestQueueShardsMaxInflightAcrossShards(t *testing.T) {
 		_, err := q.Next(ctx)
 		require.NoError(t, err)
 	}
-	time.Sleep(100 * time.Millisecond)
+	require.Never(t, overBudget, 100*time.Millisecond, 5*time.Millisecond, "a take past the budget after the acks")
 	total, _ = queueInflight(h)
 	require.Equal(t, 6, total)
 }

@@ -58,7 +58,7 @@ func newShard(b *Broker, st *stream, id int) (*shard, error) {
 	sh.mu.ring.capacity = b.cfg.RingEvents
 	if pv := b.placement.Load(); pv != nil && !st.spec.Durable {
 		// A stream registered after the placement that may already list
-		// it: start in the current epoch (see beginEpochs).
+		// it: start in the current epoch (see takeOwned).
 		sh.mu.next = epochBase(pv.version)
 	}
 	if st.spec.Durable && b.cfg.NodeID == "" {
@@ -73,10 +73,14 @@ func newShard(b *Broker, st *stream, id int) (*shard, error) {
 // for a durable one not opened yet.
 func (sh *shard) durable() *durable { return sh.d.Load() }
 
-// ensureDurable opens a durable shard's log if it is not open yet. Its tail
-// becomes the shard's next offset before any publish or subscriber can use
-// the shard (they call it first).
+// ensureDurable opens a durable shard's log if it is not open yet, and
+// returns nil for an ephemeral shard. The log's tail becomes the shard's
+// next offset before any publish or subscriber can use the shard (they
+// call it first).
 func (sh *shard) ensureDurable() (*durable, error) {
+	if !sh.st.spec.Durable {
+		return nil, nil
+	}
 	if d := sh.d.Load(); d != nil {
 		return d, nil
 	}
@@ -148,13 +152,13 @@ func (sh *shard) publish(admit context.Context, payloads [][]byte, done func(uin
 		done(0, err)
 		return
 	}
-	if sh.st.spec.Durable {
-		d, err := sh.ensureDurable()
-		if err != nil {
-			buf.Release()
-			done(0, err)
-			return
-		}
+	d, err := sh.ensureDurable()
+	if err != nil {
+		buf.Release()
+		done(0, err)
+		return
+	}
+	if d != nil {
 		d.publish(sh, buf, payloads, done)
 		return
 	}
@@ -252,12 +256,9 @@ func (sh *shard) admit(ctx context.Context, events int) error {
 // and ring buffers. Registration and the replay bounds are fixed under one
 // lock, so replay and the live queue meet with no gap and no duplicate.
 func (sh *shard) attach(sub *subscription, start wire.Start, hasStart bool) error {
-	var d *durable
-	if sh.st.spec.Durable {
-		var err error
-		if d, err = sh.ensureDurable(); err != nil {
-			return err
-		}
+	d, err := sh.ensureDurable()
+	if err != nil {
+		return err
 	}
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
