@@ -59,9 +59,13 @@ func fuzzSeeds(t *testing.T) map[string]string {
 			wire.KindEventBatch:        "FuzzEventBatch",
 			wire.KindEventBatchShared:  "FuzzEventBatch",
 		}[k]
-		if target == "FuzzEventBatch" {
+		switch target {
+		case "FuzzEventBatch":
 			seeds[target+"/"+v.Name] = corpusFile(uint16(flags), payload)
-		} else {
+		case "FuzzJSON":
+			seeds[target+"/"+v.Name] = corpusFile(payload)
+			seeds["FuzzSplitObject/"+v.Name] = corpusFile(payload)
+		default:
 			seeds[target+"/"+v.Name] = corpusFile(payload)
 		}
 	}

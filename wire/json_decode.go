@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"strings"
 	"unicode/utf8"
 )
 
@@ -16,7 +15,8 @@ import (
 // optional field is absent, wrong JSON types and non-canonical base64 are
 // ErrMalformedJSON, an unknown "type" is ErrUnknownMessageType. Field names
 // match exactly (encoding/json's case-insensitive struct matching is
-// avoided by decoding into a map first).
+// avoided by splitting the object into its members first; a later duplicate
+// member wins, as in a map).
 //
 // Invalid UTF-8, and \u escapes that encode a lone surrogate, are
 // ErrInvalidUTF8: encoding/json would silently turn both into U+FFFD, and a
@@ -30,12 +30,17 @@ func DecodeJSON(payload []byte) (Message, error) {
 	if err := checkSurrogates(payload); err != nil {
 		return nil, err
 	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(payload, &obj); err != nil {
-		return nil, &MalformedJSONError{Err: err}
-	}
-	if obj == nil {
-		return nil, &MalformedJSONError{Err: errors.New("message is not an object")}
+	var members [8]member
+	obj, ok := splitObject(payload, members[:0])
+	if !ok {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(payload, &m); err != nil {
+			return nil, &MalformedJSONError{Err: err}
+		}
+		if m == nil {
+			return nil, &MalformedJSONError{Err: errors.New("message is not an object")}
+		}
+		obj = objectOf(m)
 	}
 	f := fields{obj: obj}
 	name := f.str("type")
@@ -60,10 +65,11 @@ func DecodeJSON(payload []byte) (Message, error) {
 // reject, so a flat scan suffices.
 func checkSurrogates(b []byte) error {
 	for i := 0; i < len(b); i++ {
-		if b[i] != '\\' {
-			continue
+		j := bytes.IndexByte(b[i:], '\\')
+		if j < 0 {
+			return nil
 		}
-		i++ // the escaped character; the loop's i++ steps past it
+		i += j + 1 // the escaped character; the loop's i++ steps past it
 		if i >= len(b) || b[i] != 'u' {
 			continue
 		}
@@ -112,7 +118,7 @@ func hex4(b []byte, at int) (rune, bool) {
 // error so each message decoder is a flat list of field reads.
 type fields struct {
 	typ string
-	obj map[string]json.RawMessage
+	obj object
 	err error
 }
 
@@ -124,7 +130,7 @@ func (f *fields) raw(name string) (json.RawMessage, bool) {
 	if f.err != nil {
 		return nil, false
 	}
-	v, ok := f.obj[name]
+	v, ok := f.obj.get(name)
 	v = bytes.TrimSpace(v)
 	if !ok || bytes.Equal(v, jsonNull) {
 		return nil, false
@@ -149,32 +155,88 @@ func (f *fields) unmarshal(name string, v json.RawMessage, dst any) bool {
 	return true
 }
 
-func (f *fields) str(name string) string {
+// text decodes a string value, without encoding/json when it has no
+// escapes.
+func (f *fields) text(name string, v json.RawMessage) (string, bool) {
+	if s, ok := plainString(v); ok {
+		return string(s), true
+	}
 	var s string
-	if v, ok := f.required(name); ok {
-		f.unmarshal(name, v, &s)
-	}
-	return s
+	return s, f.unmarshal(name, v, &s)
 }
 
-func (f *fields) u64(name string) uint64 {
+// uint decodes an unsigned value of bits, without encoding/json when it is
+// plain digits that fit.
+func (f *fields) uint(name string, v json.RawMessage, bits uint) (uint64, bool) {
+	if n, ok := plainUint(v, bits); ok {
+		return n, true
+	}
 	var n uint64
-	if v, ok := f.required(name); ok {
-		f.unmarshal(name, v, &n)
+	var ok bool
+	switch bits {
+	case 16:
+		var x uint16
+		ok = f.unmarshal(name, v, &x)
+		n = uint64(x)
+	case 32:
+		var x uint32
+		ok = f.unmarshal(name, v, &x)
+		n = uint64(x)
+	default:
+		ok = f.unmarshal(name, v, &n)
 	}
-	return n
+	return n, ok
 }
 
-func (f *fields) optU64(name string) *uint64 {
+func (f *fields) str(name string) string {
+	if v, ok := f.required(name); ok {
+		s, _ := f.text(name, v)
+		return s
+	}
+	return ""
+}
+
+func (f *fields) reqUint(name string, bits uint) uint64 {
+	if v, ok := f.required(name); ok {
+		n, _ := f.uint(name, v, bits)
+		return n
+	}
+	return 0
+}
+
+func (f *fields) optUint(name string, bits uint) (uint64, bool) {
 	v, ok := f.raw(name)
 	if !ok {
-		return nil
+		return 0, false
 	}
-	var n uint64
-	if !f.unmarshal(name, v, &n) {
-		return nil
+	return f.uint(name, v, bits)
+}
+
+func (f *fields) u64(name string) uint64 { return f.reqUint(name, 64) }
+
+func (f *fields) u16(name string) uint16 { return uint16(f.reqUint(name, 16)) }
+
+func (f *fields) optU64(name string) *uint64 {
+	if n, ok := f.optUint(name, 64); ok {
+		return &n
 	}
-	return &n
+	return nil
+}
+
+func (f *fields) optU32(name string) *uint32 {
+	if n, ok := f.optUint(name, 32); ok {
+		x := uint32(n)
+		return &x
+	}
+	return nil
+}
+
+func (f *fields) optU16(name string) *uint16 {
+	if n, ok := f.optUint(name, 16); ok {
+		x := uint16(n)
+		return &x
+	}
+	return nil
 }
 
 func (f *fields) optStr(name string) *string {
@@ -182,66 +244,50 @@ func (f *fields) optStr(name string) *string {
 	if !ok {
 		return nil
 	}
-	var s string
-	if !f.unmarshal(name, v, &s) {
-		return nil
+	if s, ok := f.text(name, v); ok {
+		return &s
 	}
-	return &s
-}
-
-func (f *fields) optU32(name string) *uint32 {
-	v, ok := f.raw(name)
-	if !ok {
-		return nil
-	}
-	var n uint32
-	if !f.unmarshal(name, v, &n) {
-		return nil
-	}
-	return &n
-}
-
-func (f *fields) u16(name string) uint16 {
-	var n uint16
-	if v, ok := f.required(name); ok {
-		f.unmarshal(name, v, &n)
-	}
-	return n
-}
-
-func (f *fields) optU16(name string) *uint16 {
-	v, ok := f.raw(name)
-	if !ok {
-		return nil
-	}
-	var n uint16
-	if !f.unmarshal(name, v, &n) {
-		return nil
-	}
-	return &n
+	return nil
 }
 
 // b64 decodes canonical padded standard base64, as the Rust base64 crate's
 // STANDARD engine requires: Go's decoder alone would also accept embedded
 // CR/LF and non-zero trailing bits.
-func (f *fields) b64(name, s string) []byte {
+func (f *fields) b64(name string, src []byte) []byte {
 	if f.err != nil {
 		return nil
 	}
-	if strings.ContainsAny(s, "\r\n") {
+	if bytes.ContainsAny(src, "\r\n") {
 		f.err = &MalformedJSONError{Field: name, Err: errors.New("line break in base64")}
 		return nil
 	}
-	b, err := base64.StdEncoding.Strict().DecodeString(s)
+	enc := base64.StdEncoding.Strict()
+	b := make([]byte, enc.DecodedLen(len(src)))
+	n, err := enc.Decode(b, src)
 	if err != nil {
 		f.err = &MalformedJSONError{Field: name, Err: err}
 		return nil
 	}
-	return b
+	return b[:n]
+}
+
+// b64Value decodes a base64 string value, straight from the payload when
+// it has no escapes.
+func (f *fields) b64Value(name string, v json.RawMessage) []byte {
+	if s, ok := plainString(v); ok {
+		return f.b64(name, s)
+	}
+	if s, ok := f.text(name, v); ok {
+		return f.b64(name, []byte(s))
+	}
+	return nil
 }
 
 func (f *fields) bytes(name string) []byte {
-	return f.b64(name, f.str(name))
+	if v, ok := f.required(name); ok {
+		return f.b64Value(name, v)
+	}
+	return nil
 }
 
 func (f *fields) bytesList(name string) [][]byte {
@@ -259,7 +305,7 @@ func (f *fields) bytesList(name string) [][]byte {
 			f.err = &MalformedJSONError{Field: name, Err: errors.New("null element")}
 			return nil
 		}
-		out[i] = f.b64(name, *s)
+		out[i] = f.b64(name, []byte(*s))
 	}
 	return out
 }

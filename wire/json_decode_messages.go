@@ -78,10 +78,8 @@ var jsonDecoders = [numTypes]func(*fields) Message{
 func decodeCacheValue(f *fields) Message {
 	m := &CacheValue{TenantID: f.str("tenant_id"), Namespace: f.str("namespace"), Cache: f.str("cache"), Key: f.str("key")}
 	if v, ok := f.raw("value"); ok {
-		var s string
-		if f.unmarshal("value", v, &s) {
-			m.Found, m.Value = true, f.b64("value", s)
-		}
+		m.Value = f.b64Value("value", v)
+		m.Found = f.err == nil
 	}
 	m.RequestID = f.optU64("request_id")
 	return m
@@ -92,8 +90,8 @@ func (f *fields) ack() *AckMode {
 	if !ok {
 		return nil
 	}
-	var s string
-	if !f.unmarshal("ack", v, &s) {
+	s, ok := f.text("ack", v)
+	if !ok {
 		return nil
 	}
 	m, ok := ParseAckMode(s)

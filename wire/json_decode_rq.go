@@ -60,15 +60,10 @@ func init() {
 }
 
 func (f *fields) optBytes(name string) []byte {
-	v, ok := f.raw(name)
-	if !ok {
-		return nil
+	if v, ok := f.raw(name); ok {
+		return f.b64Value(name, v)
 	}
-	var s string
-	if !f.unmarshal(name, v, &s) {
-		return nil
-	}
-	return f.b64(name, s)
+	return nil
 }
 
 // shard is queue_message's "shard": absent (a broker from before
@@ -127,7 +122,7 @@ func (f *fields) members(name string) []RosterMember {
 			f.err = &MalformedJSONError{Field: name, Err: errors.New("null element")}
 			return nil
 		}
-		sub := fields{typ: f.typ, obj: obj}
+		sub := fields{typ: f.typ, obj: objectOf(obj)}
 		out[i] = RosterMember{Member: sub.str("member"), Metadata: sub.optBytes("metadata")}
 		if sub.err != nil {
 			f.err = sub.err
