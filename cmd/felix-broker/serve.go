@@ -59,38 +59,8 @@ func serve(ctx context.Context, vals *knob.Values, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", errConfig, err)
 	}
-	specs, _ := parseStreamList(knobStreams.Get(vals)) // validated by the registry
-	caches, _ := parseCacheList(knobCaches.Get(vals))  // validated by the registry
-	if emb != nil {
-		if err := emb.register(specs, caches); err != nil {
-			return err
-		}
-	}
-	if cps != nil {
-		if err := cps.start(ctx, b); err != nil {
-			return err
-		}
-	}
-	if node != nil && emb == nil {
-		// A stream only this broker knows is never placed, so a cluster
-		// broker would refuse it (owner_unavailable); streams belong to
-		// the control plane.
-		if raw, set := vals.Raw("FELIX_STREAMS"); set {
-			log.Warn("FELIX_STREAMS ignored in cluster mode: create streams at the control plane", "streams", raw)
-		}
-		specs = nil
-	}
-	for _, s := range specs {
-		// A durable stream from an earlier run was reopened from the data
-		// directory's catalog already.
-		if err := b.CreateStream(s); err != nil && !errors.Is(err, broker.ErrStreamExists) {
-			return fmt.Errorf("%w: FELIX_STREAMS: %v", errConfig, err)
-		}
-	}
-	for _, s := range caches {
-		if err := b.CreateCache(s); err != nil && !errors.Is(err, broker.ErrCacheExists) {
-			return fmt.Errorf("%w: FELIX_CACHES: %v", errConfig, err)
-		}
+	if err := provision(ctx, vals, b, emb, cps, node != nil, log); err != nil {
+		return err
 	}
 	// The broker takes any net.PacketConn: this is the transport seam.
 	pc, closeConn, err := listenPacket(vals, log)
@@ -126,6 +96,54 @@ func serve(ctx context.Context, vals *knob.Values, log *slog.Logger) error {
 	if node != nil {
 		node.leave() // its shards move before the drain ends its connections
 	}
+	drain(vals, b, admin, log)
+	return nil
+}
+
+// provision brings the broker's streams and caches into being: it registers
+// FELIX_STREAMS and FELIX_CACHES at the embedded control plane (if any),
+// starts following the control plane, whose snapshot may create them and
+// others, then creates what is still missing (not in cluster mode, where
+// streams belong to the control plane).
+func provision(ctx context.Context, vals *knob.Values, b *broker.Broker, emb *embeddedCP, cps *cpSync, clustered bool, log *slog.Logger) error {
+	specs, _ := parseStreamList(knobStreams.Get(vals)) // validated by the registry
+	caches, _ := parseCacheList(knobCaches.Get(vals))  // validated by the registry
+	if emb != nil {
+		if err := emb.register(specs, caches); err != nil {
+			return err
+		}
+	}
+	if cps != nil {
+		if err := cps.start(ctx, b); err != nil {
+			return err
+		}
+	}
+	if clustered && emb == nil {
+		// A stream only this broker knows is never placed, so a cluster
+		// broker would refuse it (owner_unavailable); streams belong to
+		// the control plane.
+		if raw, set := vals.Raw("FELIX_STREAMS"); set {
+			log.Warn("FELIX_STREAMS ignored in cluster mode: create streams at the control plane", "streams", raw)
+		}
+		specs = nil
+	}
+	for _, s := range specs {
+		// A durable stream from an earlier run was reopened from the data
+		// directory's catalog already.
+		if err := b.CreateStream(s); err != nil && !errors.Is(err, broker.ErrStreamExists) {
+			return fmt.Errorf("%w: FELIX_STREAMS: %v", errConfig, err)
+		}
+	}
+	for _, s := range caches {
+		if err := b.CreateCache(s); err != nil && !errors.Is(err, broker.ErrCacheExists) {
+			return fmt.Errorf("%w: FELIX_CACHES: %v", errConfig, err)
+		}
+	}
+	return nil
+}
+
+// drain ends the broker's connections within FELIX_SHUTDOWN_DRAIN_TIMEOUT_MS.
+func drain(vals *knob.Values, b *broker.Broker, admin *http.Server, log *slog.Logger) {
 	budget := knobShutdownDrain.Get(vals)
 	log.Info("draining", "budget", budget)
 	dctx, cancel := context.WithTimeout(context.Background(), budget)
@@ -136,7 +154,6 @@ func serve(ctx context.Context, vals *knob.Values, log *slog.Logger) error {
 		log.Warn("drain budget exceeded; remaining connections closed", "err", derr)
 	}
 	log.Info("stopped", "buffers_outstanding", b.Pool().BuffersOutstanding)
-	return nil
 }
 
 func brokerConfig(vals *knob.Values, log *slog.Logger) broker.Config {
