@@ -105,3 +105,16 @@ func BenchmarkDecodeJSONPublish(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecodeJSONQueueMessage4K: a queue delivery of 4 KiB, whose
+// base64 payload is most of the message (the client's share of a drain).
+func BenchmarkDecodeJSONQueueMessage4K(b *testing.B) {
+	payload := (&wire.QueueMessage{Shard: 1, Offset: 123456, Payload: make([]byte, 4096)}).AppendJSON(nil)
+	b.SetBytes(int64(len(payload)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := wire.DecodeJSON(payload); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -257,7 +257,7 @@ func (f *fields) b64(name string, src []byte) []byte {
 	if f.err != nil {
 		return nil
 	}
-	if bytes.ContainsAny(src, "\r\n") {
+	if bytes.IndexByte(src, '\r') >= 0 || bytes.IndexByte(src, '\n') >= 0 {
 		f.err = &MalformedJSONError{Field: name, Err: errors.New("line break in base64")}
 		return nil
 	}

@@ -1,6 +1,10 @@
 package wire
 
-import "encoding/json"
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+)
 
 // object is the top-level members of one JSON object, values as raw JSON
 // without surrounding whitespace. Lookups take the last member of a name,
@@ -177,7 +181,11 @@ func (s *scanner) quoted() (escaped, ok bool) {
 	if !s.take('"') {
 		return false, false
 	}
-	for s.i < len(s.b) {
+	for {
+		s.skipPlain()
+		if s.i >= len(s.b) {
+			return false, false
+		}
 		c := s.b[s.i]
 		s.i++
 		switch {
@@ -185,26 +193,56 @@ func (s *scanner) quoted() (escaped, ok bool) {
 			return escaped, true
 		case c < 0x20:
 			return false, false
-		case c == '\\':
-			escaped = true
-			if s.i >= len(s.b) {
+		}
+		// c is a backslash.
+		escaped = true
+		if s.i >= len(s.b) {
+			return false, false
+		}
+		e := s.b[s.i]
+		s.i++
+		switch e {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		case 'u':
+			if _, ok := hex4(s.b, s.i); !ok {
 				return false, false
 			}
-			e := s.b[s.i]
-			s.i++
-			switch e {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			case 'u':
-				if _, ok := hex4(s.b, s.i); !ok {
-					return false, false
-				}
-				s.i += 4
-			default:
-				return false, false
-			}
+			s.i += 4
+		default:
+			return false, false
 		}
 	}
-	return false, false
+}
+
+// skipPlain advances past string bytes that need no attention (not a
+// quote, a backslash or a control character): byte by byte for the first
+// eight (names and ids end there), then eight at a time while it can (a
+// base64 value is most of a queue or cache message).
+func (s *scanner) skipPlain() {
+	for {
+		for end := min(s.i+8, len(s.b)); s.i < end; s.i++ {
+			if c := s.b[s.i]; c == '"' || c == '\\' || c < 0x20 {
+				return
+			}
+		}
+		// special is exact: the word that stops this holds the byte the
+		// loop above then finds.
+		for s.i+8 <= len(s.b) && !special(binary.LittleEndian.Uint64(s.b[s.i:])) {
+			s.i += 8
+		}
+		if s.i >= len(s.b) {
+			return
+		}
+	}
+}
+
+// special reports whether any byte of x is '"', '\\' or below 0x20, with
+// the exact "has a zero byte" and "has a byte below n" word tests.
+func special(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	q := x ^ (ones * '"')
+	b := x ^ (ones * '\\')
+	return ((q-ones)&^q|(b-ones)&^b|(x-ones*0x20)&^x)&highs != 0
 }
 
 // number skips -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?.
@@ -253,10 +291,8 @@ func plainString(v []byte) ([]byte, bool) {
 		return nil, false
 	}
 	body := v[1 : len(v)-1]
-	for _, c := range body {
-		if c == '\\' {
-			return nil, false
-		}
+	if bytes.IndexByte(body, '\\') >= 0 {
+		return nil, false
 	}
 	return body, true
 }

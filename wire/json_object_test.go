@@ -2,7 +2,9 @@ package wire
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -94,5 +96,26 @@ func TestPlainUintMatchesEncodingJSON(t *testing.T) {
 		var want uint64
 		require.NoError(t, json.Unmarshal([]byte(c.v), &want))
 		require.Equal(t, want, n, c.v)
+	}
+}
+
+// TestSpecialIsExact: the word test agrees with a byte-by-byte look on
+// words mixing every interesting byte (the borrow of a subtraction must not
+// hide or invent one).
+func TestSpecialIsExact(t *testing.T) {
+	interesting := []byte{0x00, 0x01, 0x1f, 0x20, 0x21, '"', '#', '[', '\\', ']', 0x7f, 0x80, 0xa2, 0xdc, 0xff}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 200000 {
+		var w [8]byte
+		want := false
+		for i := range w {
+			if rng.IntN(3) == 0 {
+				w[i] = interesting[rng.IntN(len(interesting))]
+			} else {
+				w[i] = byte(rng.IntN(256))
+			}
+			want = want || w[i] == '"' || w[i] == '\\' || w[i] < 0x20
+		}
+		require.Equal(t, want, special(binary.LittleEndian.Uint64(w[:])), "%x", w)
 	}
 }
