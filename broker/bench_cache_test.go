@@ -38,8 +38,8 @@ func BenchmarkDurableCachePut(b *testing.B) {
 // benchCachePut runs writers goroutines, each with its own connection, or
 // all pipelined on one connection's cache handle when shared.
 func benchCachePut(b *testing.B, writers int, shared bool) {
-	h, handles := cacheBenchHandles(b, writers, shared)
 	ctx := benchCtx(b)
+	h, handles := cacheBenchHandles(b, ctx, writers, shared)
 	m0 := storageMetrics(b, h.b)
 	b.ResetTimer()
 	lat, elapsed, err := putUntil(ctx, handles, time.Now().Add(durableCaseTime(b)))
@@ -60,8 +60,10 @@ func benchCachePut(b *testing.B, writers int, shared bool) {
 // BenchmarkDurableCachePutScaling measures the ratio the issue asks for, 8
 // writers' put rate over 1 writer's, inside one process: it alternates
 // 250 ms phases of writer 0 alone and of all 8 writers on the same broker,
-// log and connections for durableCaseTime, and reports each side's rate
-// over all its phases and their ratio. Separate processes (the benchmark
+// log and connections for durableCaseTime (each pair in the other order
+// from the last), and reports each side's rate over all its phases, their
+// ratio, and each side's sync latency (and the 8 writers' waiters per
+// sync) from the commit metrics read around its phases. Separate processes (the benchmark
 // above) compare syncs from different minutes, and on a shared VM the
 // fdatasync latency drifts between minutes by up to 2x (docs/BENCHMARKS.md),
 // which moves that ratio more than any change under test.
@@ -73,41 +75,60 @@ func BenchmarkDurableCachePutScaling(b *testing.B) {
 func benchCacheScaling(b *testing.B, shared bool) {
 	total := durableCaseTime(b)
 	phase := min(250*time.Millisecond, total/2) // short phases in the smoke run
-	h, handles := cacheBenchHandles(b, 8, shared)
 	ctx := benchCtx(b)
-	m0 := storageMetrics(b, h.b)
-	var n1, n8 int
-	var d1, d8 time.Duration
+	h, handles := cacheBenchHandles(b, ctx, 8, shared)
+	var one, eight scalingSide
 	b.ResetTimer()
-	for end := time.Now().Add(total); time.Now().Before(end); {
-		for _, ws := range [][]*client.Cache{handles[:1], handles} {
+	for pair, end := 0, time.Now().Add(total); time.Now().Before(end); pair++ {
+		order := []*scalingSide{&one, &eight}
+		if pair%2 == 1 {
+			order[0], order[1] = order[1], order[0] // neither side always follows the other
+		}
+		for _, side := range order {
+			ws := handles
+			if side == &one {
+				ws = handles[:1]
+			}
+			m0 := storageMetrics(b, h.b)
 			lat, d, err := putUntil(ctx, ws, time.Now().Add(phase))
 			require.NoError(b, err)
-			n := len(slices.Concat(lat...))
-			if len(ws) == 1 {
-				n1, d1 = n1+n, d1+d
-			} else {
-				n8, d8 = n8+n, d8+d
-			}
+			side.add(lat, d, storageMetrics(b, h.b).sub(m0))
 		}
 	}
 	b.StopTimer()
-	m := storageMetrics(b, h.b).sub(m0)
-	r1, r8 := float64(n1)/d1.Seconds(), float64(n8)/d8.Seconds()
-	b.ReportMetric(r1, "puts/s_w1")
-	b.ReportMetric(r8, "puts/s_w8")
-	b.ReportMetric(r8/r1, "w8/w1")
-	b.ReportMetric(m.syncLatencySum/max(m.syncLatencyCount, 1)*1e6, "sync_us")
+	b.ReportMetric(one.rate(), "puts/s_w1")
+	b.ReportMetric(eight.rate(), "puts/s_w8")
+	b.ReportMetric(eight.rate()/one.rate(), "w8/w1")
+	b.ReportMetric(one.m.syncLatencySum/max(one.m.syncLatencyCount, 1)*1e6, "sync_us_w1")
+	b.ReportMetric(eight.m.syncLatencySum/max(eight.m.syncLatencyCount, 1)*1e6, "sync_us_w8")
+	b.ReportMetric(eight.m.waitersSum/max(eight.m.waitersCount, 1), "waiters/sync_w8")
 }
+
+// scalingSide sums one writer count's phases: puts, time, and the commit
+// metrics read around each phase.
+type scalingSide struct {
+	puts int
+	d    time.Duration
+	m    durableMetrics
+}
+
+func (s *scalingSide) add(lat [][]time.Duration, d time.Duration, m durableMetrics) {
+	for _, l := range lat {
+		s.puts += len(l)
+	}
+	s.d += d
+	s.m = s.m.sub(durableMetrics{}.sub(m)) // s.m += m
+}
+
+func (s *scalingSide) rate() float64 { return float64(s.puts) / s.d.Seconds() }
 
 // cacheBenchHandles starts a broker with the durable cache "bench" and
 // opens writers cache handles on it, each on its own connection, or one
 // shared by all when shared; each has put once (connection and log warm).
-func cacheBenchHandles(b *testing.B, writers int, shared bool) (*harness, []*client.Cache) {
+func cacheBenchHandles(b *testing.B, ctx context.Context, writers int, shared bool) (*harness, []*client.Cache) {
 	spec := broker.CacheSpec{CacheKey: broker.CacheKey{Tenant: "t1", Namespace: "default", Cache: "bench"},
 		Durable: true, Fsync: benchCacheFsync()}
 	h := startCacheBroker(b, broker.Config{DataDir: filepath.Join(b.TempDir(), "data")}, spec)
-	ctx := benchCtx(b)
 	handles := make([]*client.Cache, writers)
 	for w := range handles {
 		if shared && w > 0 {
@@ -126,7 +147,7 @@ func cacheBenchHandles(b *testing.B, writers int, shared bool) (*harness, []*cli
 func putUntil(ctx context.Context, handles []*client.Cache, deadline time.Time) ([][]time.Duration, time.Duration, error) {
 	value := make([]byte, 64)
 	lat := make([][]time.Duration, len(handles))
-	var failed atomic.Value
+	var failed atomic.Pointer[error]
 	var wg sync.WaitGroup
 	start := time.Now()
 	for w, k := range handles {
@@ -137,7 +158,7 @@ func putUntil(ctx context.Context, handles []*client.Cache, deadline time.Time) 
 					return
 				}
 				if err := k.Put(ctx, fmt.Sprintf("w%d-%d", w, i%4096), value, 0); err != nil {
-					failed.Store(err)
+					failed.CompareAndSwap(nil, &err)
 					return
 				}
 				lat[w] = append(lat[w], time.Since(t0))
@@ -145,8 +166,11 @@ func putUntil(ctx context.Context, handles []*client.Cache, deadline time.Time) 
 		})
 	}
 	wg.Wait()
-	err, _ := failed.Load().(error)
-	return lat, time.Since(start), err
+	elapsed := time.Since(start)
+	if err := failed.Load(); err != nil {
+		return lat, elapsed, *err
+	}
+	return lat, elapsed, nil
 }
 
 // benchCacheFsync is on_commit unless FELIX_BENCH_CACHE_FSYNC names another

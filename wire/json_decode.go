@@ -30,8 +30,9 @@ func DecodeJSON(payload []byte) (Message, error) {
 	if err := checkSurrogates(payload); err != nil {
 		return nil, err
 	}
-	var members [8]member
-	obj, ok := splitObject(payload, members[:0])
+	// Room for every member of the largest message; it escapes to the heap
+	// anyway (the decoders are called through a table).
+	obj, ok := splitObject(payload, make(object, 0, 10))
 	if !ok {
 		var m map[string]json.RawMessage
 		if err := json.Unmarshal(payload, &m); err != nil {
@@ -165,9 +166,9 @@ func (f *fields) text(name string, v json.RawMessage) (string, bool) {
 	return s, f.unmarshal(name, v, &s)
 }
 
-// uint decodes an unsigned value of bits, without encoding/json when it is
-// plain digits that fit.
-func (f *fields) uint(name string, v json.RawMessage, bits uint) (uint64, bool) {
+// unsigned decodes an unsigned value of bits, without encoding/json when
+// it is plain digits that fit.
+func (f *fields) unsigned(name string, v json.RawMessage, bits uint) (uint64, bool) {
 	if n, ok := plainUint(v, bits); ok {
 		return n, true
 	}
@@ -198,7 +199,7 @@ func (f *fields) str(name string) string {
 
 func (f *fields) reqUint(name string, bits uint) uint64 {
 	if v, ok := f.required(name); ok {
-		n, _ := f.uint(name, v, bits)
+		n, _ := f.unsigned(name, v, bits)
 		return n
 	}
 	return 0
@@ -209,7 +210,7 @@ func (f *fields) optUint(name string, bits uint) (uint64, bool) {
 	if !ok {
 		return 0, false
 	}
-	return f.uint(name, v, bits)
+	return f.unsigned(name, v, bits)
 }
 
 func (f *fields) u64(name string) uint64 { return f.reqUint(name, 64) }
@@ -254,11 +255,17 @@ func (f *fields) optStr(name string) *string {
 // STANDARD engine requires: Go's decoder alone would also accept embedded
 // CR/LF and non-zero trailing bits.
 func (f *fields) b64(name string, src []byte) []byte {
-	if f.err != nil {
-		return nil
-	}
-	if bytes.IndexByte(src, '\r') >= 0 || bytes.IndexByte(src, '\n') >= 0 {
+	if f.err == nil && (bytes.IndexByte(src, '\r') >= 0 || bytes.IndexByte(src, '\n') >= 0) {
 		f.err = &MalformedJSONError{Field: name, Err: errors.New("line break in base64")}
+	}
+	return f.b64NoBreaks(name, src)
+}
+
+// b64NoBreaks is b64 for text that cannot hold a line break: a JSON
+// string's raw body (control bytes are invalid there; only an escape
+// makes one, and unescaped text goes through b64).
+func (f *fields) b64NoBreaks(name string, src []byte) []byte {
+	if f.err != nil {
 		return nil
 	}
 	enc := base64.StdEncoding.Strict()
@@ -275,9 +282,10 @@ func (f *fields) b64(name string, src []byte) []byte {
 // it has no escapes.
 func (f *fields) b64Value(name string, v json.RawMessage) []byte {
 	if s, ok := plainString(v); ok {
-		return f.b64(name, s)
+		return f.b64NoBreaks(name, s)
 	}
-	if s, ok := f.text(name, v); ok {
+	var s string
+	if f.unmarshal(name, v, &s) {
 		return f.b64(name, []byte(s))
 	}
 	return nil

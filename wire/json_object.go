@@ -25,6 +25,8 @@ func (o object) get(name string) ([]byte, bool) {
 	return nil, false
 }
 
+// objectOf is the members of a decoded map (keys are unique, so the map's
+// random order cannot change what get finds).
 func objectOf(m map[string]json.RawMessage) object {
 	o := make(object, 0, len(m))
 	for k, v := range m {
@@ -52,7 +54,10 @@ func splitObject(b []byte, into object) (_ object, ok bool) {
 	s.space()
 	if s.take('}') {
 		s.space()
-		return into, s.i == len(s.b)
+		if s.i != len(s.b) {
+			return nil, false
+		}
+		return into, true
 	}
 	for {
 		kstart := s.i
@@ -81,7 +86,10 @@ func splitObject(b []byte, into object) (_ object, ok bool) {
 		s.space()
 	}
 	s.space()
-	return into, s.i == len(s.b)
+	if s.i != len(s.b) {
+		return nil, false
+	}
+	return into, true
 }
 
 // maxSplitDepth bounds the nesting splitObject follows; deeper input goes
@@ -237,7 +245,11 @@ func (s *scanner) skipPlain() {
 }
 
 // special reports whether any byte of x is '"', '\\' or below 0x20, with
-// the exact "has a zero byte" and "has a byte below n" word tests.
+// the "has a zero byte" and "has a byte below n" word tests. They are exact
+// for n <= 128: a byte below n always sets its own high bit in (v-n)&^v; a
+// byte at or above n sets it only when v >= 128+n, where &^v clears it; and
+// a borrow starts only at a byte truly below n, so the lowest flagged byte
+// is a real one. (A helper checked all 2^24 three-byte words.)
 func special(x uint64) bool {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	q := x ^ (ones * '"')
@@ -304,14 +316,11 @@ func plainUint(v []byte, bits uint) (uint64, bool) {
 	if len(v) == 0 || len(v) > 20 {
 		return 0, false
 	}
-	max := uint64(1)<<bits - 1
-	if bits == 64 {
-		max = ^uint64(0)
-	}
+	limit := uint64(1)<<bits - 1 // a shift by 64 is 0 in Go, so this is all ones
 	var n uint64
 	for _, c := range v {
 		d := uint64(c - '0')
-		if d > 9 || n > (max-d)/10 {
+		if d > 9 || n > (limit-d)/10 {
 			return 0, false
 		}
 		n = n*10 + d
