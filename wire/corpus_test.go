@@ -59,14 +59,13 @@ func fuzzSeeds(t *testing.T) map[string]string {
 			wire.KindEventBatch:        "FuzzEventBatch",
 			wire.KindEventBatchShared:  "FuzzEventBatch",
 		}[k]
-		switch target {
-		case "FuzzEventBatch":
+		if target == "FuzzEventBatch" {
 			seeds[target+"/"+v.Name] = corpusFile(uint16(flags), payload)
-		case "FuzzJSON":
+		} else {
 			seeds[target+"/"+v.Name] = corpusFile(payload)
+		}
+		if target == "FuzzJSON" {
 			seeds["FuzzSplitObject/"+v.Name] = corpusFile(payload)
-		default:
-			seeds[target+"/"+v.Name] = corpusFile(payload)
 		}
 	}
 	return seeds

@@ -46,50 +46,16 @@ func objectOf(m map[string]json.RawMessage) object {
 //
 // The caller has checked that b is valid UTF-8.
 func splitObject(b []byte, into object) (_ object, ok bool) {
-	s := scanner{b: b}
+	s := scanner{b: b, collect: true, members: into}
 	s.space()
-	if !s.take('{') {
+	if s.i >= len(b) || b[s.i] != '{' || !s.nested('}', true) {
 		return nil, false
 	}
 	s.space()
-	if s.take('}') {
-		s.space()
-		if s.i != len(s.b) {
-			return nil, false
-		}
-		return into, true
-	}
-	for {
-		kstart := s.i
-		escaped, ok := s.quoted()
-		if !ok || escaped {
-			return nil, false
-		}
-		name := b[kstart+1 : s.i-1]
-		s.space()
-		if !s.take(':') {
-			return nil, false
-		}
-		s.space()
-		vstart := s.i
-		if !s.value() {
-			return nil, false
-		}
-		into = append(into, member{name: name, value: b[vstart:s.i]})
-		s.space()
-		if s.take('}') {
-			break
-		}
-		if !s.take(',') {
-			return nil, false
-		}
-		s.space()
-	}
-	s.space()
-	if s.i != len(s.b) {
+	if s.i != len(b) {
 		return nil, false
 	}
-	return into, true
+	return s.members, true
 }
 
 // maxSplitDepth bounds the nesting splitObject follows; deeper input goes
@@ -101,6 +67,11 @@ type scanner struct {
 	b     []byte
 	i     int
 	depth int
+	// collect appends the members of the outermost object to members; a
+	// key with an escape there fails the scan (its name would need
+	// decoding).
+	collect bool
+	members object
 }
 
 func (s *scanner) space() {
@@ -158,18 +129,30 @@ func (s *scanner) nested(end byte, keyed bool) bool {
 		return true
 	}
 	for {
+		var name []byte
+		var escaped bool
 		if keyed {
-			if _, ok := s.quoted(); !ok {
+			start := s.i
+			var ok bool
+			if escaped, ok = s.quoted(); !ok {
 				return false
 			}
+			name = s.b[start+1 : s.i-1]
 			s.space()
 			if !s.take(':') {
 				return false
 			}
 			s.space()
 		}
+		start := s.i
 		if !s.value() {
 			return false
+		}
+		if keyed && s.depth == 1 && s.collect {
+			if escaped {
+				return false
+			}
+			s.members = append(s.members, member{name: name, value: s.b[start:s.i]})
 		}
 		s.space()
 		if s.take(end) {
@@ -260,9 +243,7 @@ func special(x uint64) bool {
 // number skips -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?.
 func (s *scanner) number() bool {
 	s.take('-')
-	if s.take('0') {
-		// no more integer digits after a leading zero
-	} else if !s.digits() {
+	if !s.take('0') && !s.digits() { // no more digits after a leading zero
 		return false
 	}
 	if s.take('.') && !s.digits() {
