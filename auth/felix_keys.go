@@ -29,9 +29,9 @@ func (k SigningKey) Public() ed25519.PublicKey { return k.Private.Public().(ed25
 // KeySet is one tenant's signing keys: the current key, which signs new
 // tokens, and the previous keys, which still verify the tokens they signed.
 // A previous key is kept until every token it can have signed has expired
-// (retired + token TTL + clock skew), so rotation never cuts off a live
-// token; Rotate prunes the ones past that. KeySet is a value guarded by its
-// owner (Minter).
+// (retired + token TTL + the second Mint rounds the expiry up by + clock
+// skew), so rotation never cuts off a live token; Rotate prunes the ones past
+// that. KeySet is a value guarded by its owner (Minter).
 type KeySet struct {
 	Current  SigningKey
 	Previous []SigningKey

@@ -135,6 +135,22 @@ func TestFelixTokenExpiryWithInjectedClock(t *testing.T) {
 	require.ErrorIs(t, claims.Valid(clk.Now(), 30*time.Second), ErrExpired, "a verified token expires on a live stream too")
 }
 
+// NumericDate is whole seconds, so the expiry rounds up: a token minted at
+// .99 with a 1.5 s TTL lives 2.01 s, not the 10 ms that truncating both
+// the issue time and the expiry gave (a CI failure of the broker's expiry
+// test).
+func TestFelixTokenLivesAtLeastItsTTL(t *testing.T) {
+	clk := newClock()
+	clk.Advance(990 * time.Millisecond)
+	m, err := NewMinter(MinterConfig{Now: clk.Now, TTL: 1500 * time.Millisecond})
+	require.NoError(t, err)
+	require.NoError(t, m.AddTenant("t1"))
+	_, c, err := m.Mint("t1", "alice", publishOrders)
+	require.NoError(t, err)
+	require.Equal(t, clk.Now().Truncate(time.Second), c.IssuedAt)
+	require.Equal(t, clk.Now().Truncate(time.Second).Add(3*time.Second), c.Expiry)
+}
+
 // Rotation: new tokens use the new key, tokens of the previous key verify
 // until they expire, and the JWKS carries both.
 func TestFelixKeyRotation(t *testing.T) {

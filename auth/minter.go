@@ -113,7 +113,9 @@ func (m *Minter) Rotate(tenant string) (string, error) {
 	if t == nil {
 		return "", reject(ErrTenant, "tenant %q has no signing keys", tenant)
 	}
-	horizon := now.Add(-m.cfg.TTL - m.cfg.ClockSkew)
+	// A token signed just before now expires at most TTL plus the second
+	// Mint rounds up to after it.
+	horizon := now.Add(-m.cfg.TTL - time.Second - m.cfg.ClockSkew)
 	return k.ID, m.setLocked(tenant, t.keys.rotated(k, now, horizon))
 }
 
@@ -179,16 +181,27 @@ func (m *Minter) Mint(tenant, subject string, perms []Permission) (string, *Clai
 		return "", nil, err
 	}
 	// Whole seconds: NumericDate has no finer precision, and the Claims
-	// returned must equal what a verifier will read.
-	now := m.cfg.Now().Truncate(time.Second)
+	// returned must equal what a verifier will read. The expiry rounds up so
+	// that a token lives at least the TTL: truncating both ends made a
+	// 1.5 s token minted at .99 expire 10 ms later.
+	now := m.cfg.Now()
 	c := felixClaims{
 		Issuer: m.cfg.Issuer, Audience: audience{m.cfg.Audience}, Subject: subject, Tenant: tenant,
-		IssuedAt: jwt.NewNumericDate(now), Expiry: jwt.NewNumericDate(now.Add(m.cfg.TTL)),
-		ID: hex.EncodeToString(jti[:]), Perms: perms,
+		IssuedAt: jwt.NewNumericDate(now.Truncate(time.Second)),
+		Expiry:   jwt.NewNumericDate(ceilSecond(now.Add(m.cfg.TTL))),
+		ID:       hex.EncodeToString(jti[:]), Perms: perms,
 	}
 	raw, err := jwt.Signed(t.signer).Claims(c).Serialize()
 	if err != nil {
 		return "", nil, err
 	}
 	return raw, c.public(), nil
+}
+
+// ceilSecond rounds t up to a whole second.
+func ceilSecond(t time.Time) time.Time {
+	if r := t.Truncate(time.Second); !r.Equal(t) {
+		return r.Add(time.Second)
+	}
+	return t
 }
