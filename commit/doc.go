@@ -12,7 +12,9 @@
 //     while a sync runs are covered by the next one, and before each sync
 //     the flusher yields until the writers the previous sync released have
 //     re-staged (or a yield brings none), so the number of waiters per sync
-//     grows with concurrency without a timer ([Config.MaxDelay] adds an
+//     grows with concurrency without a timer; it stops yielding while recent
+//     yields brought nobody back (writers a network round trip away), as
+//     then they only delay the sync ([Config.MaxDelay] adds an
 //     optional coalescing wait, off by default). [Periodic] (the default)
 //     syncs every [Config.Interval] if anything was reserved, and [Never]
 //     only on Flush and Close; in both, callbacks run without waiting for the

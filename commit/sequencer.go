@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"runtime/pprof"
 	"sync"
 	"time"
@@ -48,9 +47,10 @@ type Sequencer struct {
 	stats stats
 
 	// Written and read by the flusher goroutine only: what the last sync
-	// released and how long it took, for gather.
+	// released and how long it took, and what gathers bring in, for gather.
 	lastReleased int
 	lastSync     time.Duration
+	gatherEst    gatherEstimate
 
 	mu struct {
 		sync.Mutex
@@ -222,50 +222,6 @@ func (s *Sequencer) run() {
 			// Reserve refuses from here on, so this round takes the last
 			// staged reservation; the deferred close drains the completer.
 			s.closeErr = s.round(onFlush)
-			return
-		}
-	}
-}
-
-// gatherYields bounds how many times gather yields without a new
-// reservation before it gives up: released writers that are coming back do
-// so within a yield or two of being made runnable.
-const gatherYields = 8
-
-// gather lets the writers released by the last sync re-stage before the
-// next one starts. Without it, under steady concurrency the writers split
-// into two halves that alternate: the half staged during a sync is synced
-// at once when it returns, while the half it released is still waking up,
-// so each sync covers about half of them (measured: 32 waiters per sync at
-// concurrency 64, on_commit 14x concurrency 1). A timer cannot fix this
-// cheaply: re-staging takes microseconds of CPU, while an idle Go runtime
-// sleeps in ~1 ms steps (see Config.MaxDelay). Yielding the processor
-// instead runs the just-readied writers (they sit on this P's run queue),
-// and stops as soon as a yield brings no new reservation, so it costs a
-// few hundred nanoseconds when nobody is coming back (concurrency 1, or a
-// broker whose publishers are a network round trip away). It never waits
-// longer than half the last sync.
-func (s *Sequencer) gather() {
-	want := s.lastReleased
-	if want <= 1 {
-		return
-	}
-	deadline := time.Now().Add(s.lastSync / 2)
-	s.mu.Lock()
-	staged := len(s.mu.core.pending)
-	s.mu.Unlock()
-	want += staged
-	for idle := 0; staged < want && idle < gatherYields; {
-		runtime.Gosched()
-		s.mu.Lock()
-		n := len(s.mu.core.pending)
-		s.mu.Unlock()
-		if n > staged {
-			staged, idle = n, 0
-		} else {
-			idle++
-		}
-		if time.Now().After(deadline) {
 			return
 		}
 	}
