@@ -124,9 +124,10 @@ func (bt *Batcher) Config() BatchConfig { return bt.cfg }
 // The batch is appended to dst (pass dst[:0] of a reused slice to avoid
 // allocating) and returned. The caller owns one reference to each buffer,
 // writes them in order and releases each (ReleaseAll); the bytes are valid
-// until then. Next returns an error (ErrClosed or ctx.Err()) only when it
-// returns no buffers: if the queue closes or ctx ends mid-batch, the partial
-// batch is returned and the next call reports the error.
+// until then. Next returns an error (ErrClosed, ErrLagging or ctx.Err())
+// only when it returns no buffers: if the queue closes, starts lagging or
+// ctx ends mid-batch, the partial batch is returned and the next call
+// reports the error.
 func (bt *Batcher) Next(ctx context.Context, q *Queue, dst []*Buffer) ([]*Buffer, error) {
 	first, err := q.Next(ctx)
 	if err != nil {
@@ -159,7 +160,7 @@ func (bt *Batcher) Next(ctx context.Context, q *Queue, dst []*Buffer) ([]*Buffer
 				return dst, nil
 			}
 			continue
-		case tooBig, closedQueue:
+		case tooBig, closedQueue, laggingQueue:
 			return dst, nil
 		}
 		if !p.waits() {

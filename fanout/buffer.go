@@ -27,6 +27,7 @@ type Buffer struct {
 	BaseOffset uint64
 
 	refs     atomic.Int32
+	held     atomic.Int32 // queues of a Budget holding it
 	pool     *Pool
 	capacity int  // cap(B) at Get, for the pool's byte counter
 	class    int8 // size class, or unpooled

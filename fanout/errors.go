@@ -7,6 +7,10 @@ var (
 	// fails with ErrClosed still consumed the caller's reference.
 	ErrClosed = errors.New("fanout: queue closed")
 
+	// ErrLagging is returned to the consumer of a CatchUp queue that
+	// refuses pushes: it must read what it missed elsewhere, then Resume.
+	ErrLagging = errors.New("fanout: queue lagging")
+
 	// ErrNoEvents is returned by Push for a buffer whose Events is not
 	// positive. Capacity is counted in events, so such a buffer would occupy
 	// no space and could make the queue unbounded.

@@ -12,10 +12,11 @@ const unlimited = math.MaxInt
 type takeStatus uint8
 
 const (
-	taken       takeStatus = iota // a buffer was removed and returned
-	empty                         // nothing queued
-	tooBig                        // the head would exceed the caller's limits
-	closedQueue                   // the queue is closed (and therefore empty)
+	taken        takeStatus = iota // a buffer was removed and returned
+	empty                          // nothing queued
+	tooBig                         // the head would exceed the caller's limits
+	closedQueue                    // the queue is closed (and therefore empty)
+	laggingQueue                   // a CatchUp queue refuses pushes (and is empty)
 )
 
 // take removes the oldest buffer if it fits within maxEvents and maxBytes
@@ -31,6 +32,9 @@ func (q *Queue) take(maxEvents, maxBytes int, wait bool) (*Buffer, takeStatus) {
 	if q.mu.n == 0 {
 		if q.mu.closed {
 			return nil, closedQueue
+		}
+		if q.mu.lagging {
+			return nil, laggingQueue
 		}
 		if wait {
 			q.mu.popWaiters++

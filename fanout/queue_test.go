@@ -38,16 +38,19 @@ func drain(q *Queue) []uint64 {
 	}
 }
 
-func TestNewQueueZeroConfigIsDropNew512AndRejectsBadValues(t *testing.T) {
+func TestNewQueueZeroConfigIsDropNew64KAnd64MiBAndRejectsBadValues(t *testing.T) {
 	q, err := NewQueue(Config{})
 	require.NoError(t, err)
-	require.Equal(t, DefaultCapacity, q.Capacity())
+	require.Equal(t, 65536, q.Capacity())
+	require.Equal(t, 64<<20, q.MaxBytes())
 	require.Equal(t, DropNew, q.Policy())
 	require.Equal(t, "drop_new", q.Policy().String())
 
 	_, err = NewQueue(Config{Capacity: -1})
 	require.ErrorIs(t, err, ErrInvalidConfig)
-	_, err = NewQueue(Config{Policy: Block + 1})
+	_, err = NewQueue(Config{MaxBytes: -1})
+	require.ErrorIs(t, err, ErrInvalidConfig)
+	_, err = NewQueue(Config{Policy: CatchUp + 1})
 	require.ErrorIs(t, err, ErrInvalidConfig)
 }
 
@@ -59,7 +62,7 @@ func TestDropNewKeepsOldestAndCountsEveryDrop(t *testing.T) {
 	res := pushN(t, p, q, 0, 6)
 	require.Equal(t, []PushResult{Queued, Queued, Queued, Queued, Dropped, Dropped}, res)
 	s := q.Stats()
-	require.Equal(t, Stats{Pushed: 6, Enqueued: 4, DroppedEvents: 2, DroppedBuffers: 2, Depth: 4, DepthBuffers: 4}, s)
+	require.Equal(t, Stats{Pushed: 6, Enqueued: 4, DroppedEvents: 2, DroppedBuffers: 2, Depth: 4, DepthBuffers: 4, DepthBytes: 32}, s)
 	require.Equal(t, int64(4), p.Stats().BuffersOutstanding, "dropped buffers were not released")
 	require.Equal(t, []uint64{0, 1, 2, 3}, drain(q))
 	require.Equal(t, uint64(4), q.Stats().Delivered)
@@ -125,7 +128,7 @@ func TestOversizeBufferIsAdmittedOnlyIntoEmptyQueue(t *testing.T) {
 	r, err = q.Push(newBuf(p, 10, 8, 3))
 	require.NoError(t, err)
 	require.Equal(t, QueuedEvicted, r)
-	require.Equal(t, Stats{Pushed: 13, Enqueued: 13, DroppedEvents: 3, DroppedBuffers: 3, Depth: 10, DepthBuffers: 1}, q.Stats())
+	require.Equal(t, Stats{Pushed: 13, Enqueued: 13, DroppedEvents: 3, DroppedBuffers: 3, Depth: 10, DepthBuffers: 1, DepthBytes: 8}, q.Stats())
 	require.Equal(t, []uint64{3}, drain(q))
 }
 
