@@ -8,10 +8,16 @@
 //     byte buffers. The broker encodes an event batch into a Buffer once,
 //     takes one reference per subscriber, and the bytes go back to the pool
 //     when the last subscriber releases them.
-//   - [Queue]: a bounded queue of Buffer references per subscriber with a
-//     drop policy ([DropNew] by default, [DropOld], or the lossless [Block]).
-//     Every drop is counted so the broker can report a gap; a drop is never
+//   - [Queue]: a queue of Buffer references per subscriber, bounded in events
+//     and in bytes, with a policy for when it is full: [DropNew] (the
+//     default), [DropOld], the lossless [Block], or [CatchUp] for a consumer
+//     that can read what it missed elsewhere (a durable log): the queue
+//     empties and refuses pushes until the consumer calls Resume. Every
+//     drop is counted so the broker can report a gap; a drop is never
 //     silent.
+//   - [Budget]: a bound on the memory a set of queues holds together, each
+//     shared buffer counted once; over it, only queues above their fair
+//     share are full.
 //   - [Batcher]: the delivery batching decision (max events, max bytes, max
 //     delay measured from the first buffered event) and the small driver that
 //     applies it to a Queue.
