@@ -69,6 +69,7 @@ func New(cfg Config) (*Broker, error) {
 	if _, err := fanout.NewQueue(cfg.Queue); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
+	cfg.Queue.Budget = fanout.NewBudget(cfg.QueueBudget)
 	b := &Broker{
 		cfg:       cfg,
 		log:       cfg.Logger,

@@ -29,8 +29,24 @@ type Config struct {
 	ListenAddrs []string
 	// MaxFrameBytes caps frames read from clients. 0 means 16 MiB.
 	MaxFrameBytes uint32
-	// Queue configures each subscriber queue (capacity in events, policy).
+	// Queue configures each subscriber queue: capacity in events and bytes,
+	// and the policy of subscribers of ephemeral streams (and of durable
+	// ones with DurableDrops). Its Budget is set by New from QueueBudget.
 	Queue fanout.Config
+	// QueueBudget bounds the memory all subscriber queues hold together,
+	// each shared buffer counted once (fanout.Budget). 0 means 1 GiB;
+	// negative means no bound.
+	QueueBudget int64
+	// DurableDrops makes subscribers of durable streams follow Queue.Policy
+	// like those of ephemeral streams. By default a durable subscriber
+	// that exceeds its queue leaves the live path, reads what it missed
+	// from the log and rejoins the live tail (fanout.CatchUp): it never
+	// loses an event.
+	DurableDrops bool
+	// SlowConsumerTimeout is how long a Block subscriber's full queue may
+	// hold up publishers (in total, across publishes) before the
+	// subscription is ended as a slow consumer. 0 means 10 s.
+	SlowConsumerTimeout time.Duration
 	// Batch configures delivery batching (max events, bytes, delay).
 	Batch fanout.BatchConfig
 	// RingEvents is how many recent events each shard keeps for replay.
@@ -122,6 +138,8 @@ const (
 	defaultMaxStreams     = 1024
 	defaultMaxConnections = 10000
 	defaultAuthTimeout    = 10 * time.Second
+	defaultQueueBudget    = 1 << 30
+	defaultSlowConsumer   = 10 * time.Second
 )
 
 func (c Config) withDefaults() Config {
@@ -152,6 +170,12 @@ func (c Config) withDefaults() Config {
 	if c.AuthTimeout == 0 {
 		c.AuthTimeout = defaultAuthTimeout
 	}
+	if c.QueueBudget == 0 {
+		c.QueueBudget = defaultQueueBudget
+	}
+	if c.SlowConsumerTimeout == 0 {
+		c.SlowConsumerTimeout = defaultSlowConsumer
+	}
 	if c.RetentionInterval == 0 {
 		c.RetentionInterval = time.Minute
 	}
@@ -176,7 +200,10 @@ func (c Config) validate() error {
 			}
 		}
 	}
-	if c.AdmitTimeout < 0 || c.MaxSubscriptionsPerConn < 0 || c.MaxConnections < 0 || c.AuthTimeout < 0 {
+	if c.Queue.Policy == fanout.CatchUp {
+		return fmt.Errorf("%w: queue policy catch_up is for durable streams only (their default)", ErrInvalidConfig)
+	}
+	if c.AdmitTimeout < 0 || c.MaxSubscriptionsPerConn < 0 || c.MaxConnections < 0 || c.AuthTimeout < 0 || c.SlowConsumerTimeout < 0 {
 		return fmt.Errorf("%w: negative limit", ErrInvalidConfig)
 	}
 	return nil

@@ -19,6 +19,7 @@ const (
 	streamErrAuth              quic.StreamErrorCode = 0x11 // auth missing or refused
 	streamErrSubscriptionEnded quic.StreamErrorCode = 0x12
 	streamErrShutdown          quic.StreamErrorCode = 0x13
+	streamErrSlowConsumer      quic.StreamErrorCode = quic.StreamErrorCode(wire.StreamSlowConsumer)
 
 	connErrShutdown = quic.ApplicationErrorCode(wire.CloseShutdown)
 )

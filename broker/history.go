@@ -20,20 +20,26 @@ const (
 	readerSpan         = 64 << 20
 )
 
-// writeHistory replays [from, to) from the log. The records were committed
-// before the subscriber attached (to is where the ring starts), so the
-// range is complete; a record missing from it is reported, never skipped.
+// writeHistory replays the history range from the log. The records were
+// committed before the subscriber attached (to is where the ring starts, or
+// the tail for a catch-up subscriber), so the range is complete; a record
+// missing from it is reported, never skipped.
 // A segment trimmed by retention during the replay ends the subscription
 // with the trim error, as a too_old cursor would have.
 func (w *eventWriter) writeHistory() error {
-	h := w.s.history
-	for off := h.from; off < h.to; {
-		next, err := w.historySpan(off, h.to)
+	return w.replayLog(w.s.history.from, w.s.history.to)
+}
+
+// replayLog writes [from, to) from the log and flushes; next moves to to.
+func (w *eventWriter) replayLog(from, to uint64) error {
+	for off := from; off < to; {
+		next, err := w.historySpan(off, to)
 		if err != nil {
 			return err
 		}
 		off = next
 	}
+	w.next = max(w.next, to)
 	return w.flush()
 }
 

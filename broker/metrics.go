@@ -26,6 +26,8 @@ type metrics struct {
 	subscribers       prometheus.Gauge
 	violations        *prometheus.CounterVec
 	ackLatency        prometheus.Histogram
+	catchUps          prometheus.Counter
+	slowConsumers     prometheus.Counter
 	endedDroppedEvent atomic.Uint64 // drops of subscriptions that have ended
 	cluster           clusterMetrics
 }
@@ -68,7 +70,23 @@ func newMetrics(b *Broker) *metrics {
 			Help:    "Broker-side time from an acked publish's frame to its ack being queued.",
 			Buckets: prometheus.ExponentialBuckets(1e-6, 2, 24),
 		}),
+		catchUps: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "felix_subscriber_catch_ups_total",
+			Help: "Times a durable stream's subscriber outgrew its queue, left the live path and read what it missed from the log.",
+		}),
+		slowConsumers: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "felix_slow_consumers_total",
+			Help: "Block-policy subscriptions ended for holding up publishers longer than FELIX_SUBSCRIBER_BLOCK_TIMEOUT_MS.",
+		}),
 	}
+	budget := b.cfg.Queue.Budget
+	m.reg.MustRegister(m.catchUps, m.slowConsumers,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "felix_subscriber_queue_bytes",
+			Help: "Memory the buffers in subscriber queues hold, each shared buffer counted once."},
+			func() float64 { return float64(budget.Used()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "felix_subscriber_queue_budget_bytes",
+			Help: "FELIX_SUBSCRIBER_QUEUE_TOTAL_BYTES: the bound on felix_subscriber_queue_bytes (0: none)."},
+			func() float64 { return float64(max(budget.Limit(), 0)) }))
 	m.reg.MustRegister(m.publishRequests, m.publishEvents, m.bytesIn, newDropCollector(b), storageCollector{b},
 		m.deliveredEvents, m.bytesOut, m.connections, m.connRefused, m.authTimeouts, m.subscribers, m.violations, m.ackLatency,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "felix_streams", Help: "Registered streams."},

@@ -14,14 +14,9 @@ import (
 	"github.com/felixmq/felix/fanout"
 )
 
-// stalled subscribes with tiny windows and never reads, so its backlog sits
-// in the broker's queue.
-func stalled(t *testing.T, h *harness) *client.Subscription {
-	c := h.dialWith(t, client.Config{StreamReceiveWindow: 64 << 10, ConnectionReceiveWindow: 64 << 10, SubscriptionBuffer: 1})
-	sub, err := c.Subscribe(ctxT(t, 10*time.Second), "default", "demo", client.SubscribeOptions{})
-	require.NoError(t, err)
-	return sub
-}
+// stalled subscribes to demo with tiny windows and never reads, so its
+// backlog sits in the broker's queue.
+func stalled(t *testing.T, h *harness) *client.Subscription { return stalledOn(t, h, "demo") }
 
 // Under Block an acked publish that cannot be admitted in time gets an error
 // ack, never a hang, and a refused publish leaves no trace (no offset).

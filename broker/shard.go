@@ -235,7 +235,9 @@ func (sh *shard) tail() uint64 {
 }
 
 // admit waits until every Block subscriber has room for events, or ctx ends.
-// Subscribers with a drop policy never make a publisher wait.
+// Subscribers with a drop or catch-up policy never make a publisher wait,
+// and a Block subscriber that has held publishers up for longer than
+// SlowConsumerTimeout is cut instead of waited for.
 func (sh *shard) admit(ctx context.Context, events int) error {
 	if sh.b.cfg.Queue.Policy != fanout.Block {
 		return nil
@@ -244,7 +246,10 @@ func (sh *shard) admit(ctx context.Context, events int) error {
 	subs := sh.mu.subs
 	sh.mu.Unlock()
 	for _, sub := range subs {
-		if err := sub.queue.WaitRoom(ctx, events); err != nil && ctx.Err() != nil {
+		if sub.queue.Policy() != fanout.Block {
+			continue
+		}
+		if err := sub.waitRoom(ctx, events, sh.b.cfg.SlowConsumerTimeout); err != nil {
 			return fmt.Errorf("%w: subscriber queue full", ErrOverloaded)
 		}
 	}
@@ -283,10 +288,18 @@ func (sh *shard) attach(sub *subscription, start wire.Start, hasStart bool) erro
 			from = start.Offset
 		}
 	}
-	if from < ringFirst {
-		sub.history = historyRange{from: from, to: ringFirst}
+	sub.start = from
+	if sub.queue.Policy() == fanout.CatchUp {
+		// Everything before next is in the log, the rest will be queued:
+		// the writer reads the log up to the first queued offset, as it
+		// does whenever the queue overflows.
+		sub.history = historyRange{from: from, to: next}
+	} else {
+		if from < ringFirst {
+			sub.history = historyRange{from: from, to: ringFirst}
+		}
+		sub.replay, sub.replayFrom = sh.mu.ring.from(max(from, ringFirst)), max(from, ringFirst)
 	}
-	sub.replay, sub.replayFrom = sh.mu.ring.from(max(from, ringFirst)), max(from, ringFirst)
 	subs := make([]*subscription, 0, len(sh.mu.subs)+1)
 	sh.mu.subs = append(append(subs, sh.mu.subs...), sub)
 	return nil

@@ -13,6 +13,7 @@ import (
 	"github.com/felixmq/felix/broker"
 	"github.com/felixmq/felix/client"
 	"github.com/felixmq/felix/commit"
+	"github.com/felixmq/felix/fanout"
 )
 
 // /debug/felix/stats carries what felixtrace needs to compute rates from two
@@ -66,8 +67,8 @@ func TestStatsCarryCPUCommitAndQueueAccounts(t *testing.T) {
 	require.Len(t, st.Connections, 1)
 	require.Len(t, st.Connections[0].Subscriptions, 1)
 	q := st.Connections[0].Subscriptions[0]
-	require.Equal(t, 512, q.Capacity, "fanout.DefaultCapacity")
-	require.Equal(t, "drop_new", q.Policy)
+	require.Equal(t, fanout.DefaultCapacity, q.Capacity)
+	require.Equal(t, "catch_up", q.Policy, "a durable stream's subscriber catches up from the log")
 
 	// CPU: cumulative, per thread, so a client computes its own rates.
 	if runtime.GOOS != "linux" {

@@ -51,7 +51,7 @@ func (ct *control) subscribe(m *wire.Subscribe) bool {
 		return true
 	}
 	sh := st.shards[idx]
-	sub, err := ct.newSubscription(ct.c.b.cfg.Queue, func(s *subscription) { s.sh, s.detach = sh, sh.detach })
+	sub, err := ct.newSubscription(ct.c.b.subscriberQueue(st.spec), func(s *subscription) { s.sh, s.detach = sh, sh.detach })
 	if err != nil {
 		ct.fail(err.Error())
 		return true
@@ -60,6 +60,17 @@ func (ct *control) subscribe(m *wire.Subscribe) bool {
 		sub.end()
 	}
 	return true
+}
+
+// subscriberQueue is the queue of a subscriber of a stream: a durable
+// stream's subscribers catch up from the log unless the broker opted into
+// dropping (Config.DurableDrops).
+func (b *Broker) subscriberQueue(spec StreamSpec) fanout.Config {
+	q := b.cfg.Queue
+	if spec.Durable && !b.cfg.DurableDrops {
+		q.Policy = fanout.CatchUp
+	}
+	return q
 }
 
 // newSubscription makes a subscription with a queue per qcfg and registers
@@ -128,7 +139,11 @@ func (ct *control) startEventStream(sub *subscription) bool {
 	// (STOP_SENDING): end the subscription then, not at its next write,
 	// which on a quiet stream may never come.
 	context.AfterFunc(out.Context(), sub.cancel)
-	ct.replySubscribed(sub.ctx, sub.id, sub.run)
+	reply := &wire.Subscribed{SubscriptionID: sub.id}
+	if sub.sh != nil && sub.offsets {
+		reply.StartOffset = &sub.start
+	}
+	ct.replyStarted(sub.ctx, reply, sub.run)
 	return true
 }
 
@@ -141,8 +156,13 @@ func (ct *control) startEventStream(sub *subscription) bool {
 // until the client gave up (TestDurableReplayLargerThanWindows, seen in a
 // loaded run).
 func (ct *control) replySubscribed(ctx context.Context, id uint64, run func()) {
+	ct.replyStarted(ctx, &wire.Subscribed{SubscriptionID: id}, run)
+}
+
+// replyStarted is replySubscribed with the reply given.
+func (ct *control) replyStarted(ctx context.Context, reply *wire.Subscribed, run func()) {
 	written := ct.out.sendWritten(func(b []byte) []byte {
-		return wire.AppendJSONFrame(b, &wire.Subscribed{SubscriptionID: id})
+		return wire.AppendJSONFrame(b, reply)
 	})
 	ct.c.streams.Add(1)
 	go func() {

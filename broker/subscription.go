@@ -26,8 +26,10 @@ type subscription struct {
 	offsets bool // the peer negotiated EVENT_BATCH_OFFSETS
 	gaps    bool // the peer negotiated gap notices
 
-	// Set by shard.attach under the shard lock, read only by run: records
-	// to read from the log first (durable shards), then ring buffers.
+	// Set by shard.attach under the shard lock, read only by run and the
+	// reply: where it starts, records to read from the log first (durable
+	// shards), then ring buffers.
+	start      uint64
 	history    historyRange
 	replay     []*fanout.Buffer
 	replayFrom uint64
@@ -40,6 +42,11 @@ type subscription struct {
 	// with the auth code rather than "subscription ended".
 	expired    atomic.Bool
 	stopExpiry atomic.Pointer[func()] // set once armed; the timer may fire first
+	// slow: a Block subscriber cut for holding up publishers too long
+	// (cutSlow); fullSince is when its full queue first made a publisher
+	// wait, 0 while it has room.
+	slow      atomic.Bool
+	fullSince atomic.Int64
 }
 
 // offer hands buf to the subscriber's queue; the shard lock is held. Drop
@@ -57,6 +64,49 @@ func (s *subscription) offer(buf *fanout.Buffer) {
 	if err != nil && !errors.Is(err, fanout.ErrClosed) && s.ctx.Err() == nil {
 		s.conn.b.log.Warn("subscriber push failed", "subscription", s.id, "err", err)
 	}
+}
+
+// waitRoom waits until a Block subscriber's queue has room for events. Its
+// queue may hold publishers up for bound in total, counted from the first
+// wait that found it full until it has room again; past that the
+// subscription is cut as a slow consumer and the publish goes on without
+// it. An error means ctx ended first: the publish is refused.
+func (s *subscription) waitRoom(ctx context.Context, events int, bound time.Duration) error {
+	if s.queue.HasRoom(events) {
+		s.fullSince.Store(0)
+		return nil
+	}
+	now := time.Now()
+	since := s.fullSince.Load()
+	if since == 0 {
+		s.fullSince.CompareAndSwap(0, now.UnixNano())
+		since = s.fullSince.Load()
+	}
+	wctx, cancel := context.WithDeadline(ctx, time.Unix(0, since).Add(bound))
+	defer cancel()
+	switch err := s.queue.WaitRoom(wctx, events); {
+	case err == nil:
+		s.fullSince.Store(0)
+		return nil
+	case ctx.Err() != nil:
+		return err
+	}
+	s.cutSlow(bound)
+	return nil
+}
+
+// cutSlow ends a Block subscriber that held publishers up too long: its
+// event stream is reset with wire.StreamSlowConsumer after what it had
+// queued is dropped (and counted).
+func (s *subscription) cutSlow(bound time.Duration) {
+	if !s.slow.CompareAndSwap(false, true) {
+		return
+	}
+	s.conn.b.metrics.slowConsumers.Inc()
+	s.conn.b.log.Warn("slow consumer cut: its full queue held publishers up too long",
+		"subscription", s.id, "remote", s.conn.qc.RemoteAddr().String(), "bound", bound,
+		"queued_events", s.queue.Stats().Depth)
+	s.end()
 }
 
 // end detaches the subscription and releases everything it holds. Safe to
@@ -82,7 +132,7 @@ func (s *subscription) end() {
 func (s *subscription) run() {
 	defer close(s.done)
 	defer s.end()
-	w := eventWriter{s: s}
+	w := eventWriter{s: s, next: s.history.from, catchUp: s.queue.Policy() == fanout.CatchUp}
 	defer w.release()
 	err := w.writeHistory()
 	if err == nil {
@@ -101,8 +151,11 @@ func (s *subscription) run() {
 		return
 	}
 	code := streamErrSubscriptionEnded
-	if s.expired.Load() {
+	switch {
+	case s.expired.Load():
 		code = streamErrAuth
+	case s.slow.Load():
+		code = streamErrSlowConsumer
 	}
 	s.out.CancelWrite(code)
 }
@@ -138,6 +191,13 @@ type eventWriter struct {
 	wbuf        []byte
 	sentDropped uint64
 	decoded     wire.EventBatch
+	// catchUp: the subscription's queue is a fanout.CatchUp queue of a
+	// durable shard, and next is the offset due next on the stream.
+	// Whatever the queue refused, the writer reads from the log: a queued
+	// buffer past next means the events before it are to be read, a
+	// buffer before next was read from the log already.
+	catchUp bool
+	next    uint64
 }
 
 const gatherMax = 16 << 10
@@ -187,11 +247,14 @@ func (w *eventWriter) writeLive() error {
 	for {
 		var err error
 		w.batch, err = bt.Next(w.s.ctx, w.s.queue, w.batch[:0])
+		if errors.Is(err, fanout.ErrLagging) {
+			err = w.catchUpToTail()
+		}
 		if err != nil {
 			return err
 		}
 		for _, buf := range w.batch {
-			if err := w.add(buf); err != nil {
+			if err := w.addLive(buf); err != nil {
 				return err
 			}
 		}
@@ -204,6 +267,50 @@ func (w *eventWriter) writeLive() error {
 		w.s.conn.b.metrics.delivered(len(w.batch), w.batch)
 		w.batch = fanout.ReleaseAll(w.batch)
 	}
+}
+
+// addLive adds a queued buffer; on a catch-up queue only what is due, after
+// reading from the log what the queue refused before it.
+func (w *eventWriter) addLive(buf *fanout.Buffer) error {
+	if !w.catchUp {
+		return w.add(buf)
+	}
+	end := buf.BaseOffset + uint64(buf.Events)
+	switch {
+	case end <= w.next:
+		return nil // read from the log already
+	case buf.BaseOffset > w.next:
+		if err := w.replayLog(w.next, buf.BaseOffset); err != nil {
+			return err
+		}
+	}
+	var err error
+	if buf.BaseOffset < w.next {
+		err = w.writeTrimmed(buf, w.next)
+	} else {
+		err = w.add(buf)
+	}
+	w.next = end
+	return err
+}
+
+// catchUpToTail reads the log from next to the shard's committed tail
+// until it reaches it, then lets the queue take pushes again. Records
+// committed between the last read and Resume were refused; the first
+// buffer queued after Resume shows the gap and addLive reads it.
+func (w *eventWriter) catchUpToTail() error {
+	w.s.conn.b.metrics.catchUps.Inc()
+	for {
+		tail := w.s.sh.tail()
+		if w.next >= tail {
+			break
+		}
+		if err := w.replayLog(w.next, tail); err != nil {
+			return err
+		}
+	}
+	w.s.queue.Resume()
+	return nil
 }
 
 // add appends buf's frame in the peer's layout, or writes it directly when

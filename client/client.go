@@ -24,13 +24,17 @@ type Client struct {
 	pc     net.PacketConn
 	tr     *quic.Transport
 	normal udp.MTUSettings // the MTU policy for this broker
-	stop   chan struct{}   // closed by Close
-	wg     sync.WaitGroup
-	once   sync.Once
+	// guaranteed: the path carries full-size packets for certain
+	// (loopback), so the watchdog never takes silence for a black hole.
+	guaranteed bool
+	stop       chan struct{} // closed by Close
+	wg         sync.WaitGroup
+	once       sync.Once
 
 	mu struct {
 		sync.Mutex
 		cur       *session
+		replaced  chan struct{} // closed when cur is replaced
 		lastStall time.Time
 		redials   uint64
 	}
@@ -52,8 +56,9 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Client, error) {
 	}
 	c := &Client{
 		cfg: cfg, raddr: raddr, pc: pc, tr: &quic.Transport{Conn: pc},
-		normal: udp.MTUPolicy(runtime.GOOS, raddr, udp.MTUKnobs{InitialMTU: cfg.InitialMTU}),
-		stop:   make(chan struct{}),
+		normal:     udp.MTUPolicy(runtime.GOOS, raddr, udp.MTUKnobs{InitialMTU: cfg.InitialMTU}),
+		guaranteed: udp.MTUGuaranteed(raddr, udp.MTUKnobs{InitialMTU: cfg.InitialMTU}),
+		stop:       make(chan struct{}),
 	}
 	s, err := c.dial(ctx, c.normal)
 	if err != nil {
@@ -62,6 +67,7 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Client, error) {
 		return nil, err
 	}
 	c.mu.cur = s
+	c.mu.replaced = make(chan struct{})
 	c.wg.Add(1)
 	go func() { defer c.wg.Done(); c.watch() }()
 	return c, nil
@@ -118,6 +124,37 @@ func (c *Client) session() *session {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.mu.cur
+}
+
+// replaceSession makes s the current session and wakes those waiting for
+// one (awaitSessionAfter).
+func (c *Client) replaceSession(s *session) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mu.cur = s
+	c.mu.redials++
+	close(c.mu.replaced)
+	c.mu.replaced = make(chan struct{})
+}
+
+// awaitSessionAfter waits until the current session is not old: the
+// watchdog's redial has replaced it.
+func (c *Client) awaitSessionAfter(ctx context.Context, old *session) error {
+	for {
+		c.mu.Lock()
+		cur, replaced := c.mu.cur, c.mu.replaced
+		c.mu.Unlock()
+		if cur != old {
+			return nil
+		}
+		select {
+		case <-replaced:
+		case <-c.stop:
+			return ErrClosed
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // Close closes the connection (and with it every publisher and

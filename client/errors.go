@@ -19,6 +19,10 @@ var (
 	// was closed because its path stalled (an MTU black hole, say); the
 	// Client has redialled, so open a new one (resuming by offset).
 	ErrPathStalled = errors.New("client: connection path stalled; redialled")
+	// ErrSlowConsumer: the broker ended the subscription because its queue,
+	// under the block policy, held publishers up longer than the broker
+	// allows (FELIX_SUBSCRIBER_BLOCK_TIMEOUT_MS).
+	ErrSlowConsumer = errors.New("client: subscription cut as a slow consumer")
 	// ErrInvalidConfig: a Config that cannot be used.
 	ErrInvalidConfig = errors.New("client: invalid config")
 	// ErrNotOwner matches a BrokerError refusing a request for a shard

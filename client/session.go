@@ -70,18 +70,24 @@ func (s *session) wrap(err error) error {
 
 // watch is the Client's watchdog: it logs connection statistics every
 // ConnStatsInterval and replaces a session whose path stalled. quic-go has
-// no black-hole detection and never lowers a live connection's packet size
-// (reference/quic-go.md section 3), so the cure is a new connection.
+// no black-hole detection and never lowers a live connection's packet size,
+// so the cure is a new connection. Probe timeouts and silence also come
+// from a machine too busy to run either end, which a new connection does
+// not cure (and a redial would end the session's streams), so the watchdog
+// redials only where a black hole can exist (not on a path that is
+// udp.MTUGuaranteed, such as loopback), and it does not count checks that
+// its own late wake-up shows the process was starved of CPU.
 func (c *Client) watch() {
 	t := time.NewTicker(stallCheck)
 	defer t.Stop()
 	var (
-		lastLog  time.Time
-		watched  *session
-		lastRecv uint64
-		quiet    int // checks in a row in which nothing arrived from the broker
-		heardAt  time.Time
-		probedAt time.Time
+		lastLog   time.Time
+		watched   *session
+		lastRecv  uint64
+		quiet     int // checks in a row in which nothing arrived from the broker
+		heardAt   time.Time
+		probedAt  time.Time
+		lastCheck = time.Now()
 	)
 	for {
 		s := c.session()
@@ -96,15 +102,17 @@ func (c *Client) watch() {
 				return // the broker or the network ended it: nothing to redial
 			}
 		case now := <-t.C:
+			starved := now.Sub(lastCheck) > 2*stallCheck
+			lastCheck = now
 			snap := s.stats.Snapshot()
 			if iv := c.cfg.ConnStatsInterval; iv > 0 && now.Sub(lastLog) >= iv {
 				lastLog = now
 				c.logStats(s, snap)
 			}
-			// Probe timeouts alone also come from a peer starved of CPU; a
-			// black hole also silences the peer, whose replies and acks are
-			// as large as ours or wait on ours. A busy broker still sends.
-			if recv := c.received(s); recv != lastRecv {
+			// A black hole also silences the peer, whose replies and acks
+			// are as large as ours or wait on ours. A busy broker still
+			// sends.
+			if recv := c.received(s); recv != lastRecv || starved {
 				lastRecv, quiet, heardAt = recv, 0, now
 			} else {
 				quiet++
@@ -113,7 +121,7 @@ func (c *Client) watch() {
 				probedAt = now
 				s.probe()
 			}
-			if c.cfg.BlackHoleCooldown > 0 && udp.Stalled(snap) && quiet >= stallQuietChecks {
+			if c.cfg.BlackHoleCooldown > 0 && !c.guaranteed && udp.Stalled(snap) && quiet >= stallQuietChecks {
 				c.redial(s, snap)
 			}
 		}
@@ -166,10 +174,7 @@ func (c *Client) redial(old *session, snap udp.ConnSnapshot) {
 	for {
 		s, err := c.dialStoppable(mtu)
 		if err == nil {
-			c.mu.Lock()
-			c.mu.cur = s
-			c.mu.redials++
-			c.mu.Unlock()
+			c.replaceSession(s)
 			return
 		}
 		c.cfg.Logger.Warn("redial failed", "remote", c.raddr.String(), "err", err, "retry_in", backoff)

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"sync/atomic"
+
+	"github.com/quic-go/quic-go"
 
 	"github.com/felixmq/felix/wire"
 )
@@ -49,11 +52,37 @@ type Event struct {
 }
 
 // Subscription follows one shard of a stream.
+//
+// When the connection it runs on is replaced (the Client redialled after
+// its path stalled), Next resumes it on the new connection at the offset
+// after the last event it returned: a durable stream's subscriber misses
+// nothing; an ephemeral stream's subscriber gets what the broker still
+// holds in its ring, and a gap report for what it no longer does, so every
+// event is delivered or reported lost.
 type Subscription struct {
-	eventFeed[[]Event]
-	cur       []Event
+	c      *Client
+	resume func(ctx context.Context, from From) (*subscriptionFeed, *wire.Subscribed, error) // nil: cannot resume
+
+	mu struct {
+		sync.Mutex
+		feed   *subscriptionFeed
+		closed bool
+	}
+	// Next's own: the pending events and the offset due next.
+	cur     []Event
+	next    uint64
+	hasNext bool
+
 	delivered atomic.Uint64
 	dropped   atomic.Uint64
+	resumes   atomic.Uint64
+}
+
+// subscriptionFeed is one incarnation of a Subscription: the event stream
+// of one broker subscription id on one session.
+type subscriptionFeed struct {
+	eventFeed[[]Event]
+	dropped *atomic.Uint64 // the Subscription's count
 }
 
 // Subscribe asks the broker for a subscription on namespace/stream of the
@@ -61,16 +90,35 @@ type Subscription struct {
 // EVENT_BATCH_OFFSETS: an older broker would silently start at the tail, so
 // the client refuses instead.
 func (c *Client) Subscribe(ctx context.Context, namespace, stream string, opts SubscribeOptions) (*Subscription, error) {
-	ct, err := c.openControl(ctx)
+	s := &Subscription{c: c}
+	s.resume = func(ctx context.Context, from From) (*subscriptionFeed, *wire.Subscribed, error) {
+		o := opts
+		o.From = from
+		return c.subscribe(ctx, namespace, stream, o, &s.dropped)
+	}
+	feed, reply, err := c.subscribe(ctx, namespace, stream, opts, &s.dropped)
 	if err != nil {
 		return nil, err
+	}
+	s.mu.feed = feed
+	if reply.StartOffset != nil {
+		s.next, s.hasNext = *reply.StartOffset, true
+	}
+	return s, nil
+}
+
+// subscribe is one subscribe request, on the current session.
+func (c *Client) subscribe(ctx context.Context, namespace, stream string, opts SubscribeOptions, dropped *atomic.Uint64) (*subscriptionFeed, *wire.Subscribed, error) {
+	ct, err := c.openControl(ctx)
+	if err != nil {
+		return nil, nil, err
 	}
 	defer ct.str.CancelRead(0)
 	msg := &wire.Subscribe{TenantID: c.cfg.Tenant, Namespace: namespace, Stream: stream}
 	if opts.From.set && opts.From.kind != wire.StartLatest {
 		if !wire.Supports(ct.flags, wire.FlagEventBatchOffsets) {
 			ct.str.CancelWrite(0)
-			return nil, fmt.Errorf("%w: the broker does not support resuming (no offsets capability)", ErrProtocol)
+			return nil, nil, fmt.Errorf("%w: the broker does not support resuming (no offsets capability)", ErrProtocol)
 		}
 	}
 	if opts.From.set {
@@ -80,81 +128,103 @@ func (c *Client) Subscribe(ctx context.Context, namespace, stream string, opts S
 		msg.Shard = &opts.Shard
 	}
 	if _, err := ct.str.Write(wire.AppendJSONFrame(nil, msg)); err != nil {
-		return nil, fmt.Errorf("client: write subscribe: %w", err)
+		return nil, nil, fmt.Errorf("client: write subscribe: %w", err)
 	}
 	ct.str.Close()
 	m, err := ct.readJSON(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	switch m := m.(type) {
 	case *wire.Subscribed:
-		return c.newSubscription(ct.sess, m.SubscriptionID), nil
+		return c.newSubscriptionFeed(ct.sess, m.SubscriptionID, dropped), m, nil
 	case *wire.SubscribeCursorError:
-		return nil, &CursorError{Reason: string(m.Reason), Requested: m.Requested, Available: m.Available}
+		return nil, nil, &CursorError{Reason: string(m.Reason), Requested: m.Requested, Available: m.Available}
 	case *wire.ErrorMessage:
-		return nil, &BrokerError{Message: m.Message, Owner: m.Owner}
+		return nil, nil, &BrokerError{Message: m.Message, Owner: m.Owner}
 	}
-	return nil, fmt.Errorf("%w: %s in reply to subscribe", ErrProtocol, m.Type())
+	return nil, nil, fmt.Errorf("%w: %s in reply to subscribe", ErrProtocol, m.Type())
 }
 
-// newSubscription registers subscription id with the session's router,
-// which attaches its event stream when (or if already) it arrives.
+// newSubscription is a Subscription that cannot resume (a keyed watch's),
+// on the feed of subscription id.
 func (c *Client) newSubscription(sess *session, id uint64) *Subscription {
-	s := &Subscription{eventFeed: newEventFeed[[]Event](c, sess, id)}
-	sess.router.register(s.id, s)
+	s := &Subscription{c: c}
+	s.mu.feed = c.newSubscriptionFeed(sess, id, &s.dropped)
 	return s
 }
 
-// ID is the broker-assigned subscription id.
-func (s *Subscription) ID() uint64 { return s.id }
+// newSubscriptionFeed registers subscription id with the session's router,
+// which attaches its event stream when (or if already) it arrives.
+func (c *Client) newSubscriptionFeed(sess *session, id uint64, dropped *atomic.Uint64) *subscriptionFeed {
+	f := &subscriptionFeed{eventFeed: newEventFeed[[]Event](c, sess, id), dropped: dropped}
+	sess.router.register(f.id, f)
+	return f
+}
+
+// ID is the broker-assigned subscription id (of the current connection).
+func (s *Subscription) ID() uint64 { return s.feed().id }
+
+func (s *Subscription) feed() *subscriptionFeed {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.feed
+}
 
 // Delivered and Dropped count events returned by Next and events the broker
 // reported dropped.
 func (s *Subscription) Delivered() uint64 { return s.delivered.Load() }
 
-// Dropped counts events the broker reported as dropped for this subscription.
+// Dropped counts events the broker reported as dropped for this
+// subscription, and those a resume found no longer held.
 func (s *Subscription) Dropped() uint64 { return s.dropped.Load() }
 
-func (s *Subscription) attach(es eventStream) { s.eventFeed.attach(es, s.read) }
+// Resumes counts the times the subscription moved to a new connection.
+func (s *Subscription) Resumes() uint64 { return s.resumes.Load() }
+
+func (f *subscriptionFeed) attach(es eventStream) { f.eventFeed.attach(es, f.read) }
 
 // read turns event frames into Events until the stream ends.
-func (s *Subscription) read() {
-	defer close(s.readDone)
-	defer close(s.ch)
+func (f *subscriptionFeed) read() {
+	defer close(f.readDone)
+	defer close(f.ch)
 	var batch wire.EventBatch
 	for {
-		h, payload, err := s.es.fr.Next()
+		h, payload, err := f.es.fr.Next()
 		if err != nil {
-			if errors.Is(err, io.EOF) {
+			var se *quic.StreamError
+			switch {
+			case errors.Is(err, io.EOF):
 				err = ErrClosed
+			case errors.As(err, &se) && uint64(se.ErrorCode) == wire.StreamSlowConsumer:
+				err = fmt.Errorf("%w: %w", ErrSlowConsumer, err)
 			}
-			s.fail(s.sess.wrap(err))
+			f.fail(f.sess.wrap(err))
 			return
 		}
-		evs, err := s.decode(h, payload, &batch)
+		evs, err := f.decode(h, payload, &batch)
 		if err != nil {
-			s.fail(err)
-			s.es.str.CancelRead(0)
+			f.fail(err)
+			f.es.str.CancelRead(0)
 			return
 		}
 		select {
-		case s.ch <- evs:
-		case <-s.sess.qc.Context().Done():
-			s.fail(s.sess.wrap(ErrClosed))
+		case f.ch <- evs:
+		case <-f.sess.qc.Context().Done():
+			f.fail(f.sess.wrap(ErrClosed))
 			return
 		}
 	}
 }
 
-func (s *Subscription) decode(h wire.Header, payload []byte, batch *wire.EventBatch) ([]Event, error) {
+func (f *subscriptionFeed) decode(h wire.Header, payload []byte, batch *wire.EventBatch) ([]Event, error) {
 	if h.Flags == 0 {
 		m, err := wire.DecodeJSON(payload)
 		if err != nil {
 			return nil, err
 		}
 		if gap, ok := m.(*wire.SubscriptionGap); ok {
-			s.dropped.Add(gap.Dropped)
+			f.dropped.Add(gap.Dropped)
 			return []Event{{Dropped: gap.Dropped}}, nil
 		}
 		return nil, fmt.Errorf("%w: %s on an event stream", ErrProtocol, m.Type())
@@ -180,12 +250,23 @@ func (s *Subscription) decode(h wire.Header, payload []byte, batch *wire.EventBa
 }
 
 // Next returns the next event or gap report, blocking until one arrives,
-// ctx ends, or the subscription ends (then the error says why).
+// ctx ends, or the subscription ends (then the error says why). A
+// subscription whose connection the Client replaced resumes here (see
+// Subscription).
 func (s *Subscription) Next(ctx context.Context) (Event, error) {
 	for len(s.cur) == 0 {
-		evs, err := s.receive(ctx)
+		f := s.feed()
+		evs, err := f.receive(ctx)
 		if err != nil {
-			return Event{}, err
+			if !s.resumable(err) {
+				return Event{}, err
+			}
+			if gap, rerr := s.resumeAfter(ctx, f); rerr != nil {
+				return Event{}, fmt.Errorf("%w (resuming: %w)", err, rerr)
+			} else if gap != 0 {
+				return Event{Dropped: gap}, nil
+			}
+			continue
 		}
 		s.cur = evs
 	}
@@ -193,13 +274,64 @@ func (s *Subscription) Next(ctx context.Context) (Event, error) {
 	s.cur = s.cur[1:]
 	if ev.Dropped == 0 {
 		s.delivered.Add(1)
+		if ev.HasOffset {
+			s.next, s.hasNext = ev.Offset+1, true
+		}
 	}
 	return ev, nil
+}
+
+// resumable reports whether err ended the feed because the Client replaced
+// its connection, so the subscription can go on on the new one.
+func (s *Subscription) resumable(err error) bool {
+	return s.resume != nil && s.hasNext && errors.Is(err, ErrPathStalled)
+}
+
+// resumeAfter subscribes again on the Client's new connection at the
+// offset due next, and returns the events that are gone from the broker in
+// the meantime (an ephemeral stream's ring moved past them).
+func (s *Subscription) resumeAfter(ctx context.Context, old *subscriptionFeed) (gap uint64, err error) {
+	if err := s.c.awaitSessionAfter(ctx, old.sess); err != nil {
+		return 0, err
+	}
+	feed, _, err := s.resume(ctx, Offset(s.next))
+	var ce *CursorError
+	if errors.As(err, &ce) {
+		switch ce.Reason {
+		case "too_old":
+			gap = ce.Available - s.next
+		case "in_future":
+			gap = 0 // the broker holds nothing from there on; its tail is next now
+		}
+		feed, _, err = s.resume(ctx, Offset(ce.Available))
+		s.next = ce.Available
+	}
+	if err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	closed := s.mu.closed
+	if !closed {
+		s.mu.feed = feed
+	}
+	s.mu.Unlock()
+	if closed {
+		feed.close()
+		return 0, ErrClosed
+	}
+	old.close()
+	s.resumes.Add(1)
+	s.dropped.Add(gap)
+	return gap, nil
 }
 
 // Close ends the subscription: the broker sees its event stream stopped and
 // releases the subscription. Close waits for the subscription's reader.
 func (s *Subscription) Close() error {
-	s.close()
+	s.mu.Lock()
+	s.mu.closed = true
+	f := s.mu.feed
+	s.mu.Unlock()
+	f.close()
 	return nil
 }

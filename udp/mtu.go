@@ -71,6 +71,15 @@ func MTUPolicy(platform string, peer net.Addr, k MTUKnobs) MTUSettings {
 	return MTUSettings{InitialPacketSize: DefaultPacketSize, DisablePathMTUDiscovery: !discover}
 }
 
+// MTUGuaranteed reports whether the path to peer carries the largest
+// packet for certain: a loopback peer under the policy's own choice (no
+// explicit InitialMTU). There no MTU black hole can exist, so a connection
+// that goes quiet there is a busy machine, never a path to redial at a
+// smaller size.
+func MTUGuaranteed(peer net.Addr, k MTUKnobs) bool {
+	return k.InitialMTU == 0 && isLoopback(peer)
+}
+
 // BlackHoleMTU is the redial decision after a stall: while now is within
 // cooldown of stalledAt, dial that peer at 1200 with discovery off (a
 // size every QUIC path must carry); afterwards, the normal policy again.
@@ -86,8 +95,11 @@ func BlackHoleMTU(now, stalledAt time.Time, cooldown time.Duration, normal MTUSe
 }
 
 // Stalled reports whether a connection's path looks black-holed: StallPTOs
-// probe timeouts in a row (quic-go resets the count on every ACK). The
-// caller closes the connection and redials with BlackHoleMTU.
+// probe timeouts in a row (quic-go resets the count on every ACK). Probe
+// timeouts alone also come from peers starved of CPU, so the caller wants
+// more evidence (the peer silent too, its own clock on time, a path that
+// is not MTUGuaranteed) before it closes the connection and redials with
+// BlackHoleMTU.
 func Stalled(s ConnSnapshot) bool { return s.PTOCount >= StallPTOs }
 
 func clampPacketSize(n int) uint16 {

@@ -15,3 +15,9 @@ const (
 	// black-hole cooldown.
 	ClosePathStalled uint64 = 0x10
 )
+
+// StreamSlowConsumer is the RESET_STREAM code that ends a subscriber's event
+// stream when the broker cut it as a slow consumer: its queue, under the
+// block policy, held up publishers longer than the broker allows. Like the
+// connection codes it is not part of wire v1's frames.
+const StreamSlowConsumer uint64 = 0x14

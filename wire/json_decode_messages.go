@@ -33,7 +33,9 @@ var jsonDecoders = [numTypes]func(*fields) Message{
 			SubscriptionID: f.optU64("subscription_id"), Start: f.start(), Shard: f.optU32("shard"),
 		}
 	},
-	TypeSubscribed:       func(f *fields) Message { return &Subscribed{SubscriptionID: f.u64("subscription_id")} },
+	TypeSubscribed: func(f *fields) Message {
+		return &Subscribed{SubscriptionID: f.u64("subscription_id"), StartOffset: f.optU64("start_offset")}
+	},
 	TypeEventStreamHello: func(f *fields) Message { return &EventStreamHello{SubscriptionID: f.u64("subscription_id")} },
 	TypeEvent: func(f *fields) Message {
 		return &Event{

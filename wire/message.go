@@ -179,6 +179,11 @@ type Subscribe struct {
 // replay is written to the event stream.
 type Subscribed struct {
 	SubscriptionID uint64
+	// StartOffset is the offset of the first event the subscription
+	// delivers (the published Felix 0.6's field). Sent to clients that
+	// negotiated EVENT_BATCH_OFFSETS, so a client that has received
+	// nothing yet still knows where to resume.
+	StartOffset *uint64
 }
 
 // EventStreamHello is the first frame on a broker-opened event stream; it
@@ -274,6 +279,7 @@ func (s *Start) appendJSON(dst []byte) []byte {
 func (m *Subscribed) AppendJSON(dst []byte) []byte {
 	dst = appendHead(dst, TypeSubscribed)
 	dst = appendUintField(dst, `,"subscription_id":`, m.SubscriptionID)
+	dst = appendOptUint(dst, `,"start_offset":`, m.StartOffset)
 	return append(dst, '}')
 }
 

@@ -91,10 +91,18 @@ var (
 
 // Subscriber delivery.
 var (
-	knobQueue = registry.Int("FELIX_SUBSCRIBER_QUEUE", 512, 1, 1<<22,
-		"events each subscriber may have queued before its policy applies")
+	knobQueue = registry.Int("FELIX_SUBSCRIBER_QUEUE", 65536, 1, 1<<22,
+		"events each subscriber may have queued before it is full (with FELIX_SUBSCRIBER_QUEUE_BYTES, whichever fills first)")
+	knobQueueBytes = registry.Bytes("FELIX_SUBSCRIBER_QUEUE_BYTES", 64<<20, 4<<10, 1<<40,
+		"bytes each subscriber may have queued before it is full (frame bytes; a batch shared by several subscribers counts in each)")
+	knobQueueTotal = registry.Bytes("FELIX_SUBSCRIBER_QUEUE_TOTAL_BYTES", 1<<30, 0, 1<<50,
+		"memory all subscriber queues may hold together, each shared batch counted once; over it, subscribers holding more than their share are full; 0 = no bound")
 	knobQueuePolicy = registry.Enum("FELIX_SUBSCRIBER_QUEUE_POLICY", "drop_new", []string{"drop_new", "drop_old", "block"},
-		"full subscriber queue: drop the incoming event, evict the oldest, or make the publisher wait (lossless)")
+		"full queue of an ephemeral stream's subscriber: drop the incoming event, evict the oldest, or make the publisher wait (lossless)")
+	knobDurableCatchUp = registry.Bool("FELIX_DURABLE_SUBSCRIBER_CATCH_UP", true,
+		"a durable stream's subscriber whose queue is full reads what it missed from the log and rejoins the live tail (never drops); false: FELIX_SUBSCRIBER_QUEUE_POLICY applies")
+	knobBlockTimeout = registry.Duration("FELIX_SUBSCRIBER_BLOCK_TIMEOUT_MS", 10000, 1, 3600000, time.Millisecond,
+		"under the block policy, how long a subscriber's full queue may hold publishers up before it is cut as a slow consumer")
 	knobBatchEvents = registry.Int("FELIX_EVENT_BATCH_MAX_EVENTS", 64, 1, 1<<16,
 		"events per delivery write; 1 with MAX_DELAY_US=0 is the latency profile")
 	knobBatchBytes = registry.Bytes("FELIX_EVENT_BATCH_MAX_BYTES", 64<<10, 1, 16<<20,

@@ -167,10 +167,18 @@ func brokerConfig(vals *knob.Values, log *slog.Logger) broker.Config {
 	if ring == 0 {
 		ring = -1 // the knob's 0 means none; the Config's 0 means default
 	}
+	queueBudget := knobQueueTotal.Get(vals)
+	if queueBudget == 0 {
+		queueBudget = -1 // likewise
+	}
 	return broker.Config{
 		ListenAddrs:   []string{knobQUICBind.Get(vals), knobAdminBind.Get(vals)},
 		MaxFrameBytes: uint32(knobMaxFrameBytes.Get(vals)),
-		Queue:         fanout.Config{Capacity: int(knobQueue.Get(vals)), Policy: policy[knobQueuePolicy.Get(vals)]},
+		Queue: fanout.Config{Capacity: int(knobQueue.Get(vals)), MaxBytes: int(knobQueueBytes.Get(vals)),
+			Policy: policy[knobQueuePolicy.Get(vals)]},
+		QueueBudget:         queueBudget,
+		DurableDrops:        !knobDurableCatchUp.Get(vals),
+		SlowConsumerTimeout: knobBlockTimeout.Get(vals),
 		Batch: fanout.BatchConfig{
 			MaxEvents: int(knobBatchEvents.Get(vals)),
 			MaxBytes:  int(knobBatchBytes.Get(vals)),
