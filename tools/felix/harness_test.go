@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/felixmq/felix/broker"
+	"github.com/felixmq/felix/client"
 	"github.com/felixmq/felix/internal/devtls"
 	"github.com/felixmq/felix/internal/testutil"
 )
@@ -118,4 +119,18 @@ type cancelOnWrite struct {
 func (w cancelOnWrite) Write(p []byte) (int, error) {
 	defer w.cancel()
 	return w.Writer.Write(p)
+}
+
+// dialTest dials tb with cfg (tenant, token and TLS filled in).
+func dialTest(t *testing.T, tb *testBroker, cfg client.Config) *client.Client {
+	t.Helper()
+	pemBytes, err := os.ReadFile(tb.caFile)
+	require.NoError(t, err)
+	pool, err := devtls.Pool(pemBytes)
+	require.NoError(t, err)
+	cfg.Tenant, cfg.Token, cfg.TLS = "t1", "dev", &tls.Config{RootCAs: pool}
+	c, err := client.Dial(ctxT(t), tb.addr, cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	return c
 }

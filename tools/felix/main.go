@@ -13,6 +13,7 @@ const (
 	exitOK    = 0
 	exitFail  = 1 // the command ran and found a problem
 	exitUsage = 2 // bad arguments
+	exitLost  = 3 // felix sub: the broker reported events lost
 )
 
 // command is one subcommand. run gets the arguments after the subcommand's

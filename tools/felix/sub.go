@@ -20,7 +20,13 @@ import (
 const subUsage = `usage: felix sub [flags] [--count N] [--from latest|earliest|OFFSET] [--shard S]
 Prints one line per event, "OFFSET PAYLOAD" (PAYLOAD as text, or 0x + hex when
 it is not printable UTF-8), and "GAP dropped=N" on stderr when the broker
-dropped events for this subscriber.`
+dropped events for this subscriber (an ephemeral stream's slow subscriber; a
+durable stream's subscriber catches up from the log instead). --count N stops
+once N events have arrived or been reported lost.
+
+Exit status: 0 when every event counted arrived (or on SIGINT/SIGTERM with
+nothing lost), 1 on an error, 2 on bad arguments, 3 when the broker reported
+events lost (the total is on stderr).`
 
 // runSub is `felix sub`; SIGINT and SIGTERM end it cleanly (exit 0).
 func runSub(args []string, stdout, stderr io.Writer) int {
@@ -96,7 +102,26 @@ func sub(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	defer s.Close()
-	for n := 0; f.count == 0 || n < f.count; {
+	return follow(ctx, s, uint64(f.count), stdout, stderr)
+}
+
+// follow prints events until count of them have arrived or been reported
+// lost (0: until ctx ends), and says on stderr how many were lost.
+func follow(ctx context.Context, s *client.Subscription, count uint64, stdout, stderr io.Writer) int {
+	var got, lost uint64
+	code := printEvents(ctx, s, count, stdout, stderr, &got, &lost)
+	if lost != 0 {
+		fmt.Fprintf(stderr, "felix sub: %d event(s) lost (reported by the broker), %d received\n", lost, got)
+		if code == exitOK {
+			code = exitLost
+		}
+	}
+	return code
+}
+
+// printEvents is follow's loop, counting what arrived and what was lost.
+func printEvents(ctx context.Context, s *client.Subscription, count uint64, stdout, stderr io.Writer, got, lost *uint64) int {
+	for count == 0 || *got+*lost < count {
 		ev, err := s.Next(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -107,6 +132,7 @@ func sub(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		if ev.Dropped != 0 {
 			fmt.Fprintf(stderr, "GAP dropped=%d\n", ev.Dropped)
+			*lost += ev.Dropped
 			continue
 		}
 		offset := "-" // only a broker without offsets leaves it out
@@ -116,7 +142,7 @@ func sub(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if _, err := fmt.Fprintf(stdout, "%s %s\n", offset, printable(ev.Payload)); err != nil {
 			return exitFail // stdout is gone
 		}
-		n++
+		*got++
 	}
 	return exitOK
 }

@@ -3,9 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/felixmq/felix/broker"
+	"github.com/felixmq/felix/client"
+	"github.com/felixmq/felix/fanout"
 )
 
 func TestSubUnknownStreamFails(t *testing.T) {
@@ -60,3 +66,43 @@ func TestPrintable(t *testing.T) {
 		require.Equal(t, want, printable([]byte(in)), "%q", in)
 	}
 }
+
+// A subscriber that falls behind on an ephemeral stream counts the events
+// the broker reports lost toward --count, so it ends instead of waiting
+// for events that will never come, says how many were lost, and exits 3.
+func TestSubCountsLostEventsAndExitsThree(t *testing.T) {
+	tb := startBrokerWith(t, broker.Config{Queue: fanout.Config{Capacity: 4}}, broker.StreamSpec{
+		StreamKey: broker.StreamKey{Tenant: "t1", Namespace: "default", Stream: "demo"}, Shards: 1,
+	})
+	ctx := ctxT(t)
+	c := dialTest(t, tb, client.Config{StreamReceiveWindow: 64 << 10, ConnectionReceiveWindow: 64 << 10, SubscriptionBuffer: 1})
+	s, err := c.Subscribe(ctx, "default", "demo", client.SubscribeOptions{})
+	require.NoError(t, err)
+	// The subscriber's first write waits until everything is published,
+	// so its queue overflows meanwhile.
+	published := make(chan struct{})
+	out := &gatedWriter{gate: published}
+	var errOut bytes.Buffer
+	code := make(chan int, 1)
+	go func() { code <- follow(ctx, s, 2000, out, &errOut) }()
+	requireSummary(t, runPubT(t, "", tb.args("--count", "2000", "--size", "1024")...), "2000", "2048000")
+	close(published)
+	require.Equal(t, exitLost, <-code, errOut.String())
+	lines := strings.Count(out.String(), "\n")
+	require.Contains(t, errOut.String(), "GAP dropped=")
+	require.Contains(t, errOut.String(), fmt.Sprintf("event(s) lost (reported by the broker), %d received", lines))
+	require.Less(t, lines, 2000)
+}
+
+// gatedWriter blocks its first Write until gate is closed.
+type gatedWriter struct {
+	gate <-chan struct{}
+	buf  bytes.Buffer
+}
+
+func (w *gatedWriter) Write(p []byte) (int, error) {
+	<-w.gate
+	return w.buf.Write(p)
+}
+
+func (w *gatedWriter) String() string { return w.buf.String() }
