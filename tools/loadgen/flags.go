@@ -74,6 +74,12 @@ type Config struct {
 	SlowDelay  time.Duration
 	SlowWindow int64 // receive window of slow subscribers' connections; 0: StreamWindow/ConnWindow
 
+	// Pause subscribers (after the slow ones) stop reading PauseAt after
+	// the measured phase starts, for PauseFor, then read at full speed.
+	Pause    int
+	PauseAt  time.Duration
+	PauseFor time.Duration
+
 	StreamWindow int64 // QUIC receive windows, as FELIX_QUIC_STREAM_RECV_WINDOW / _CONN_
 	ConnWindow   int64
 
@@ -217,6 +223,9 @@ func defineFlags(set *flag.FlagSet, cfg *Config, raw *rawFlags) {
 	set.IntVar(&cfg.Repeat, "repeat", 1, "rounds, each with fresh connections; the report gives min/median/max")
 	set.IntVar(&cfg.Slow, "slow", 0, "how many subscribers are slow")
 	set.DurationVar(&cfg.SlowDelay, "slow-delay", 20*time.Millisecond, "time a slow subscriber spends per event")
+	set.IntVar(&cfg.Pause, "pause", 0, "how many subscribers (after the --slow ones) stop reading for --pause-for, --pause-at into the measured phase")
+	set.DurationVar(&cfg.PauseAt, "pause-at", 4*time.Second, "when paused subscribers stop reading, after the warm-up")
+	set.DurationVar(&cfg.PauseFor, "pause-for", 2*time.Second, "how long paused subscribers stop reading")
 	set.StringVar(&raw.slowWin, "slow-window", "0", "QUIC receive window per stream (`size`) of slow subscribers' connections, 4× per connection; small windows make their backlog reach the broker's queue; 0: --stream-window/--conn-window")
 	set.StringVar(&raw.streamWin, "stream-window", knob.FormatBytes(defaultStreamWin), "QUIC receive window per stream (`size`, FELIX_QUIC_STREAM_RECV_WINDOW): the loadgen's connections use it and the undersized-run check assumes the broker does")
 	set.StringVar(&raw.connWin, "conn-window", knob.FormatBytes(defaultConnWin), "QUIC receive window per connection (`size`, FELIX_QUIC_CONN_RECV_WINDOW), as --stream-window")
@@ -345,6 +354,8 @@ func (c *Config) validate() error {
 		{c.Repeat < 1, fmt.Sprintf("--repeat %d: want at least 1", c.Repeat)},
 		{c.Slow < 0 || c.Slow > c.Subscribers, fmt.Sprintf("--slow %d: want 0 to --subscribers (%d)", c.Slow, c.Subscribers)},
 		{c.Slow > 0 && c.SlowDelay <= 0, "--slow-delay must be positive"},
+		{c.Pause < 0 || c.Slow+c.Pause > c.Subscribers, fmt.Sprintf("--pause %d: want 0 to --subscribers minus --slow (%d)", c.Pause, c.Subscribers-c.Slow)},
+		{c.Pause > 0 && (c.PauseAt < 0 || c.PauseFor <= 0), "--pause-at must not be negative and --pause-for must be positive"},
 		{c.SlowWindow != 0 && c.SlowWindow < minWindow, "--slow-window must be 0 or at least 64KiB"},
 		{c.StreamWindow < minWindow || c.ConnWindow < minWindow, "--stream-window and --conn-window must be at least 64KiB"},
 		{c.Retries < 0, "--retries must not be negative"},

@@ -220,8 +220,16 @@ func writeSummary(w io.Writer, res *Result) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", row.name, num(row.sp.Min), num(row.sp.Median), num(row.sp.Max))
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "dropped %s, unaccounted %d, retries %s, failed publishes %s over all rounds\n",
-		group(s.Dropped), s.Unaccounted, group(s.Retries), group(s.PublishFailed))
+	fmt.Fprintf(w, "dropped %s, unaccounted %d, retries %s, failed publishes %s, redials %s over all rounds\n",
+		group(s.Dropped), s.Unaccounted, group(s.Retries), group(s.PublishFailed), group(s.Redials))
+	if s.BrokerRSSMax != nil {
+		fmt.Fprintf(w, "broker RSS max %.1f / %.1f / %.1f MiB (min / median / max over rounds)\n",
+			s.BrokerRSSMax.Min/(1<<20), s.BrokerRSSMax.Median/(1<<20), s.BrokerRSSMax.Max/(1<<20))
+	}
+	if s.Dropped > 0 {
+		fmt.Fprintln(w, "events were dropped: a subscriber of an ephemeral stream fell more than its queue behind (FELIX_SUBSCRIBER_QUEUE, _BYTES)")
+		fmt.Fprintln(w, "  and the broker's policy dropped for it; a durable stream (--durable) catches such a subscriber up from its log instead")
+	}
 }
 
 // writeSubscribers lists each subscriber of the round, or, when there are

@@ -42,6 +42,9 @@ type configReport struct {
 	Warmup       string  `json:"warmup"`
 	Repeat       int     `json:"repeat"`
 	Slow         int     `json:"slow,omitempty"`
+	Pause        int     `json:"pause,omitempty"`
+	PauseAt      string  `json:"pause_at,omitempty"`
+	PauseFor     string  `json:"pause_for,omitempty"`
 	SlowDelay    string  `json:"slow_delay,omitempty"`
 	SlowWindow   int64   `json:"slow_window_bytes,omitempty"`
 	StreamWindow int64   `json:"stream_window_bytes"`
@@ -66,6 +69,9 @@ func reportConfig(c *Config) configReport {
 	}
 	if c.Slow > 0 {
 		r.SlowDelay = c.SlowDelay.String()
+	}
+	if c.Pause > 0 {
+		r.Pause, r.PauseAt, r.PauseFor = c.Pause, c.PauseAt.String(), c.PauseFor.String()
 	}
 	return r
 }
@@ -97,6 +103,13 @@ type Round struct {
 	Foreign                uint64              `json:"foreign,omitempty"`
 	Retries                uint64              `json:"retries"`
 	PublishFailed          uint64              `json:"publish_failed"`
+	// Redials counts connections the clients replaced after a stalled
+	// path; Resumes the subscriptions that moved to the new connection.
+	Redials uint64 `json:"redials"`
+	Resumes uint64 `json:"resumes"`
+	// BrokerRSSMaxBytes is the largest broker resident set seen during
+	// the round (sampled from the admin API's /metrics; 0 without it).
+	BrokerRSSMaxBytes uint64 `json:"broker_rss_max_bytes,omitempty"`
 	DrainSeconds           float64             `json:"drain_s"`
 	Transport              TransportCheck      `json:"transport"`
 	ShardEvents            map[string][]uint64 `json:"shard_events,omitempty"`
@@ -125,10 +138,13 @@ type SubscriberResult struct {
 	Stream      string   `json:"stream"`
 	Shards      int      `json:"shards"`
 	Slow        bool     `json:"slow"`
+	Paused      bool     `json:"paused,omitempty"`
 	Published   uint64   `json:"published"`
 	Delivered   uint64   `json:"delivered"`
 	Dropped     uint64   `json:"dropped"`
 	Unaccounted int64    `json:"unaccounted"`
+	Redials     uint64   `json:"redials,omitempty"`
+	Resumes     uint64   `json:"resumes,omitempty"`
 	OutOfOrder  uint64   `json:"out_of_order"`
 	Foreign     uint64   `json:"foreign,omitempty"`
 	DeliveryP50 *float64 `json:"delivery_p50_us,omitempty"`
@@ -151,6 +167,9 @@ func (r *round) result(drain time.Duration, interrupted bool) Round {
 		if w.last.After(pubLast) {
 			pubLast = w.last
 		}
+		if w.c != nil {
+			out.Redials += w.c.Redials()
+		}
 		pr := PublisherResult{ID: w.id, Stream: r.streams[w.stream].Name, Published: w.published, Measured: w.measured, Failed: w.failed, Retries: w.retries}
 		if s := w.ackHist.Summary(); s != nil {
 			pr.AckP50, pr.AckP99 = s.P50, s.P99
@@ -169,6 +188,8 @@ func (r *round) result(drain time.Duration, interrupted bool) Round {
 		}
 		out.Delivered += sr.Delivered
 		out.Dropped += sr.Dropped
+		out.Redials += sr.Redials
+		out.Resumes += sr.Resumes
 		out.Unaccounted += absInt(sr.Unaccounted)
 		out.OutOfOrder += sr.OutOfOrder
 		out.Foreign += sr.Foreign
@@ -215,13 +236,17 @@ func (r *round) result(drain time.Duration, interrupted bool) Round {
 func (r *round) subscriberResult(w *subWorker) (SubscriberResult, *Histogram, time.Time) {
 	st := r.streams[w.stream]
 	out := SubscriberResult{
-		ID: w.id, Stream: st.Name, Shards: st.Shards, Slow: w.slow,
+		ID: w.id, Stream: st.Name, Shards: st.Shards, Slow: w.slow, Paused: w.paused,
 		Published: r.expected(w), Delivered: w.delivered.Load(), Dropped: w.dropped.Load(),
+	}
+	if w.c != nil {
+		out.Redials = w.c.Redials()
 	}
 	out.Unaccounted = int64(out.Published) - int64(out.Delivered) - int64(out.Dropped)
 	h := &Histogram{}
 	var last time.Time
 	for _, rd := range w.readers {
+		out.Resumes += rd.sub.Resumes()
 		out.OutOfOrder += rd.outOfOrder
 		out.Foreign += rd.foreign
 		h.Merge(&rd.hist)
@@ -272,11 +297,13 @@ type Summary struct {
 	Unaccounted      int64   `json:"unaccounted"`
 	Retries          uint64  `json:"retries"`
 	PublishFailed    uint64  `json:"publish_failed"`
+	Redials          uint64  `json:"redials"`
+	BrokerRSSMax     *Spread `json:"broker_rss_max_bytes,omitempty"`
 	Errors           int     `json:"errors"`
 }
 
 func (res *Result) summarize() {
-	var msg, mb, del, a50, a99, d50, d99 []float64
+	var msg, mb, del, a50, a99, d50, d99, rss []float64
 	s := Summary{Rounds: len(res.Rounds)}
 	for _, r := range res.Rounds {
 		msg, mb, del = append(msg, r.MsgPerS), append(mb, r.MBPerS), append(del, r.DeliveredMsgPerS)
@@ -290,11 +317,16 @@ func (res *Result) summarize() {
 		s.Unaccounted += r.Unaccounted
 		s.Retries += r.Retries
 		s.PublishFailed += r.PublishFailed
+		s.Redials += r.Redials
+		if r.BrokerRSSMaxBytes > 0 {
+			rss = append(rss, float64(r.BrokerRSSMaxBytes))
+		}
 		s.Errors += len(r.Errors)
 		res.Undersized = res.Undersized || r.Transport.Undersized
 	}
 	s.MsgPerS, s.MBPerS, s.DeliveredMsgPerS = spreadOf(msg), spreadOf(mb), spreadOf(del)
 	s.AckP50, s.AckP99, s.DeliveryP50, s.DeliveryP99 = spreadOf(a50), spreadOf(a99), spreadOf(d50), spreadOf(d99)
+	s.BrokerRSSMax = spreadOf(rss)
 	res.Summary = s
 }
 

@@ -66,6 +66,8 @@ type round struct {
 
 	pubs []*pubWorker
 	subs []*subWorker
+
+	rssMax atomic.Uint64 // the broker's largest resident set seen
 }
 
 func newRound(cfg *Config, streams []streamInfo, n int) *round {
@@ -82,7 +84,8 @@ func newRound(cfg *Config, streams []streamInfo, n int) *round {
 	for i := range cfg.Subscribers {
 		// The first --slow subscribers are the slow ones; with several
 		// streams they spread round-robin like the others.
-		r.subs = append(r.subs, &subWorker{id: i, stream: i % len(streams), slow: i < cfg.Slow})
+		r.subs = append(r.subs, &subWorker{id: i, stream: i % len(streams), slow: i < cfg.Slow,
+			paused: i >= cfg.Slow && i < cfg.Slow+cfg.Pause})
 	}
 	return r
 }
@@ -157,6 +160,7 @@ func runRound(ctx context.Context, cfg *Config, streams []streamInfo, n int) (Ro
 	r.ackCtx = ackCtx
 
 	progressDone := r.startProgress()
+	rssDone := adm.sampleRSS(&r.rssMax)
 	var pubs sync.WaitGroup
 	for _, w := range r.pubs {
 		pubs.Add(1)
@@ -168,9 +172,11 @@ func runRound(ctx context.Context, cfg *Config, streams []streamInfo, n int) (Ro
 	stopReading()
 	readers.Wait()
 	progressDone()
+	rssDone()
 
 	after := adm.shardOffsets(context.Background(), cfg)
 	out := r.result(drained, ctx.Err() != nil)
+	out.BrokerRSSMaxBytes = r.rssMax.Load()
 	out.ShardEvents = shardDelta(before, after, streams)
 	return out, nil
 }

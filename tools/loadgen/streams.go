@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -8,6 +9,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // streamInfo is a stream the run uses, as the broker reports it.
@@ -227,4 +233,50 @@ func shardDelta(before, after map[string][]uint64, streams []streamInfo) map[str
 		out[s.Name] = d
 	}
 	return out
+}
+
+// sampleRSS records into max, every 250 ms until stop is called, the
+// broker's resident set from the admin API's /metrics (the Prometheus
+// process collector's process_resident_memory_bytes).
+func (a *admin) sampleRSS(max *atomic.Uint64) (stop func()) {
+	if a == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if v, ok := a.rss(); ok && v > max.Load() {
+				max.Store(v)
+			}
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+// rss is the broker's process_resident_memory_bytes.
+func (a *admin) rss() (uint64, bool) {
+	resp, err := a.hc.Get(a.base + "/metrics")
+	if err != nil {
+		return 0, false
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "process_resident_memory_bytes "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			return uint64(f), err == nil
+		}
+	}
+	return 0, false
 }

@@ -15,6 +15,7 @@ type subWorker struct {
 	id      int
 	stream  int // index into round.streams
 	slow    bool
+	paused  bool // stops reading for --pause-for, --pause-at into the measured phase
 	c       *client.Client
 	readers []*shardReader
 
@@ -50,7 +51,12 @@ func newShardReader(shard int, sub *client.Subscription, publishers int) *shardR
 // at full speed so the accounting can complete.
 func (sr *shardReader) read(ctx context.Context, r *round, w *subWorker) {
 	var timer *time.Timer
+	pauseAt := r.warmupEnd.Add(r.cfg.PauseAt)
 	for {
+		if w.paused && !pauseAt.IsZero() && !time.Now().Before(pauseAt) {
+			sr.pause(ctx, pauseAt.Add(r.cfg.PauseFor))
+			pauseAt = time.Time{}
+		}
 		ev, err := sr.sub.Next(ctx)
 		if err != nil {
 			if ctx.Err() == nil {
@@ -85,6 +91,16 @@ func (sr *shardReader) read(ctx context.Context, r *round, w *subWorker) {
 		case <-r.pubsDone:
 		case <-ctx.Done():
 		}
+	}
+}
+
+// pause stops reading until resume or until ctx ends.
+func (sr *shardReader) pause(ctx context.Context, resume time.Time) {
+	t := time.NewTimer(time.Until(resume))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
 	}
 }
 
