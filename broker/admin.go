@@ -124,6 +124,19 @@ type Stats struct {
 	// read them (non-Linux); CPUUnavailable then says why.
 	CPU            *cpuprofile.Snapshot `json:"cpu,omitempty"`
 	CPUUnavailable string               `json:"cpu_unavailable,omitempty"`
+	// Memory is the process's resident memory, anonymous and file-backed
+	// (the durable logs' mapped pages); absent where it cannot be read.
+	Memory *cpuprofile.ProcessMemory `json:"memory,omitempty"`
+	// SubscriberQueues is what all subscriber queues hold, each shared
+	// buffer once, against FELIX_SUBSCRIBER_QUEUE_TOTAL_BYTES.
+	SubscriberQueues QueueBudgetStats `json:"subscriber_queues"`
+}
+
+// QueueBudgetStats is the broker-wide subscriber queue budget.
+type QueueBudgetStats struct {
+	HeldBytes  int64 `json:"held_bytes"`
+	LimitBytes int64 `json:"limit_bytes"` // 0: no bound
+	Queues     int64 `json:"queues"`
 }
 
 // StreamStats describes one stream and its shards.
@@ -170,9 +183,10 @@ type SubscriptionStats struct {
 	// Watch is "tenant/namespace/cache key" for a keyed watch.
 	Watch string       `json:"watch,omitempty"`
 	Queue fanout.Stats `json:"queue"`
-	// Capacity bounds Queue.Depth (events); a queue at capacity drops per
-	// Policy.
+	// Capacity and MaxBytes bound Queue.Depth (events) and
+	// Queue.DepthBytes; a full queue drops, blocks or catches up per Policy.
 	Capacity int    `json:"capacity"`
+	MaxBytes int    `json:"max_bytes"`
 	Policy   string `json:"policy"`
 }
 
@@ -200,6 +214,11 @@ func (b *Broker) Stats() Stats {
 	}
 	s.Rosters, s.QueueGroups = b.rosters.stats(), b.groups.stats()
 	s.CPU, s.CPUUnavailable = cpuStats()
+	if m, err := cpuprofile.Memory(0); err == nil {
+		s.Memory = &m
+	}
+	budget := b.cfg.Queue.Budget
+	s.SubscriberQueues = QueueBudgetStats{HeldBytes: budget.Used(), LimitBytes: max(budget.Limit(), 0), Queues: budget.Queues()}
 	return s
 }
 
@@ -217,7 +236,7 @@ func (c *conn) stats() ConnectionStats {
 	for _, sub := range c.subscriptions() {
 		ss := SubscriptionStats{
 			ID: sub.id, Watch: sub.watch, Queue: sub.queue.Stats(),
-			Capacity: sub.queue.Capacity(), Policy: sub.queue.Policy().String(),
+			Capacity: sub.queue.Capacity(), MaxBytes: sub.queue.MaxBytes(), Policy: sub.queue.Policy().String(),
 		}
 		if sub.sh != nil {
 			ss.Stream, ss.Shard = sub.sh.st.spec.String(), sub.sh.id

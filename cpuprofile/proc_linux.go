@@ -73,3 +73,18 @@ func System() (SystemCPU, error) {
 	}
 	return parseSystemStat(b)
 }
+
+// Memory returns the resident memory of process pid (0 for the calling
+// process) from /proc/PID/status.
+func Memory(pid int) (ProcessMemory, error) {
+	path := procDir(pid) + "/status"
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ProcessMemory{}, fmt.Errorf("cpuprofile: memory: %w", err)
+	}
+	m, err := parseStatus(b)
+	if err != nil {
+		return ProcessMemory{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return m, nil
+}

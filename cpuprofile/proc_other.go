@@ -18,3 +18,8 @@ func Process(pid int) (ProcessCPU, error) {
 func System() (SystemCPU, error) {
 	return SystemCPU{}, fmt.Errorf("%w: system CPU needs /proc/stat", ErrNotSupported)
 }
+
+// Memory needs Linux's /proc/PID/status.
+func Memory(pid int) (ProcessMemory, error) {
+	return ProcessMemory{}, fmt.Errorf("%w: process memory needs /proc/PID/status", ErrNotSupported)
+}

@@ -1,20 +1,19 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/felixmq/felix/client"
+	"github.com/felixmq/felix/cpuprofile"
 	"github.com/felixmq/felix/internal/devtls"
 )
 
@@ -77,19 +76,19 @@ func TestNonReadingSubscribersKeepBrokerMemoryBounded(t *testing.T) {
 			// 40 MB/s keeps the durable run's disk use small.
 			tick := time.NewTicker(6 * time.Millisecond)
 			defer tick.Stop()
-			var peak rss
+			var peak cpuprofile.ProcessMemory
 			deadline := time.Now().Add(run)
 			for sent := 0; time.Now().Before(deadline); sent++ {
 				require.NoError(t, pub.Send(batch))
 				<-tick.C
 				if sent%16 == 0 {
-					peak = peak.max(rssOf(t, bp.cmd.Process.Pid))
+					peak = maxMemory(peak, rssOf(t, bp.cmd.Process.Pid))
 				}
 			}
 			require.NoError(t, pub.Close(ctx))
 			t.Logf("%s: broker RSS idle %d MiB anon + %d MiB file; peak over %v: %d MiB anon + %d MiB file (bound %d MiB anon)",
-				stream, idle.anon>>20, idle.file>>20, run, peak.anon>>20, peak.file>>20, brokerMemoryBound>>20)
-			require.LessOrEqual(t, peak.anon, uint64(brokerMemoryBound))
+				stream, idle.RSSAnonBytes>>20, idle.RSSFileBytes>>20, run, peak.RSSAnonBytes>>20, peak.RSSFileBytes>>20, brokerMemoryBound>>20)
+			require.LessOrEqual(t, peak.RSSAnonBytes, uint64(brokerMemoryBound))
 		})
 	}
 }
@@ -110,33 +109,17 @@ func dialProcess(t *testing.T, bp *brokerProcess, cfg client.Config) *client.Cli
 	return c
 }
 
-// rss is a process's resident memory, anonymous and file-backed.
-type rss struct{ anon, file uint64 }
-
-func (r rss) max(o rss) rss { return rss{max(r.anon, o.anon), max(r.file, o.file)} }
-
-// rssOf reads RssAnon and RssFile from /proc/PID/status (Linux).
-func rssOf(t *testing.T, pid int) rss {
+// rssOf is pid's resident memory; the test skips where it cannot be read.
+func rssOf(t *testing.T, pid int) cpuprofile.ProcessMemory {
 	t.Helper()
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Skipf("no /proc: %v", err)
+	m, err := cpuprofile.Memory(pid)
+	if errors.Is(err, cpuprofile.ErrNotSupported) {
+		t.Skipf("no process memory here: %v", err)
 	}
-	defer f.Close()
-	var r rss
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		name, v, ok := strings.Cut(sc.Text(), ":")
-		if !ok || (name != "RssAnon" && name != "RssFile") {
-			continue
-		}
-		kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-		require.NoError(t, err)
-		if name == "RssAnon" {
-			r.anon = kb << 10
-		} else {
-			r.file = kb << 10
-		}
-	}
-	return r
+	require.NoError(t, err)
+	return m
+}
+
+func maxMemory(a, b cpuprofile.ProcessMemory) cpuprofile.ProcessMemory {
+	return cpuprofile.ProcessMemory{RSSAnonBytes: max(a.RSSAnonBytes, b.RSSAnonBytes), RSSFileBytes: max(a.RSSFileBytes, b.RSSFileBytes)}
 }

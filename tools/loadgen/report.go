@@ -223,7 +223,7 @@ func writeSummary(w io.Writer, res *Result) {
 	fmt.Fprintf(w, "dropped %s, unaccounted %d, retries %s, failed publishes %s, redials %s over all rounds\n",
 		group(s.Dropped), s.Unaccounted, group(s.Retries), group(s.PublishFailed), group(s.Redials))
 	if s.BrokerRSSMax != nil {
-		fmt.Fprintf(w, "broker RSS max %.1f / %.1f / %.1f MiB (min / median / max over rounds)\n",
+		fmt.Fprintf(w, "broker anonymous RSS max %.1f / %.1f / %.1f MiB (min / median / max over rounds)\n",
 			s.BrokerRSSMax.Min/(1<<20), s.BrokerRSSMax.Median/(1<<20), s.BrokerRSSMax.Max/(1<<20))
 	}
 	if s.Dropped > 0 {

@@ -107,8 +107,9 @@ type Round struct {
 	// path; Resumes the subscriptions that moved to the new connection.
 	Redials uint64 `json:"redials"`
 	Resumes uint64 `json:"resumes"`
-	// BrokerRSSMaxBytes is the largest broker resident set seen during
-	// the round (sampled from the admin API's /metrics; 0 without it).
+	// BrokerRSSMaxBytes is the largest anonymous resident memory of the
+	// broker seen during the round (sampled from /debug/felix/stats;
+	// mapped log pages left out; 0 without the admin API).
 	BrokerRSSMaxBytes uint64 `json:"broker_rss_max_bytes,omitempty"`
 	DrainSeconds           float64             `json:"drain_s"`
 	Transport              TransportCheck      `json:"transport"`

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -9,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -236,8 +233,9 @@ func shardDelta(before, after map[string][]uint64, streams []streamInfo) map[str
 }
 
 // sampleRSS records into max, every 250 ms until stop is called, the
-// broker's resident set from the admin API's /metrics (the Prometheus
-// process collector's process_resident_memory_bytes).
+// broker's anonymous resident memory from /debug/felix/stats (what the
+// broker holds; its durable logs' mapped pages are page cache and left
+// out).
 func (a *admin) sampleRSS(max *atomic.Uint64) (stop func()) {
 	if a == nil {
 		return func() {}
@@ -250,7 +248,7 @@ func (a *admin) sampleRSS(max *atomic.Uint64) (stop func()) {
 		t := time.NewTicker(250 * time.Millisecond)
 		defer t.Stop()
 		for {
-			if v, ok := a.rss(); ok && v > max.Load() {
+			if v, ok := a.rssAnon(); ok && v > max.Load() {
 				max.Store(v)
 			}
 			select {
@@ -263,20 +261,17 @@ func (a *admin) sampleRSS(max *atomic.Uint64) (stop func()) {
 	return func() { close(done); wg.Wait() }
 }
 
-// rss is the broker's process_resident_memory_bytes.
-func (a *admin) rss() (uint64, bool) {
-	resp, err := a.hc.Get(a.base + "/metrics")
-	if err != nil {
+// rssAnon is the broker's anonymous resident memory.
+func (a *admin) rssAnon() (uint64, bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	var stats struct {
+		Memory *struct {
+			RSSAnonBytes uint64 `json:"rss_anon_bytes"`
+		} `json:"memory"`
+	}
+	if err := a.get(ctx, "/debug/felix/stats", &stats); err != nil || stats.Memory == nil {
 		return 0, false
 	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "process_resident_memory_bytes "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			return uint64(f), err == nil
-		}
-	}
-	return 0, false
+	return stats.Memory.RSSAnonBytes, true
 }
