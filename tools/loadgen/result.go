@@ -92,17 +92,17 @@ type Round struct {
 	DeliveryLatencyNote string          `json:"delivery_latency_note,omitempty"`
 	// HealthyDeliveryLatency covers the subscribers that are not --slow
 	// (set only when some are).
-	HealthyDeliveryLatency *LatencySummary     `json:"healthy_delivery_latency,omitempty"`
-	HealthyDropped         *uint64             `json:"healthy_dropped,omitempty"`
-	Delivered              uint64              `json:"delivered"`
-	DeliveredMeasured      uint64              `json:"delivered_measured"`
-	DeliveredMsgPerS       float64             `json:"delivered_msg_per_s"`
-	Dropped                uint64              `json:"dropped"`
-	Unaccounted            int64               `json:"unaccounted"` // Σ |unaccounted| over subscribers
-	OutOfOrder             uint64              `json:"out_of_order"`
-	Foreign                uint64              `json:"foreign,omitempty"`
-	Retries                uint64              `json:"retries"`
-	PublishFailed          uint64              `json:"publish_failed"`
+	HealthyDeliveryLatency *LatencySummary `json:"healthy_delivery_latency,omitempty"`
+	HealthyDropped         *uint64         `json:"healthy_dropped,omitempty"`
+	Delivered              uint64          `json:"delivered"`
+	DeliveredMeasured      uint64          `json:"delivered_measured"`
+	DeliveredMsgPerS       float64         `json:"delivered_msg_per_s"`
+	Dropped                uint64          `json:"dropped"`
+	Unaccounted            int64           `json:"unaccounted"` // Σ |unaccounted| over subscribers
+	OutOfOrder             uint64          `json:"out_of_order"`
+	Foreign                uint64          `json:"foreign,omitempty"`
+	Retries                uint64          `json:"retries"`
+	PublishFailed          uint64          `json:"publish_failed"`
 	// Redials counts connections the clients replaced after a stalled
 	// path; Resumes the subscriptions that moved to the new connection.
 	Redials uint64 `json:"redials"`
@@ -110,13 +110,13 @@ type Round struct {
 	// BrokerRSSMaxBytes is the largest anonymous resident memory of the
 	// broker seen during the round (sampled from /debug/felix/stats;
 	// mapped log pages left out; 0 without the admin API).
-	BrokerRSSMaxBytes uint64 `json:"broker_rss_max_bytes,omitempty"`
-	DrainSeconds           float64             `json:"drain_s"`
-	Transport              TransportCheck      `json:"transport"`
-	ShardEvents            map[string][]uint64 `json:"shard_events,omitempty"`
-	Publishers             []PublisherResult   `json:"publishers"`
-	Subscribers            []SubscriberResult  `json:"subscribers"`
-	Errors                 []string            `json:"errors,omitempty"`
+	BrokerRSSMaxBytes uint64              `json:"broker_rss_max_bytes,omitempty"`
+	DrainSeconds      float64             `json:"drain_s"`
+	Transport         TransportCheck      `json:"transport"`
+	ShardEvents       map[string][]uint64 `json:"shard_events,omitempty"`
+	Publishers        []PublisherResult   `json:"publishers"`
+	Subscribers       []SubscriberResult  `json:"subscribers"`
+	Errors            []string            `json:"errors,omitempty"`
 }
 
 // PublisherResult is one publisher's share.
