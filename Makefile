@@ -103,7 +103,7 @@ soak: ## mixed workload against the real binary for DURATION (default 30m); make
 	FELIX_SOAK_DURATION=$(or $(DURATION),30m) $(GO) test -count=1 -v -timeout 0 -run '^TestSoak$$' ./cmd/felix-broker
 
 .PHONY: bench-matrix
-bench-matrix: ## issue 6 matrix: felix-loadgen against fresh brokers, JSON + SVG into docs/bench/<date> (~12 min)
+bench-matrix: ## the loadgen matrix against fresh brokers: JSON, traces and SVG charts into out/bench/<date> (~15 min)
 	scripts/bench-matrix.sh
 
 .PHONY: bench-smoke

@@ -16,12 +16,15 @@
 # broker process) and writes its JSON; felixtrace samples the broker
 # during each phase (CPU per thread, commit batching, softirq). Charts are
 # drawn with `felix-loadgen report`. Output: $BENCH_OUT (default
-# docs/bench/<date>), a summary table on stdout. About 15 minutes.
+# out/bench/<date>, ignored by git), a summary table on stdout. About 15
+# minutes. Only the charts (*.svg) and MACHINE.txt go into docs/bench/<date>
+# when docs/BENCHMARKS.md is updated from a run; the JSON, logs and traces
+# stay out of the tree.
 set -euo pipefail
 
 rounds=${1:-3}
 root=$(cd "$(dirname "$0")/.." && pwd)
-out=${BENCH_OUT:-$root/docs/bench/$(date -u +%Y-%m-%d)}
+out=${BENCH_OUT:-$root/out/bench/$(date -u +%Y-%m-%d)}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 work=$(mktemp -d /tmp/felix-matrix.XXXXXX)
