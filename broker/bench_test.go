@@ -1,6 +1,6 @@
 package broker_test
 
-// Issue 3 benchmarks: an in-process broker serving real QUIC (TLS on) on
+// Pub/sub benchmarks: an in-process broker serving real QUIC (TLS on) on
 // 127.0.0.1, publishers and subscribers each on their own client connection
 // (own UDP socket, own quic.Transport) in the same process. Everything
 // shares the machine's cores: the numbers measure broker + clients + QUIC
@@ -366,8 +366,8 @@ func BenchmarkThroughput4KiBx64(b *testing.B) {
 		if cs.GSO {
 			gso++
 		}
-		// The per-connection picture behind a slow or fast run (issue 5's
-		// bimodality check compares them side by side).
+		// The per-connection picture behind a slow or fast run (the
+		// bimodality check of scripts/bench-udp.sh compares them side by side).
 		b.Logf("broker conn %s: rtt=%v min_rtt=%v cwnd=%d lost=%d sent=%d congestion_events=%d mtu=%d gso=%v",
 			cs.Remote, cs.SmoothedRTT, cs.MinRTT, cs.CongestionWnd, cs.PacketsLost, cs.PacketsSent,
 			cs.Path.CongestionEvents, cs.Path.MTU, cs.GSO)

@@ -14,7 +14,7 @@ func keys(s *cacheStore) []string {
 	return out
 }
 
-// DESIGN.md §3 cache capacity: past max_entries or max_bytes the least
+// docs/design.md, "Semantics", cache capacity: past max_entries or max_bytes the least
 // recently used entries are evicted; a get counts as a use, and replacing a
 // key credits its old size instead of evicting it.
 func TestCacheStoreLRUVictims(t *testing.T) {

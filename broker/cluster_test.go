@@ -101,7 +101,7 @@ func assign(version int64, ms []cluster.Member, k broker.StreamKey, durable bool
 
 var quad = broker.StreamSpec{StreamKey: broker.StreamKey{Tenant: "t1", Namespace: "default", Stream: "quad"}, Shards: 4}
 
-// TestClusterForwardsOnceAndNamesOwner: DESIGN.md section 2 "Cluster": a
+// TestClusterForwardsOnceAndNamesOwner: docs/design.md, "Data paths", Cluster: a
 // publish to a non-owner is forwarded once, acked by the owner, and the ack
 // names the owner, in the binary and JSON encodings; the event reaches the
 // owner's subscribers.

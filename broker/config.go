@@ -87,7 +87,7 @@ type Config struct {
 	// client connections unless ConnStatsInterval is set: with a tracer
 	// quic-go builds an event for every packet sent and received (we keep
 	// a handful), which is a large share of the broker's CPU (see
-	// docs/BENCHMARKS.md, issue 5). Without it /debug/felix/stats still has
+	// docs/BENCHMARKS.md, packet path). Without it /debug/felix/stats still has
 	// quic-go's ConnectionStats (RTT, bytes, packets, losses) but no path
 	// MTU, congestion, ECN or PTO state.
 	NoConnTrace bool

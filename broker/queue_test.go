@@ -22,7 +22,7 @@ func publishJobs(t *testing.T, ctx context.Context, h *harness, stream string, n
 	publishPipelined(t, ctx, pub, n, 32, 64)
 }
 
-// DESIGN.md §3 queue: in the happy path every record is delivered to
+// docs/design.md, "Semantics", queue: in the happy path every record is delivered to
 // exactly one of three members, once, and acked once.
 func TestQueueEveryRecordOnceAcrossThreeMembers(t *testing.T) {
 	h := serveBroker(t, broker.Config{DataDir: t.TempDir()}, durableSpec("jobs", "periodic"))
@@ -81,7 +81,7 @@ func TestQueueEveryRecordOnceAcrossThreeMembers(t *testing.T) {
 	require.Equal(t, broker.QueueGroupStats{Stream: "t1/default/jobs", Group: "workers", Committed: n, Next: n, Tail: n}, groups[0])
 }
 
-// DESIGN.md §3 queue: a consumer killed mid-batch (its client closed
+// docs/design.md, "Semantics", queue: a consumer killed mid-batch (its client closed
 // without acking) has its unacked records redelivered to another member
 // with a redelivery count; acked records survive a broker restart and are
 // not delivered again; nothing is lost.
@@ -135,7 +135,7 @@ func TestQueueKilledConsumerRedeliveredAndNothingLostAcrossRestart(t *testing.T)
 	require.Len(t, acked, n)
 }
 
-// DESIGN.md §3 queue: an unacked record comes back after the visibility
+// docs/design.md, "Semantics", queue: an unacked record comes back after the visibility
 // timeout with its redelivery count, and a nack brings it back at once.
 func TestQueueVisibilityTimeoutAndNack(t *testing.T) {
 	h := serveBroker(t, broker.Config{DataDir: t.TempDir()}, durableSpec("jobs", "periodic"))

@@ -71,7 +71,7 @@ func (s *session) wrap(err error) error {
 // watch is the Client's watchdog: it logs connection statistics every
 // ConnStatsInterval and replaces a session whose path stalled. quic-go has
 // no black-hole detection and never lowers a live connection's packet size
-// (reference/quic-go.md section 3), so the cure is a new connection.
+// (docs/design.md, "Transport"), so the cure is a new connection.
 func (c *Client) watch() {
 	t := time.NewTicker(stallCheck)
 	defer t.Stop()

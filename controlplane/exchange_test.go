@@ -79,7 +79,7 @@ func errorCode(t testing.TB, r reply) string {
 	return e.Code
 }
 
-// The Done-when path of issue 8 on the control plane's side: a real IdP
+// The token exchange end to end on the control plane's side: a real IdP
 // (RSA key without alg, RS256), exchange, broker-style verification from
 // the JWKS served over HTTP, permissions by role.
 func TestExchangeRealIdPPermissionsByRole(t *testing.T) {

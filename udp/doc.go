@@ -5,7 +5,7 @@
 // counters, the per-platform MTU policy, and a connection-stats recorder
 // for quic-go's qlog events.
 //
-// It must not parse QUIC (DESIGN.md section 1): it moves datagrams and
+// It must not parse QUIC (docs/design.md, "Packages"): it moves datagrams and
 // control messages, and reads only the UDP_GRO / UDP_SEGMENT sizes.
 //
 // # How quic-go uses a Conn

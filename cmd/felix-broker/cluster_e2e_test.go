@@ -292,7 +292,7 @@ func liveMember(p *cluster.Placement, id string) bool {
 	return false
 }
 
-// TestClusterEndToEnd is issue 9's "done when" on real processes: embedded
+// TestClusterEndToEnd is cluster mode end to end on real processes: embedded
 // etcd, one control plane, three broker processes on loopback, a stream of 12
 // ephemeral shards placed 4/4/4 and one of 3 durable shards. The plain
 // client reaches every shard through one broker (forwarded); the

@@ -58,7 +58,7 @@ func (p *rsaIdP) token(t *testing.T, sub string, roles ...string) string {
 	return raw
 }
 
-// TestEndToEndAuth is issue 8's end-to-end check on the real broker binary
+// TestEndToEndAuth is the auth path end to end on the real broker binary
 // following a real control plane, with a real identity provider: IdP token
 // exchanged for a Felix token; publish and subscribe allowed by role; an
 // operation outside the role refused with forbidden; a live stream closed

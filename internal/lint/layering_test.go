@@ -13,7 +13,7 @@ import (
 
 const module = "github.com/felixmq/felix"
 
-// floors is DESIGN.md section 1: a package imports only from floors below its
+// floors is docs/design.md, "Floors": a package imports only from floors below its
 // own, never a neighbour on its own floor, never a floor above.
 var floors = map[string]float64{
 	"ioruntime":    0,
@@ -95,7 +95,7 @@ func layer(t *testing.T, path string) (string, float64, bool) {
 	}
 	f, known := floors[top]
 	if !known {
-		t.Errorf("package %s is in top-level directory %q that DESIGN.md section 1 does not place on a floor; add it to floors", path, top)
+		t.Errorf("package %s is in top-level directory %q that docs/design.md section 1 (Floors) does not place; add it there and to floors", path, top)
 	}
 	return top, f, true
 }
@@ -126,7 +126,7 @@ func TestLayeringArrowsPointDown(t *testing.T) {
 }
 
 // Raw syscalls go through internal/linux so that platform code stays in one
-// place with its fallbacks (STYLE.md, "Linux-only syscalls vs portable code").
+// place with its fallbacks (docs/design.md, "House style", platform code).
 func TestRawSyscallImportsOnlyInShim(t *testing.T) {
 	for _, p := range listPackages(t) {
 		if strings.HasPrefix(p.ImportPath, module+"/internal/linux") {
@@ -146,7 +146,7 @@ func TestRawSyscallImportsOnlyInShim(t *testing.T) {
 var binaries = map[string]bool{"cmd": true, "tools": true}
 
 // Library packages never read the environment: the knob registry in the
-// binaries builds their Config structs (DESIGN.md section 4).
+// binaries builds their Config structs (docs/design.md, "Knobs").
 func TestLibrariesDoNotReadEnvironment(t *testing.T) {
 	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .GoFiles}} {{$.Dir}}/{{.}}{{end}}`, "./...")
 	cmd.Dir = "../.."

@@ -1,6 +1,6 @@
 // Package netknobs declares the FELIX_* knobs that every Felix process with
 // a QUIC connection reads, the broker and the client tools alike, so each is
-// declared once (DESIGN.md: every knob is registered) and means the same on
+// declared once (docs/design.md, "Knobs") and means the same on
 // both ends: the MTU policy override, the black-hole cooldown and the
 // connection stats interval.
 package netknobs
