@@ -87,9 +87,9 @@ type Config struct {
 	// client connections unless ConnStatsInterval is set: with a tracer
 	// quic-go builds an event for every packet sent and received (we keep
 	// a handful), which is a large share of the broker's CPU (see
-	// docs/BENCHMARKS.md, packet path). Without it /debug/felix/stats still has
-	// quic-go's ConnectionStats (RTT, bytes, packets, losses) but no path
-	// MTU, congestion, ECN or PTO state.
+	// docs/BENCHMARKS.md, "The per-packet tracer"). Without it
+	// /debug/felix/stats still has quic-go's ConnectionStats (RTT, bytes,
+	// packets, losses) but no path MTU, congestion, ECN or PTO state.
 	NoConnTrace bool
 	// NodeID is this broker's cluster member id: in the placement given to
 	// SetPlacement, the shards assigned to NodeID are this broker's.
