@@ -23,15 +23,15 @@ var (
 	// cannot be forwarded (a subscribe, an already forwarded publish, or
 	// a broker without a Forwarder). The error names the owner.
 	ErrNotOwner = errors.New("not_owner")
-	// ErrOwnerUnavailable: the shard's owner is not live (a durable shard
-	// waits for its owner, whose disk holds its data) or could not be
-	// reached. The publish was not acked and not applied anywhere else.
-	ErrOwnerUnavailable = errors.New("owner_unavailable")
+	// ErrOwnerUnavailable is cluster.ErrOwnerUnavailable, which the
+	// forwarder (built on the client, so it cannot import the broker) wraps
+	// too.
+	ErrOwnerUnavailable = cluster.ErrOwnerUnavailable
 )
 
 // Forwarder sends a publish for a shard this broker does not own to its
 // owner. cmd/felix-broker gives the broker one built on the client package
-// (internal/forward), authenticated with the node credential.
+// (client/forward), authenticated with the node credential.
 type Forwarder interface {
 	// Forward sends payloads to shard s on owner, marked as forwarded so
 	// that the owner never forwards them again. It copies payloads before

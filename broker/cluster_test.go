@@ -19,7 +19,7 @@ import (
 	"github.com/felixmq/felix/client"
 	"github.com/felixmq/felix/cluster"
 	"github.com/felixmq/felix/internal/devtls"
-	"github.com/felixmq/felix/internal/forward"
+	"github.com/felixmq/felix/client/forward"
 	"github.com/felixmq/felix/segment"
 	"github.com/felixmq/felix/udp"
 	"github.com/felixmq/felix/wire"

@@ -15,6 +15,12 @@ var (
 	ErrUnauthorized = errors.New("cluster: unauthorized")
 	// ErrInvalid is a configuration mistake.
 	ErrInvalid = errors.New("cluster: invalid configuration")
+	// ErrOwnerUnavailable: a shard's owner is not live (a durable shard
+	// waits for its owner, whose disk holds its data) or could not be
+	// reached. The publish was not acked and not applied anywhere else.
+	// Its text is the wire error code that leads the broker's refusal, so
+	// it carries no package prefix.
+	ErrOwnerUnavailable = errors.New("owner_unavailable")
 )
 
 // APIError is a control plane's error answer (its JSON error body).

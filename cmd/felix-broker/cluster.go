@@ -11,7 +11,7 @@ import (
 
 	"github.com/felixmq/felix/broker"
 	"github.com/felixmq/felix/cluster"
-	"github.com/felixmq/felix/internal/forward"
+	"github.com/felixmq/felix/client/forward"
 	"github.com/felixmq/felix/internal/knob"
 )
 
@@ -28,6 +28,8 @@ type clusterNode struct {
 	watcher *cluster.Watcher
 	log     *slog.Logger
 }
+
+var _ broker.Forwarder = (*forward.Forwarder)(nil)
 
 // firstPlacementTimeout bounds waiting, at start-up, for a placement that
 // lists this broker: until then it would serve every shard as its own.

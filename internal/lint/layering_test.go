@@ -38,7 +38,6 @@ var floors = map[string]float64{
 var internalFloors = map[string]float64{
 	"frameio":  2.5, // reads wire frames for broker and client
 	"netknobs": 1.5, // knobs of every QUIC process, in udp's terms
-	"forward":  3.5, // broker-to-broker forwarding: a broker.Forwarder built on client
 }
 
 const internalFloor = -1

@@ -1,13 +1,12 @@
-// Package forward is the broker-to-broker publish path of cluster mode: a
-// broker.Forwarder built on the client package. It keeps one client.Client
+// Package forward is the broker-to-broker publish path of cluster mode, built
+// on the client package: cmd/felix-broker hands a Forwarder to the broker as
+// its broker.Forwarder (an interface the broker declares, so neither package
+// imports the other). It keeps one client.Client
 // per (owner address, tenant) — streams authenticate per tenant — and one
 // client.Publisher per stream on it, so forwards to one owner share a
 // pooled QUIC connection and keep their order per stream. Every stream it
 // opens advertises wire.CapForwarded, so the owner never forwards again,
 // and authenticates with the broker's node credential.
-//
-// It sits above broker and client (internal floor 3.5): the broker only
-// sees the broker.Forwarder interface.
 package forward
 
 import (
@@ -19,7 +18,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/felixmq/felix/broker"
 	"github.com/felixmq/felix/client"
 	"github.com/felixmq/felix/cluster"
 	"github.com/felixmq/felix/wire"
@@ -52,7 +50,7 @@ type pubKey struct {
 	namespace, stream string
 }
 
-// Forwarder implements broker.Forwarder. Safe for concurrent use.
+// Forwarder forwards publishes to shard owners. Safe for concurrent use.
 type Forwarder struct {
 	cfg Config
 	mu  struct {
@@ -64,8 +62,6 @@ type Forwarder struct {
 		closed  bool
 	}
 }
-
-var _ broker.Forwarder = (*Forwarder)(nil)
 
 // New returns a Forwarder; it dials owners when first needed.
 func New(cfg Config) *Forwarder {
@@ -86,7 +82,10 @@ func New(cfg Config) *Forwarder {
 	return f
 }
 
-// Forward implements broker.Forwarder.
+// Forward sends payloads to shard s on owner and calls done exactly once:
+// with nil or the owner's refusal for an acked publish, once written for a
+// fire-and-forget one. A failure to reach the owner wraps
+// cluster.ErrOwnerUnavailable.
 func (f *Forwarder) Forward(owner cluster.Member, s cluster.Shard, payloads [][]byte, acked bool, done func(error)) {
 	k := pubKey{connKey{owner.QUICAddr, s.Tenant}, s.Namespace, s.Stream}
 	pub, err := f.publisher(k)
@@ -125,7 +124,7 @@ type relayed string
 func (r relayed) Error() string { return string(r) }
 
 func unavailable(owner cluster.Member, err error) error {
-	return fmt.Errorf("%w: shard owner %s (%s) unreachable: %v", broker.ErrOwnerUnavailable, owner.ID, owner.QUICAddr, err)
+	return fmt.Errorf("%w: shard owner %s (%s) unreachable: %v", cluster.ErrOwnerUnavailable, owner.ID, owner.QUICAddr, err)
 }
 
 // publisher returns the pooled publisher for k, dialling the owner and
