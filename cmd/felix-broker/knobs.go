@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/felixmq/felix/internal/knob"
-	"github.com/felixmq/felix/internal/netknobs"
+	"github.com/felixmq/felix/udp/netknobs"
 )
 
 // registry declares every FELIX_* knob the broker reads. Each is declared

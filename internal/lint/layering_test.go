@@ -36,8 +36,7 @@ var floors = map[string]float64{
 // below everything (it may import nothing of the project outside internal/);
 // the few pieces that serve one floor and need a lower one are listed.
 var internalFloors = map[string]float64{
-	"frameio":  2.5, // reads wire frames for broker and client
-	"netknobs": 1.5, // knobs of every QUIC process, in udp's terms
+	"frameio": 2.5, // reads wire frames for broker and client
 }
 
 const internalFloor = -1

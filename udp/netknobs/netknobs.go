@@ -1,8 +1,9 @@
 // Package netknobs declares the FELIX_* knobs that every Felix process with
 // a QUIC connection reads, the broker and the client tools alike, so each is
-// declared once (docs/design.md, "Knobs") and means the same on
-// both ends: the MTU policy override, the black-hole cooldown and the
-// connection stats interval.
+// declared once (docs/design.md, "Knobs") and means the same on both ends:
+// the MTU policy override, the black-hole cooldown and the connection stats
+// interval. They are the udp package's settings in knob form, so the
+// package sits under udp/, on its floor.
 package netknobs
 
 import (
