@@ -17,9 +17,9 @@ import (
 
 	"github.com/felixmq/felix/broker"
 	"github.com/felixmq/felix/client"
+	"github.com/felixmq/felix/client/forward"
 	"github.com/felixmq/felix/cluster"
 	"github.com/felixmq/felix/internal/devtls"
-	"github.com/felixmq/felix/client/forward"
 	"github.com/felixmq/felix/segment"
 	"github.com/felixmq/felix/udp"
 	"github.com/felixmq/felix/wire"

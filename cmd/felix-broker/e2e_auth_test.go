@@ -22,6 +22,7 @@ import (
 	"github.com/felixmq/felix/auth"
 	"github.com/felixmq/felix/client"
 	"github.com/felixmq/felix/controlplane"
+	"github.com/felixmq/felix/controlplane/api"
 	"github.com/felixmq/felix/internal/devtls"
 )
 
@@ -101,7 +102,7 @@ func TestEndToEndAuth(t *testing.T) {
 	exchange := func(tenant, idpToken string) string {
 		code, body := call(http.MethodPost, "/v1/token/exchange", `{"tenant":"`+tenant+`","idp_token":"`+idpToken+`"}`, "")
 		require.Equal(t, http.StatusOK, code, body)
-		var r controlplane.ExchangeResponse
+		var r api.ExchangeResponse
 		require.NoError(t, json.Unmarshal([]byte(body), &r))
 		return r.Token
 	}

@@ -1,4 +1,4 @@
-package cluster
+package api
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/felixmq/felix/cluster"
 )
 
 // AgentConfig configures an Agent.
@@ -26,9 +28,8 @@ type AgentConfig struct {
 	// for the broker's other uses of it (a Watcher's TokenFunc).
 	RenewToken bool
 	// Member is this broker: its ID and addresses (Live is ignored).
-	Member Member
-	// HTTPClient sends the requests; nil means http.DefaultClient. Each
-	// request is bounded by RequestTimeout.
+	Member cluster.Member
+	// HTTPClient sends the requests (ClientConfig.HTTPClient).
 	HTTPClient *http.Client
 	// RequestTimeout bounds each request (default 5s).
 	RequestTimeout time.Duration
@@ -38,7 +39,7 @@ type AgentConfig struct {
 	// Load, if set, is called before each keepalive and its result sent
 	// with it: the publish rate of each shard the broker owns (see
 	// KeepAliveRequest). nil sends an empty keepalive, as before.
-	Load func() []ShardLoad
+	Load func() []cluster.ShardLoad
 	// Logger receives failures and re-registrations; nil discards.
 	Logger *slog.Logger
 }
@@ -64,7 +65,7 @@ func (c AgentConfig) withDefaults() AgentConfig {
 // it; Close stops it and waits.
 type Agent struct {
 	cfg   AgentConfig
-	api   api
+	api   *Client
 	ttl   atomic.Int64 // granted lease TTL, ns
 	token atomic.Pointer[string]
 	stop  context.CancelFunc
@@ -89,7 +90,7 @@ func NewAgent(ctx context.Context, cfg AgentConfig) (*Agent, error) {
 	}
 	a := &Agent{cfg: cfg, done: make(chan struct{})}
 	a.token.Store(&cfg.Token)
-	c, err := newAPI(cfg.URL, cfg.Token, a.Token, cfg.HTTPClient)
+	c, err := NewClient(ClientConfig{URL: cfg.URL, Token: a.Token, RequestTimeout: cfg.RequestTimeout, HTTPClient: cfg.HTTPClient})
 	if err != nil {
 		return nil, err
 	}
@@ -147,10 +148,8 @@ func (a *Agent) renew(ctx context.Context) {
 		return
 	}
 	used := a.token.Load()
-	ctx, cancel := context.WithTimeout(ctx, a.cfg.RequestTimeout)
-	defer cancel()
 	var resp NodeTokenResponse
-	if err := a.api.do(ctx, http.MethodPost, "/v1/token/node", NodeTokenRequest{Subject: sub}, &resp); err != nil {
+	if err := a.api.Do(ctx, http.MethodPost, "/v1/token/node", NodeTokenRequest{Subject: sub}, &resp); err != nil {
 		a.cfg.Logger.Warn("node credential renewal failed; retrying at the next keepalive", "member", a.cfg.Member.ID, "err", err)
 		return
 	}
@@ -168,34 +167,30 @@ func (a *Agent) renew(ctx context.Context) {
 func (a *Agent) LeaseTTL() time.Duration { return time.Duration(a.ttl.Load()) }
 
 func (a *Agent) register(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, a.cfg.RequestTimeout)
-	defer cancel()
 	m := a.cfg.Member
 	var resp RegisterResponse
-	err := a.api.do(ctx, http.MethodPost, "/v1/members", RegisterRequest{ID: m.ID, QUICAddr: m.QUICAddr, AdminAddr: m.AdminAddr}, &resp)
+	err := a.api.Do(ctx, http.MethodPost, "/v1/members", RegisterRequest{ID: m.ID, QUICAddr: m.QUICAddr, AdminAddr: m.AdminAddr}, &resp)
 	if err != nil {
 		return err
 	}
 	if resp.LeaseTTLMS <= 0 {
-		return fmt.Errorf("cluster: control plane granted a lease of %d ms", resp.LeaseTTLMS)
+		return fmt.Errorf("controlplane/api: control plane granted a lease of %d ms", resp.LeaseTTLMS)
 	}
 	a.ttl.Store(int64(time.Duration(resp.LeaseTTLMS) * time.Millisecond))
 	return nil
 }
 
 func (a *Agent) keepAlive(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, a.cfg.RequestTimeout)
-	defer cancel()
 	var body any
 	if a.cfg.Load != nil {
 		load := a.cfg.Load()
 		if load == nil {
-			load = []ShardLoad{} // an empty report, not none
+			load = []cluster.ShardLoad{} // an empty report, not none
 		}
 		body = KeepAliveRequest{Load: load}
 	}
 	var resp KeepAliveResponse
-	return a.api.do(ctx, http.MethodPost, "/v1/members/"+url.PathEscape(a.cfg.Member.ID)+"/keepalive", body, &resp)
+	return a.api.Do(ctx, http.MethodPost, "/v1/members/"+url.PathEscape(a.cfg.Member.ID)+"/keepalive", body, &resp)
 }
 
 func (a *Agent) run(ctx context.Context) {
@@ -235,10 +230,8 @@ func (a *Agent) Close() error {
 	a.once.Do(func() {
 		a.stop()
 		<-a.done
-		ctx, cancel := context.WithTimeout(context.Background(), a.cfg.RequestTimeout)
-		defer cancel()
 		var resp LeaveResponse
-		err = a.api.do(ctx, http.MethodDelete, "/v1/members/"+url.PathEscape(a.cfg.Member.ID), nil, &resp)
+		err = a.api.Do(context.Background(), http.MethodDelete, "/v1/members/"+url.PathEscape(a.cfg.Member.ID), nil, &resp)
 		if errors.Is(err, ErrNotFound) {
 			err = nil // already gone
 		}

@@ -1,4 +1,4 @@
-package cluster_test
+package api_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/felixmq/felix/cluster"
 	"github.com/felixmq/felix/controlplane"
+	"github.com/felixmq/felix/controlplane/api"
 	"github.com/felixmq/felix/internal/testutil"
 )
 
@@ -58,25 +59,25 @@ func (p *plane) stream(t *testing.T, name string, n int, durable bool) {
 	p.call(t, 201, "POST", "/v1/tenants/t/namespaces/ns/streams", body)
 }
 
-func (p *plane) agent(t *testing.T, id string) *cluster.Agent {
+func (p *plane) agent(t *testing.T, id string) *api.Agent {
 	t.Helper()
-	a, err := cluster.NewAgent(context.Background(), cluster.AgentConfig{URL: p.url, Token: token,
+	a, err := api.NewAgent(context.Background(), api.AgentConfig{URL: p.url, Token: token,
 		Member: cluster.Member{ID: id, QUICAddr: "127.0.0.1:7" + id[len(id)-1:] + "00"}})
 	require.NoError(t, err)
 	t.Cleanup(func() { a.Close() })
 	return a
 }
 
-func (p *plane) watcher(t *testing.T) *cluster.Watcher {
+func (p *plane) watcher(t *testing.T) *api.Watcher {
 	t.Helper()
-	w, err := cluster.NewWatcher(cluster.WatcherConfig{URL: p.url, Token: token, Wait: 5 * time.Second, MinBackoff: 10 * time.Millisecond})
+	w, err := api.NewWatcher(api.WatcherConfig{URL: p.url, Token: token, Wait: 5 * time.Second, MinBackoff: 10 * time.Millisecond})
 	require.NoError(t, err)
 	t.Cleanup(func() { w.Close() })
 	return w
 }
 
 // until waits for the watcher's placement to satisfy ok, for at most d.
-func until(t *testing.T, w *cluster.Watcher, d time.Duration, ok func(*cluster.Index) bool) *cluster.Index {
+func until(t *testing.T, w *api.Watcher, d time.Duration, ok func(*cluster.Index) bool) *cluster.Index {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
@@ -138,7 +139,7 @@ func TestAgentReportsLoad(t *testing.T) {
 	p := newPlane(t, 300*time.Millisecond)
 	var calls atomic.Int64
 	report := []cluster.ShardLoad{{Shard: cluster.Shard{Tenant: "t", Namespace: "ns", Stream: "s", Shard: 1}, BytesPerSec: 4096}}
-	a, err := cluster.NewAgent(context.Background(), cluster.AgentConfig{URL: p.url, Token: token,
+	a, err := api.NewAgent(context.Background(), api.AgentConfig{URL: p.url, Token: token,
 		Member: cluster.Member{ID: "b1", QUICAddr: "127.0.0.1:7100"},
 		Load: func() []cluster.ShardLoad {
 			if calls.Add(1) == 1 {

@@ -1,6 +1,9 @@
-package cluster
+package api
 
-// The bodies of the HTTP contract (see the package comment).
+import "github.com/felixmq/felix/cluster"
+
+// The bodies of membership and placement (GET /v1/placement answers a
+// cluster.Placement); docs/cluster.md has the rules.
 
 // RegisterRequest is the body of POST /v1/members.
 type RegisterRequest struct {
@@ -11,8 +14,8 @@ type RegisterRequest struct {
 
 // RegisterResponse answers POST /v1/members.
 type RegisterResponse struct {
-	Member     Member `json:"member"`
-	LeaseTTLMS int64  `json:"lease_ttl_ms"`
+	Member     cluster.Member `json:"member"`
+	LeaseTTLMS int64          `json:"lease_ttl_ms"`
 }
 
 // KeepAliveRequest is the optional body of POST /v1/members/{id}/keepalive:
@@ -20,13 +23,7 @@ type RegisterResponse struct {
 // that it owns nothing busy). An empty body (brokers before load reports),
 // no "load" or null reports nothing and keeps the previous report.
 type KeepAliveRequest struct {
-	Load []ShardLoad `json:"load"`
-}
-
-// ShardLoad is one owned shard's observed publish rate.
-type ShardLoad struct {
-	Shard
-	BytesPerSec int64 `json:"bytes_per_s"`
+	Load []cluster.ShardLoad `json:"load"`
 }
 
 // KeepAliveResponse answers POST /v1/members/{id}/keepalive.
@@ -41,5 +38,5 @@ type LeaveResponse struct {
 
 // MembersResponse answers GET /v1/members.
 type MembersResponse struct {
-	Members []Member `json:"members"`
+	Members []cluster.Member `json:"members"`
 }

@@ -1,4 +1,4 @@
-package cluster_test
+package api_test
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"github.com/felixmq/felix/auth"
 	"github.com/felixmq/felix/cluster"
 	"github.com/felixmq/felix/controlplane"
+	"github.com/felixmq/felix/controlplane/api"
 )
 
 // A Watcher keeps its last placement through a control plane outage
@@ -44,7 +45,7 @@ func TestWatcherReconnects(t *testing.T) {
 
 	var versions []int64
 	seen := make(chan int64, 100)
-	w, err := cluster.NewWatcher(cluster.WatcherConfig{URL: front.URL, Token: token, Wait: 200 * time.Millisecond,
+	w, err := api.NewWatcher(api.WatcherConfig{URL: front.URL, Token: token, Wait: 200 * time.Millisecond,
 		MinBackoff: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond,
 		OnChange: func(x *cluster.Index) { seen <- x.Version }})
 	require.NoError(t, err)
@@ -77,10 +78,10 @@ func TestWatcherReconnects(t *testing.T) {
 // NewAgent fails at once on a wrong credential, matching ErrUnauthorized.
 func TestAgentRefusedCredential(t *testing.T) {
 	p := newPlane(t, time.Second)
-	_, err := cluster.NewAgent(context.Background(), cluster.AgentConfig{URL: p.url, Token: "wrong-token-0123456789",
+	_, err := api.NewAgent(context.Background(), api.AgentConfig{URL: p.url, Token: "wrong-token-0123456789",
 		Member: cluster.Member{ID: "b1", QUICAddr: "127.0.0.1:7000"}})
-	require.ErrorIs(t, err, cluster.ErrUnauthorized)
-	var apiErr *cluster.APIError
+	require.ErrorIs(t, err, api.ErrUnauthorized)
+	var apiErr *api.Error
 	require.True(t, errors.As(err, &apiErr))
 	require.Equal(t, "unauthenticated", apiErr.Code)
 }
@@ -88,7 +89,7 @@ func TestAgentRefusedCredential(t *testing.T) {
 // nodeTokenPlanes serves one control plane minting tokens of ttl twice:
 // the bootstrap plane takes the bootstrap token too, main only Felix
 // tokens. mint mints a node credential for subject on the bootstrap one.
-func nodeTokenPlanes(t *testing.T, ttl time.Duration) (main *plane, mint func(subject string) cluster.NodeTokenResponse) {
+func nodeTokenPlanes(t *testing.T, ttl time.Duration) (main *plane, mint func(subject string) api.NodeTokenResponse) {
 	t.Helper()
 	st, err := controlplane.NewMemoryStore(controlplane.MemoryConfig{})
 	require.NoError(t, err)
@@ -110,17 +111,17 @@ func nodeTokenPlanes(t *testing.T, ttl time.Duration) (main *plane, mint func(su
 	bootPlane, main := serve(controlplane.AnyOf{boot, felix}), serve(felix)
 	t.Cleanup(func() { placer.Close(); st.Close() })
 	bootPlane.call(t, 201, "POST", "/v1/tenants", `{"tenant":"ops"}`)
-	return main, func(subject string) cluster.NodeTokenResponse {
-		var node cluster.NodeTokenResponse
+	return main, func(subject string) api.NodeTokenResponse {
+		var node api.NodeTokenResponse
 		require.NoError(t, json.Unmarshal([]byte(bootPlane.call(t, 200, "POST", "/v1/token/node", `{"subject":"`+subject+`"}`)), &node))
 		return node
 	}
 }
 
 // renewingAgent registers member b1 on main with tok and RenewToken.
-func renewingAgent(t *testing.T, main *plane, tok string) *cluster.Agent {
+func renewingAgent(t *testing.T, main *plane, tok string) *api.Agent {
 	t.Helper()
-	a, err := cluster.NewAgent(context.Background(), cluster.AgentConfig{URL: main.url, Token: tok, RenewToken: true,
+	a, err := api.NewAgent(context.Background(), api.AgentConfig{URL: main.url, Token: tok, RenewToken: true,
 		Member: cluster.Member{ID: "b1", QUICAddr: "127.0.0.1:7000"}})
 	require.NoError(t, err)
 	t.Cleanup(func() { a.Close() })
@@ -134,7 +135,7 @@ func TestAgentRenewsNodeCredential(t *testing.T) {
 	main, mint := nodeTokenPlanes(t, 2*time.Second)
 	node := mint("broker-1")
 	a := renewingAgent(t, main, node.Token)
-	w, err := cluster.NewWatcher(cluster.WatcherConfig{URL: main.url, TokenFunc: a.Token, Wait: time.Second})
+	w, err := api.NewWatcher(api.WatcherConfig{URL: main.url, TokenFunc: a.Token, Wait: time.Second})
 	require.NoError(t, err)
 	defer w.Close()
 	require.Eventually(t, func() bool { return a.Token() != node.Token }, 5*time.Second, 20*time.Millisecond,
@@ -151,7 +152,7 @@ func TestAgentAdoptsRotatedCredential(t *testing.T) {
 	first := mint("broker-1")
 	a := renewingAgent(t, main, first.Token)
 
-	require.ErrorIs(t, a.Adopt("an-opaque-secret"), cluster.ErrInvalid)
+	require.ErrorIs(t, a.Adopt("an-opaque-secret"), api.ErrInvalid)
 	require.Equal(t, first.Token, a.Token())
 
 	rotated := mint("broker-2")
@@ -161,7 +162,7 @@ func TestAgentAdoptsRotatedCredential(t *testing.T) {
 	// subject: the renewed token names broker-2.
 	require.Eventually(t, func() bool { return a.Token() != rotated.Token }, 5*time.Second, 20*time.Millisecond)
 	require.Equal(t, "broker-2", tokenSubject(t, a.Token()))
-	w, err := cluster.NewWatcher(cluster.WatcherConfig{URL: main.url, TokenFunc: a.Token, Wait: time.Second})
+	w, err := api.NewWatcher(api.WatcherConfig{URL: main.url, TokenFunc: a.Token, Wait: time.Second})
 	require.NoError(t, err)
 	defer w.Close()
 	x := until(t, w, 5*time.Second, func(x *cluster.Index) bool { return len(x.Members) == 1 })

@@ -1,10 +1,12 @@
-package cluster
+package api
 
 import (
 	"encoding/base64"
 	"encoding/json"
 	"strings"
 	"time"
+
+	"github.com/felixmq/felix/auth"
 )
 
 // RenewableToken reports whether tok is a JWT with sub and exp, the kind
@@ -36,8 +38,29 @@ func tokenClaims(tok string) (sub string, exp time.Time, ok bool) {
 	return c.Subject, time.Unix(c.Expiry, 0), true
 }
 
+// ExchangeRequest is the body of POST /v1/token/exchange.
+type ExchangeRequest struct {
+	Tenant   string `json:"tenant"`
+	IdPToken string `json:"idp_token"`
+	// Actions optionally narrows the minted permissions (never widens).
+	Actions []auth.Action `json:"actions,omitempty"`
+}
+
+// ExchangeResponse is the answer: a Felix token and its expiry.
+type ExchangeResponse struct {
+	Token     string    `json:"token"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// RotateResponse is the answer to a key rotation.
+type RotateResponse struct {
+	Tenant string `json:"tenant"`
+	KeyID  string `json:"kid"`
+}
+
 // NodeTokenRequest is the body of POST /v1/token/node.
 type NodeTokenRequest struct {
+	// Subject names the broker the credential is for (the token's sub).
 	Subject string `json:"subject"`
 }
 

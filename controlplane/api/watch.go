@@ -1,4 +1,4 @@
-package cluster
+package api
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/felixmq/felix/cluster"
 )
 
 // WatcherConfig configures a Watcher.
@@ -24,8 +26,8 @@ type WatcherConfig struct {
 	// the watcher's goroutine; it must not block for long (a slow callback
 	// delays the next long-poll, never skips a version's successor: the
 	// next answer is whatever is current then).
-	OnChange func(*Index)
-	// HTTPClient sends the requests; nil means http.DefaultClient.
+	OnChange func(*cluster.Index)
+	// HTTPClient sends the requests (ClientConfig.HTTPClient).
 	HTTPClient *http.Client
 	// Wait is each long-poll's wait_ms (default 30s); a request is
 	// bounded by Wait plus RequestTimeout (default 5s).
@@ -67,12 +69,12 @@ func (c WatcherConfig) withDefaults() WatcherConfig {
 // stops it and waits.
 type Watcher struct {
 	cfg  WatcherConfig
-	api  api
+	api  *Client
 	stop context.CancelFunc
 	done chan struct{}
 	once sync.Once
 	// current is read per publish batch, so it is an atomic, not under mu.
-	current atomic.Pointer[Index]
+	current atomic.Pointer[cluster.Index]
 	mu      struct {
 		sync.Mutex
 		wake chan struct{} // closed and replaced on every new placement
@@ -83,7 +85,14 @@ type Watcher struct {
 // placement.
 func NewWatcher(cfg WatcherConfig) (*Watcher, error) {
 	cfg = cfg.withDefaults()
-	c, err := newAPI(cfg.URL, cfg.Token, cfg.TokenFunc, cfg.HTTPClient)
+	token := cfg.TokenFunc
+	if token == nil {
+		if cfg.Token == "" {
+			return nil, fmt.Errorf("%w: watcher needs a token", ErrInvalid)
+		}
+		token = func() string { return cfg.Token }
+	}
+	c, err := NewClient(ClientConfig{URL: cfg.URL, Token: token, RequestTimeout: cfg.RequestTimeout, HTTPClient: cfg.HTTPClient})
 	if err != nil {
 		return nil, err
 	}
@@ -98,11 +107,11 @@ func NewWatcher(cfg WatcherConfig) (*Watcher, error) {
 }
 
 // Current returns the newest placement, or nil before the first.
-func (w *Watcher) Current() *Index { return w.current.Load() }
+func (w *Watcher) Current() *cluster.Index { return w.current.Load() }
 
 // Next returns the current placement once its version differs from after
 // (pass 0 for the first placement), or ctx's error.
-func (w *Watcher) Next(ctx context.Context, after int64) (*Index, error) {
+func (w *Watcher) Next(ctx context.Context, after int64) (*cluster.Index, error) {
 	for {
 		w.mu.Lock()
 		cur, wake := w.current.Load(), w.mu.wake
@@ -152,26 +161,24 @@ func (w *Watcher) run(ctx context.Context) {
 
 // poll asks for the placement after the current one (after=0 before the
 // first: the control plane answers as soon as it has one).
-func (w *Watcher) poll(ctx context.Context) (Placement, error) {
+func (w *Watcher) poll(ctx context.Context) (cluster.Placement, error) {
 	var after int64
 	if cur := w.Current(); cur != nil {
 		after = cur.Version
 	}
 	path := fmt.Sprintf("/v1/placement?after=%d&wait_ms=%d", after, w.cfg.Wait.Milliseconds())
-	ctx, cancel := context.WithTimeout(ctx, w.cfg.Wait+w.cfg.RequestTimeout)
-	defer cancel()
-	var p Placement
-	err := w.api.do(ctx, http.MethodGet, path, nil, &p)
+	var p cluster.Placement
+	err := w.api.Poll(ctx, path, w.cfg.Wait, &p)
 	return p, err
 }
 
 // deliver installs p if it is new and tells OnChange. A placement of
 // version 0 (nothing stored yet) is not delivered.
-func (w *Watcher) deliver(p Placement) {
+func (w *Watcher) deliver(p cluster.Placement) {
 	if cur := w.Current(); p.Version == 0 || cur != nil && cur.Version == p.Version {
 		return
 	}
-	x := NewIndex(p)
+	x := cluster.NewIndex(p)
 	w.mu.Lock()
 	w.current.Store(x)
 	close(w.mu.wake)
