@@ -374,6 +374,7 @@ type faultOp string
 const (
 	opOpen        faultOp = "open"
 	opRemove      faultOp = "remove"
+	opRename      faultOp = "rename"
 	opWrite       faultOp = "write"
 	opTruncate    faultOp = "truncate"
 	opSync        faultOp = "sync"     // fsync of a file
@@ -494,6 +495,24 @@ func (f *faultFS) Remove(name string) error {
 	f.mu.Lock()
 	delete(f.mu.image, filepath.Clean(name))
 	f.mu.Unlock()
+	return nil
+}
+
+// Rename implements segment.FS. The renamed file keeps its crash image.
+func (f *faultFS) Rename(oldpath, newpath string) error {
+	if err := f.check(opRename, oldpath); err != nil {
+		return err
+	}
+	if err := f.inner.Rename(oldpath, newpath); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	oldpath, newpath = filepath.Clean(oldpath), filepath.Clean(newpath)
+	if b, ok := f.mu.image[oldpath]; ok {
+		f.mu.image[newpath] = b
+		delete(f.mu.image, oldpath)
+	}
 	return nil
 }
 

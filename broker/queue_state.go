@@ -142,35 +142,8 @@ func loadGroupState(path string) (groupState, error) {
 	return s, nil
 }
 
-// saveGroupState replaces the state file atomically and durably.
-func saveGroupState(path string, s groupState) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(s.encode())
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+// saveGroupState replaces the state file atomically and durably, through
+// fsys (the storage's file system).
+func saveGroupState(fsys segment.FS, path string, s groupState) error {
+	return segment.WriteFileAtomic(fsys, path, s.encode())
 }

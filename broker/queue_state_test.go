@@ -22,7 +22,7 @@ func TestGroupStateRoundTrip(t *testing.T) {
 	require.NoError(t, err, "a missing file is a new group")
 	require.Equal(t, groupState{}, s)
 	want := groupState{Committed: 3, Delivered: 9, Acked: []uint64{4, 8}}
-	require.NoError(t, saveGroupState(path, want))
+	require.NoError(t, saveGroupState(nil, path, want))
 	s, err = loadGroupState(path)
 	require.NoError(t, err)
 	require.Equal(t, want, s)
