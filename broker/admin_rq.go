@@ -49,7 +49,7 @@ func (rs *rosterSet) stats() []RosterStats {
 
 func (gs *groupSet) stats() []QueueGroupStats {
 	gs.mu.Lock()
-	all := make([]*queueGroup, 0, len(gs.mu.m))
+	all := make([]*groupShard, 0, len(gs.mu.m))
 	for _, g := range gs.mu.m {
 		all = append(all, g)
 	}

@@ -43,7 +43,7 @@
 // (quic-go's read loop). Writes, Stats, deadlines and Close are safe from
 // any goroutine. With Config.Reader a pinned goroutine owned by the Conn
 // does the recvmmsg; Close stops it and waits. Locks: one mutex per Conn
-// (the queued-mode deadline) and a package sync.Once for the warning.
+// (the handoff-mode deadline) and a package sync.Once for the warning.
 //
 // # Platforms
 //

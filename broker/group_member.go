@@ -15,17 +15,17 @@ import (
 	"github.com/felixmq/felix/wire"
 )
 
-// queueTakeBatch bounds the records a member takes per round: one stream
+// groupTakeBatch bounds the records a member takes per round: one stream
 // write carries them, and no group lock is held for long.
-const queueTakeBatch = 64
+const groupTakeBatch = 64
 
-// queueConsumer is one member of a consumer group on one connection, with
+// groupMember is one member of a consumer group on one connection, with
 // its event stream. It is a member of the group on every shard of the
 // stream this broker serves (in shard order) and pulls records from them
 // in turn, writing them as queue_message frames.
-type queueConsumer struct {
+type groupMember struct {
 	id          uint64
-	groups      []*queueGroup
+	groups      []*groupShard
 	group       string
 	conn        *conn
 	member      string
@@ -46,7 +46,7 @@ type queueConsumer struct {
 // end detaches the member: its in-flight records on every shard go back to
 // the group for redelivery to the others at once (not after the visibility
 // timeout).
-func (c *queueConsumer) end() {
+func (c *groupMember) end() {
 	c.once.Do(func() {
 		c.cancel()
 		c.gone.Store(true)
@@ -57,7 +57,7 @@ func (c *queueConsumer) end() {
 	})
 }
 
-func (c *queueConsumer) run() {
+func (c *groupMember) run() {
 	defer c.end()
 	err := c.deliver()
 	if err != nil && c.ctx.Err() == nil {
@@ -68,7 +68,7 @@ func (c *queueConsumer) run() {
 
 // deliver loops: take what the groups give this member, read it from the
 // shards' logs, write it; wait when there is nothing to take.
-func (c *queueConsumer) deliver() error {
+func (c *groupMember) deliver() error {
 	readers := make([]*segment.Reader, len(c.groups))
 	defer closeReaders(readers)
 	var (
@@ -105,9 +105,9 @@ func (c *queueConsumer) deliver() error {
 // of the in-flight budget: a busy shard cannot fill the member's budget
 // while the others wait. It returns the channels to wait on, or nil once a
 // group closed.
-func (c *queueConsumer) takeRound(start int, taken []takenRec, waits []<-chan struct{}) ([]takenRec, []<-chan struct{}) {
+func (c *groupMember) takeRound(start int, taken []takenRec, waits []<-chan struct{}) ([]takenRec, []<-chan struct{}) {
 	n := len(c.groups)
-	share := max(min(queueTakeBatch, c.maxInflight)/n, 1)
+	share := max(min(groupTakeBatch, c.maxInflight)/n, 1)
 	now := time.Now()
 	for i := range n {
 		var wait <-chan struct{}
@@ -122,7 +122,7 @@ func (c *queueConsumer) takeRound(start int, taken []takenRec, waits []<-chan st
 
 // wait blocks until one of the groups may have something for this member.
 // One shard (the common case) needs no reflection.
-func (c *queueConsumer) wait(waits []<-chan struct{}) error {
+func (c *groupMember) wait(waits []<-chan struct{}) error {
 	if len(waits) == 1 {
 		select {
 		case <-waits[0]:
@@ -144,7 +144,7 @@ func (c *queueConsumer) wait(waits []<-chan struct{}) error {
 
 // encode reads the taken records from their shards' logs and appends their
 // queue_message frames to wbuf.
-func (c *queueConsumer) encode(readers []*segment.Reader, taken []takenRec, wbuf []byte) ([]byte, error) {
+func (c *groupMember) encode(readers []*segment.Reader, taken []takenRec, wbuf []byte) ([]byte, error) {
 	for _, t := range taken {
 		i := c.groupIndex(t.shard)
 		g := c.groups[i]
@@ -177,7 +177,7 @@ func closeReaders(readers []*segment.Reader) {
 
 // readRecord returns the record at off of g's shard, reusing the reader for
 // consecutive offsets (the common case: new records in order).
-func readRecord(g *queueGroup, r **segment.Reader, off uint64) ([]byte, error) {
+func readRecord(g *groupShard, r **segment.Reader, off uint64) ([]byte, error) {
 	if *r != nil && (*r).Offset() != off {
 		(*r).Close()
 		*r = nil
@@ -201,7 +201,7 @@ func readRecord(g *queueGroup, r **segment.Reader, off uint64) ([]byte, error) {
 
 // groupIndex is the index in c.groups of shard's group (every shard outside
 // cluster mode, the owned ones in it; few, in shard order).
-func (c *queueConsumer) groupIndex(shard uint32) int {
+func (c *groupMember) groupIndex(shard uint32) int {
 	for i, g := range c.groups {
 		if g.key.shard == shard {
 			return i

@@ -7,16 +7,16 @@ import (
 	"golang.org/x/net/ipv4"
 )
 
-// queue hands batches from the pinned reader to ReadBatch. There are
-// QueueDepth batches in all, cycling reader → full → ReadBatch → free →
+// handoff hands batches from the pinned reader to ReadBatch. There are
+// HandoffDepth batches in all, cycling reader → full → ReadBatch → free →
 // reader, so the reader blocks (and the kernel buffer absorbs the burst)
-// when quic-go falls behind by QueueDepth batches.
-type queue struct {
+// when quic-go falls behind by HandoffDepth batches.
+type handoff struct {
 	full chan *batch
 	free chan *batch
 	done <-chan struct{} // closed when the reader has exited and its thread is restored
 
-	// poke wakes a ReadBatch waiting on the queue when the deadline moves.
+	// poke wakes a ReadBatch waiting on the handoff when the deadline moves.
 	poke chan struct{}
 	mu   struct {
 		sync.Mutex
@@ -29,12 +29,12 @@ type queue struct {
 }
 
 func (c *Conn) startReader(bufSize int) error {
-	q := &queue{
-		full: make(chan *batch, c.cfg.QueueDepth),
-		free: make(chan *batch, c.cfg.QueueDepth),
+	q := &handoff{
+		full: make(chan *batch, c.cfg.HandoffDepth),
+		free: make(chan *batch, c.cfg.HandoffDepth),
 		poke: make(chan struct{}, 1),
 	}
-	for range c.cfg.QueueDepth {
+	for range c.cfg.HandoffDepth {
 		q.free <- newBatch(c.cfg.BatchSize, bufSize)
 	}
 	done, err := c.cfg.Reader.Go(func() { c.readLoop(q) })
@@ -46,10 +46,10 @@ func (c *Conn) startReader(bufSize int) error {
 	return nil
 }
 
-// readLoop runs on the pinned thread: recvmmsg into a free batch, queue it.
+// readLoop runs on the pinned thread: recvmmsg into a free batch, hand it on.
 // A read error travels in the batch; the loop ends on Close or on an error
 // that leaves the socket unusable.
-func (c *Conn) readLoop(q *queue) {
+func (c *Conn) readLoop(q *handoff) {
 	for {
 		var b *batch
 		select {
@@ -79,7 +79,7 @@ func (c *Conn) readLoop(q *queue) {
 	}
 }
 
-func (q *queue) setDeadline(t time.Time) {
+func (q *handoff) setDeadline(t time.Time) {
 	q.mu.Lock()
 	q.mu.deadline = t
 	q.mu.Unlock()
@@ -89,7 +89,7 @@ func (q *queue) setDeadline(t time.Time) {
 	}
 }
 
-func (q *queue) deadline() time.Time {
+func (q *handoff) deadline() time.Time {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.mu.deadline
@@ -126,7 +126,7 @@ func (c *Conn) readQueued(ms []ipv4.Message) (int, error) {
 }
 
 // waitBatch waits for the next batch, the deadline or Close.
-func (c *Conn) waitBatch(q *queue) (*batch, error) {
+func (c *Conn) waitBatch(q *handoff) (*batch, error) {
 	for {
 		select {
 		case b := <-q.full:

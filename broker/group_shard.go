@@ -19,11 +19,11 @@ type groupKey struct {
 
 // inflightRec is a record handed to a member and not yet acked.
 type inflightRec struct {
-	c        *queueConsumer
+	c        *groupMember
 	deadline time.Time
 }
 
-// queueGroup is the delivery state of one consumer group over one shard of
+// groupShard is the delivery state of one consumer group over one shard of
 // a durable stream: which records are acked, which are out to which member
 // until when, and which wait for redelivery.
 //
@@ -37,11 +37,11 @@ type inflightRec struct {
 // goroutine per group expires visibility timeouts, wakes members when
 // records arrive, and writes the state file (group commit for acks).
 //
-// Lock order: queueGroup.mu, then shard.mu (reading the tail). The shard
+// Lock order: groupShard.mu, then shard.mu (reading the tail). The shard
 // only signals the pump's channel, without locks, when records commit. A
 // member's in-flight count is shared by the groups of every shard it takes
 // from, so it is an atomic rather than guarded by any one group's mu.
-type queueGroup struct {
+type groupShard struct {
 	b    *Broker
 	key  groupKey
 	sh   *shard
@@ -95,7 +95,7 @@ func (k groupKey) shardSuffix() string {
 	return fmt.Sprintf(" of shard %d", k.shard)
 }
 
-func openGroup(b *Broker, k groupKey, sh *shard) (*queueGroup, error) {
+func openGroup(b *Broker, k groupKey, sh *shard) (*groupShard, error) {
 	path := groupStatePath(b.cfg.DataDir, k.stream, k.shard, k.group)
 	st, err := loadGroupState(path)
 	if err != nil {
@@ -105,7 +105,7 @@ func openGroup(b *Broker, k groupKey, sh *shard) (*queueGroup, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &queueGroup{b: b, key: k, sh: sh, path: path, loadedDelivered: st.Delivered,
+	g := &groupShard{b: b, key: k, sh: sh, path: path, loadedDelivered: st.Delivered,
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	if first := d.log.First(); st.Committed < first {
 		// Retention removed records the group never acked: they cannot be
@@ -132,14 +132,14 @@ func openGroup(b *Broker, k groupKey, sh *shard) (*queueGroup, error) {
 }
 
 // broadcastLocked wakes every member waiting to take.
-func (g *queueGroup) broadcastLocked() {
+func (g *groupShard) broadcastLocked() {
 	close(g.mu.changed)
 	g.mu.changed = make(chan struct{})
 }
 
 // take hands up to limit records to c and returns them with their previous
 // delivery counts, or the channel to wait on when there is nothing.
-func (g *queueGroup) take(c *queueConsumer, limit int, now time.Time, dst []takenRec) ([]takenRec, <-chan struct{}) {
+func (g *groupShard) take(c *groupMember, limit int, now time.Time, dst []takenRec) ([]takenRec, <-chan struct{}) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.mu.closed {
@@ -178,7 +178,7 @@ func (g *queueGroup) take(c *queueConsumer, limit int, now time.Time, dst []take
 
 // nextLocked picks the next record to deliver: the lowest offset waiting
 // for redelivery, else the next never delivered below tail.
-func (g *queueGroup) nextLocked(tail uint64) (uint64, bool) {
+func (g *groupShard) nextLocked(tail uint64) (uint64, bool) {
 	for g.mu.redo.Len() > 0 {
 		off := heap.Pop(&g.mu.redo).(uint64)
 		if g.isAckedLocked(off) {
@@ -199,7 +199,7 @@ func (g *queueGroup) nextLocked(tail uint64) (uint64, bool) {
 	return 0, false
 }
 
-func (g *queueGroup) isAckedLocked(off uint64) bool {
+func (g *groupShard) isAckedLocked(off uint64) bool {
 	if off < g.mu.committed {
 		return true
 	}
@@ -211,7 +211,7 @@ func (g *queueGroup) isAckedLocked(off uint64) bool {
 // refused ack changes nothing. done, if not nil, runs once the state
 // holding these acks is durable (or with the error that kept it from
 // being written).
-func (g *queueGroup) ack(offsets []uint64, done func(error)) error {
+func (g *groupShard) ack(offsets []uint64, done func(error)) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.mu.closed {
@@ -244,7 +244,7 @@ func (g *queueGroup) ack(offsets []uint64, done func(error)) error {
 }
 
 // advanceLocked moves committed past acked offsets.
-func (g *queueGroup) advanceLocked() {
+func (g *groupShard) advanceLocked() {
 	for {
 		if _, ok := g.mu.acked[g.mu.committed]; !ok {
 			return
@@ -256,7 +256,7 @@ func (g *queueGroup) advanceLocked() {
 }
 
 // nack hands in-flight offsets back for immediate redelivery.
-func (g *queueGroup) nack(offsets []uint64) error {
+func (g *groupShard) nack(offsets []uint64) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, off := range offsets {
@@ -280,7 +280,7 @@ func (g *queueGroup) nack(offsets []uint64) error {
 
 // release returns everything in flight to c for redelivery (c is gone:
 // c.gone is set, so it takes nothing more from this group).
-func (g *queueGroup) release(c *queueConsumer) {
+func (g *groupShard) release(c *groupMember) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for off, r := range g.mu.inflight {
@@ -295,7 +295,7 @@ func (g *queueGroup) release(c *queueConsumer) {
 
 // expireLocked moves records past their visibility deadline to redo and
 // returns the next deadline (zero when nothing is in flight).
-func (g *queueGroup) expireLocked(now time.Time) time.Time {
+func (g *groupShard) expireLocked(now time.Time) time.Time {
 	var next time.Time
 	for off, r := range g.mu.inflight {
 		if !now.Before(r.deadline) {
@@ -313,7 +313,7 @@ func (g *queueGroup) expireLocked(now time.Time) time.Time {
 }
 
 // stateLocked is the state to persist now.
-func (g *queueGroup) stateLocked() groupState {
+func (g *groupShard) stateLocked() groupState {
 	acked := make([]uint64, 0, len(g.mu.acked))
 	for off := range g.mu.acked {
 		acked = append(acked, off)

@@ -43,21 +43,21 @@ func (ct *control) queueStreamFor(tenant, ns, stream, group string) (st *stream,
 	return st, true
 }
 
-// queueGroup opens group on one shard of st (each shard has a group of its
+// groupShard opens group on one shard of st (each shard has a group of its
 // own: state, positions, redelivery). In cluster mode the shard must be
 // this broker's: the records are in its owner's log.
-func (ct *control) queueGroup(st *stream, shard uint32, group string) (*queueGroup, error) {
+func (ct *control) groupShard(st *stream, shard uint32, group string) (*groupShard, error) {
 	if int64(shard) >= int64(len(st.shards)) {
 		return nil, fmt.Errorf("%w: queue: shard %d not in [0, %d) for %s", ErrInvalidRequest, shard, len(st.shards), st.spec.StreamKey)
 	}
 	if err := ct.c.b.queueShardHere(st.spec.StreamKey, int(shard)); err != nil {
 		return nil, err
 	}
-	return ct.openQueueGroup(st, shard, group)
+	return ct.openGroupShard(st, shard, group)
 }
 
-// openQueueGroup is queueGroup for a shard already checked.
-func (ct *control) openQueueGroup(st *stream, shard uint32, group string) (*queueGroup, error) {
+// openGroupShard is groupShard for a shard already checked.
+func (ct *control) openGroupShard(st *stream, shard uint32, group string) (*groupShard, error) {
 	// Open (and recover) the log here, not under the broker-wide group
 	// set's lock in openGroup, which every ack takes.
 	if _, err := st.shards[shard].ensureDurable(); err != nil {
@@ -71,12 +71,12 @@ func (ct *control) openQueueGroup(st *stream, shard uint32, group string) (*queu
 	return g, nil
 }
 
-// queueGroupsFor opens group on every shard of the stream that this broker
+// groupShardsFor opens group on every shard of the stream that this broker
 // serves (all of them outside cluster mode): a member takes from all of
 // them. In cluster mode each owner serves its own shards' records, so a
 // group needs a member on every owner. It sends the refusal itself, like
 // queueStreamFor.
-func (ct *control) queueGroupsFor(tenant, ns, stream, group string) (gs []*queueGroup, keep bool) {
+func (ct *control) groupShardsFor(tenant, ns, stream, group string) (gs []*groupShard, keep bool) {
 	st, keep := ct.queueStreamFor(tenant, ns, stream, group)
 	if st == nil {
 		return nil, keep
@@ -97,7 +97,7 @@ func (ct *control) queueGroupsFor(tenant, ns, stream, group string) (gs []*queue
 			}
 			continue
 		}
-		g, err := ct.openQueueGroup(st, uint32(i), group)
+		g, err := ct.openGroupShard(st, uint32(i), group)
 		if err != nil {
 			ct.fail(err.Error())
 			return nil, true
@@ -142,12 +142,12 @@ func (ct *control) queueConsume(m *wire.QueueConsume) bool {
 		ct.fail(err.Error())
 		return true
 	}
-	gs, keep := ct.queueGroupsFor(m.TenantID, m.Namespace, m.Stream, m.Group)
+	gs, keep := ct.groupShardsFor(m.TenantID, m.Namespace, m.Stream, m.Group)
 	if gs == nil {
 		return keep
 	}
 	ctx, cancel := context.WithCancel(ct.c.ctx)
-	c := &queueConsumer{id: ct.c.b.nextSubID.Add(1), groups: gs, group: m.Group, conn: ct.c, member: m.Member,
+	c := &groupMember{id: ct.c.b.nextSubID.Add(1), groups: gs, group: m.Group, conn: ct.c, member: m.Member,
 		maxInflight: maxInflight, visibility: visibility, ctx: ctx, cancel: cancel}
 	if err := ct.c.addExtra(c.id, c); err != nil {
 		cancel()
@@ -192,12 +192,12 @@ func consumeLimits(m *wire.QueueConsume) (int, time.Duration, error) {
 // one shard (see queueShard).
 func (ct *control) queueAck(m *wire.QueueAck) bool {
 	return ct.queueOffsets("queue_ack", m.TenantID, m.Namespace, m.Stream, m.Group, m.Shard, m.Offsets, m.RequestID,
-		func(g *queueGroup, done func(error)) error { return g.ack(m.Offsets, done) })
+		func(g *groupShard, done func(error)) error { return g.ack(m.Offsets, done) })
 }
 
 func (ct *control) queueNack(m *wire.QueueNack) bool {
 	return ct.queueOffsets("queue_nack", m.TenantID, m.Namespace, m.Stream, m.Group, m.Shard, m.Offsets, m.RequestID,
-		func(g *queueGroup, done func(error)) error {
+		func(g *groupShard, done func(error)) error {
 			err := g.nack(m.Offsets)
 			if err == nil && done != nil {
 				done(nil)
@@ -207,7 +207,7 @@ func (ct *control) queueNack(m *wire.QueueNack) bool {
 }
 
 func (ct *control) queueOffsets(what, tenant, ns, stream, group string, shard *uint32, offsets []uint64, reqID *uint64,
-	apply func(*queueGroup, func(error)) error) bool {
+	apply func(*groupShard, func(error)) error) bool {
 	if !ct.requireCap(wire.CapQueue, what) {
 		return true
 	}
@@ -215,10 +215,10 @@ func (ct *control) queueOffsets(what, tenant, ns, stream, group string, shard *u
 	if st == nil {
 		return keep
 	}
-	var g *queueGroup
+	var g *groupShard
 	sh, err := queueShard(what, st, shard)
 	if err == nil {
-		g, err = ct.queueGroup(st, sh, group)
+		g, err = ct.groupShard(st, sh, group)
 	}
 	switch {
 	case err != nil:

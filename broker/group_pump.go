@@ -9,7 +9,7 @@ import (
 // pump is the group's one background goroutine: it expires visibility
 // timeouts, wakes members when records commit, and persists the state
 // whenever acks changed it, one write for every ack made meanwhile.
-func (g *queueGroup) pump() {
+func (g *groupShard) pump() {
 	defer close(g.done)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -37,7 +37,7 @@ func (g *queueGroup) pump() {
 // persist writes the state if acks changed it since the last write (or, at
 // close, if records were delivered since), then completes the acks that
 // write covers.
-func (g *queueGroup) persist(closing bool) {
+func (g *groupShard) persist(closing bool) {
 	g.mu.Lock()
 	seq := g.mu.seq
 	if seq == g.mu.durableSeq && !(closing && g.mu.delivered != g.mu.savedDelivered) {
@@ -81,7 +81,7 @@ func (g *queueGroup) persist(closing bool) {
 }
 
 // close stops the pump after a final write; members must be gone.
-func (g *queueGroup) close() {
+func (g *groupShard) close() {
 	g.mu.Lock()
 	if g.mu.closed {
 		g.mu.Unlock()
@@ -99,12 +99,12 @@ func (g *queueGroup) close() {
 type groupSet struct {
 	mu struct {
 		sync.Mutex
-		m      map[groupKey]*queueGroup
+		m      map[groupKey]*groupShard
 		closed bool
 	}
 }
 
-func (gs *groupSet) get(b *Broker, k groupKey, sh *shard) (*queueGroup, error) {
+func (gs *groupSet) get(b *Broker, k groupKey, sh *shard) (*groupShard, error) {
 	gs.mu.Lock()
 	defer gs.mu.Unlock()
 	if gs.mu.closed {
@@ -118,7 +118,7 @@ func (gs *groupSet) get(b *Broker, k groupKey, sh *shard) (*queueGroup, error) {
 		return nil, err
 	}
 	if gs.mu.m == nil {
-		gs.mu.m = map[groupKey]*queueGroup{}
+		gs.mu.m = map[groupKey]*groupShard{}
 	}
 	gs.mu.m[k] = g
 	return g, nil
