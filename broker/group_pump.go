@@ -22,7 +22,7 @@ func (g *groupShard) pump() {
 			return
 		}
 		g.mu.Lock()
-		next := g.expireLocked(time.Now())
+		next := g.mu.ledger.expire(time.Now())
 		g.broadcastLocked()
 		g.mu.Unlock()
 		g.persist(false)
@@ -40,11 +40,11 @@ func (g *groupShard) pump() {
 func (g *groupShard) persist(closing bool) {
 	g.mu.Lock()
 	seq := g.mu.seq
-	if seq == g.mu.durableSeq && !(closing && g.mu.delivered != g.mu.savedDelivered) {
+	if seq == g.mu.durableSeq && !(closing && g.mu.ledger.delivered != g.mu.savedDelivered) {
 		g.mu.Unlock()
 		return
 	}
-	st := g.stateLocked()
+	st := g.mu.ledger.state()
 	g.mu.Unlock()
 	err := saveGroupState(g.b.cfg.Storage.FS, g.path, st)
 	if err != nil {
