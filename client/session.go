@@ -76,17 +76,14 @@ func (c *Client) watch() {
 	t := time.NewTicker(stallCheck)
 	defer t.Stop()
 	var (
-		lastLog  time.Time
-		watched  *session
-		lastRecv uint64
-		quiet    int // checks in a row in which nothing arrived from the broker
-		heardAt  time.Time
-		probedAt time.Time
+		lastLog time.Time
+		watched *session
+		look    stallWatch
 	)
 	for {
 		s := c.session()
 		if s != watched {
-			watched, lastRecv, quiet, heardAt = s, 0, 0, time.Now()
+			watched, look = s, stallWatch{heardAt: time.Now()}
 		}
 		select {
 		case <-c.stop:
@@ -101,23 +98,46 @@ func (c *Client) watch() {
 				lastLog = now
 				c.logStats(s, snap)
 			}
-			// Probe timeouts alone also come from a peer starved of CPU; a
-			// black hole also silences the peer, whose replies and acks are
-			// as large as ours or wait on ours. A busy broker still sends.
-			if recv := c.received(s); recv != lastRecv {
-				lastRecv, quiet, heardAt = recv, 0, now
-			} else {
-				quiet++
-			}
-			if now.Sub(heardAt) >= probeAfter && now.Sub(probedAt) >= probeAfter {
-				probedAt = now
+			probe, stalled := look.look(now, c.received(s), udp.Stalled(snap))
+			if probe {
 				s.probe()
 			}
-			if c.cfg.BlackHoleCooldown > 0 && udp.Stalled(snap) && quiet >= stallQuietChecks {
+			if c.cfg.BlackHoleCooldown > 0 && stalled {
 				c.redial(s, snap)
 			}
 		}
 	}
+}
+
+// stallWatch is the watchdog's decision, one look per stallCheck, as a
+// pure core: when to probe a silent broker and when the path counts as
+// stalled. Probe timeouts alone also come from a peer starved of CPU; a
+// black hole also silences the peer, whose replies and acks are as large
+// as ours or wait on ours, while a busy broker still sends. So a stall is
+// probe timeouts (udp.Stalled) with nothing received for stallQuietChecks
+// looks in a row. The zero value has heard nothing yet; set heardAt to
+// when the session started.
+type stallWatch struct {
+	lastRecv uint64
+	quiet    int // looks in a row in which nothing arrived from the broker
+	heardAt  time.Time
+	probedAt time.Time
+}
+
+// look takes what has arrived from the broker so far and whether probe
+// timeouts say the path stalled, and says whether to send a liveness probe
+// and whether the session stalled.
+func (w *stallWatch) look(now time.Time, received uint64, ptoStalled bool) (probe, stalled bool) {
+	if received != w.lastRecv {
+		w.lastRecv, w.quiet, w.heardAt = received, 0, now
+	} else {
+		w.quiet++
+	}
+	if now.Sub(w.heardAt) >= probeAfter && now.Sub(w.probedAt) >= probeAfter {
+		w.probedAt = now
+		probe = true
+	}
+	return probe, ptoStalled && w.quiet >= stallQuietChecks
 }
 
 // received counts what arrived from the broker: quic-go's processed
