@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/felixmq/felix/auth"
 	"github.com/felixmq/felix/cluster"
 	"github.com/felixmq/felix/wire"
 )
@@ -273,8 +274,8 @@ type nodePrincipal string
 
 func (p nodePrincipal) Tenant() string    { return string(p) }
 func (p nodePrincipal) Expiry() time.Time { return time.Time{} }
-func (p nodePrincipal) Check(a Action, resource string) error {
-	if a == ActionPublish {
+func (p nodePrincipal) Check(a auth.Action, resource string) error {
+	if a == auth.ActionPublish {
 		return nil
 	}
 	return fmt.Errorf("%w: the node credential only forwards publishes, not %s on %s", ErrForbidden, a, resource)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/felixmq/felix/fanout"
+	"github.com/felixmq/felix/internal/netaddr"
 	"github.com/felixmq/felix/segment"
 	"github.com/felixmq/felix/wire"
 )
@@ -170,7 +171,7 @@ func (c Config) validate() error {
 			return fmt.Errorf("%w: the dev verifier needs ListenAddrs to prove they are loopback", ErrInvalidConfig)
 		}
 		for _, a := range c.ListenAddrs {
-			if !isLoopback(a) {
+			if !netaddr.Loopback(a) {
 				return fmt.Errorf("%w: listener %s is not loopback and no auth is configured: "+
 					"the dev verifier accepts any token, so it is allowed only on loopback", ErrInvalidConfig, a)
 			}

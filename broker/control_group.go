@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/felixmq/felix/auth"
 	"github.com/felixmq/felix/wire"
 )
 
@@ -23,7 +24,7 @@ const (
 // (authorisation), keep=true with a nil stream goes on.
 func (ct *control) queueStreamFor(tenant, ns, stream, group string) (st *stream, keep bool) {
 	k := streamKey(tenant, ns, stream)
-	if err := ct.authorize(k.Tenant, ActionQueueConsume, "queue:"+k.Tenant+"/"+k.Namespace+"/"+k.Stream); err != nil {
+	if err := ct.authorize(k.Tenant, auth.ActionQueueConsume, "queue:"+k.Tenant+"/"+k.Namespace+"/"+k.Stream); err != nil {
 		ct.fail(err.Error())
 		return nil, false
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/quic-go/quic-go"
 
+	"github.com/felixmq/felix/auth"
 	"github.com/felixmq/felix/fanout"
 	"github.com/felixmq/felix/wire"
 )
@@ -23,7 +24,7 @@ func (ct *control) requireCap(bit wire.Flags, what string) bool {
 // rosterScope checks the tenant and the action on the roster, and the
 // names. A refusal is sent here; keep=false means the stream ends
 // (authorisation), keep=true that it goes on.
-func (ct *control) rosterScope(tenant, ns, name string, action Action) (r *roster, keep bool) {
+func (ct *control) rosterScope(tenant, ns, name string, action auth.Action) (r *roster, keep bool) {
 	k := rosterKey{Tenant: tenant, Namespace: ns, Roster: name}
 	if err := validateRosterKey(k); err != nil {
 		ct.fail(err.Error())
@@ -40,7 +41,7 @@ func (ct *control) rosterJoin(m *wire.RosterJoin) bool {
 	if !ct.requireCap(wire.CapRoster, "roster_join") {
 		return true
 	}
-	r, keep := ct.rosterScope(m.TenantID, m.Namespace, m.Roster, ActionRosterJoin)
+	r, keep := ct.rosterScope(m.TenantID, m.Namespace, m.Roster, auth.ActionRosterJoin)
 	if r == nil {
 		return keep
 	}
@@ -67,7 +68,7 @@ func (ct *control) rosterLeave(m *wire.RosterLeave) bool {
 	if !ct.requireCap(wire.CapRoster, "roster_leave") {
 		return true
 	}
-	r, keep := ct.rosterScope(m.TenantID, m.Namespace, m.Roster, ActionRosterJoin)
+	r, keep := ct.rosterScope(m.TenantID, m.Namespace, m.Roster, auth.ActionRosterJoin)
 	if r == nil {
 		return keep
 	}
@@ -91,7 +92,7 @@ func (ct *control) rosterWatch(m *wire.RosterWatch) bool {
 	if !ct.requireCap(wire.CapRoster, "roster_watch") {
 		return true
 	}
-	r, keep := ct.rosterScope(m.TenantID, m.Namespace, m.Roster, ActionRosterWatch)
+	r, keep := ct.rosterScope(m.TenantID, m.Namespace, m.Roster, auth.ActionRosterWatch)
 	if r == nil {
 		return keep
 	}

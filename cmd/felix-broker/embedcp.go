@@ -20,6 +20,7 @@ import (
 	"github.com/felixmq/felix/controlplane/api"
 	"github.com/felixmq/felix/internal/devdir"
 	"github.com/felixmq/felix/internal/knob"
+	"github.com/felixmq/felix/internal/netaddr"
 )
 
 // The embedded control plane's tenant, namespace and dev token. The tenant
@@ -58,13 +59,6 @@ type embeddedCP struct {
 	served    chan struct{} // closed when http.Serve has returned
 }
 
-// loopback reports whether a listen address accepts local peers only.
-func loopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	ip := net.ParseIP(host)
-	return err == nil && (host == "localhost" || ip != nil && ip.IsLoopback())
-}
-
 func checkEmbeddedBind(s string) error {
 	if s == "off" {
 		return nil
@@ -72,7 +66,7 @@ func checkEmbeddedBind(s string) error {
 	if err := knob.CheckHostPort(s); err != nil {
 		return err
 	}
-	if !loopback(s) {
+	if !netaddr.Loopback(s) {
 		return errors.New("not a loopback address (the embedded control plane is for make run)")
 	}
 	return nil
@@ -87,7 +81,7 @@ func startEmbeddedCP(vals *knob.Values, log *slog.Logger) (*embeddedCP, error) {
 	switch {
 	case knobControlPlane.Get(vals) != "", bind == "off":
 		return nil, nil
-	case !loopback(knobQUICBind.Get(vals)) || !loopback(knobAdminBind.Get(vals)):
+	case !netaddr.Loopback(knobQUICBind.Get(vals)) || !netaddr.Loopback(knobAdminBind.Get(vals)):
 		log.Info("embedded control plane not started: the broker listens beyond loopback")
 		return nil, nil
 	}
