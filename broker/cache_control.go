@@ -46,10 +46,10 @@ func (ct *control) resolveCache(k CacheKey, action auth.Action) (*cache, error) 
 	if err := ct.principal.Check(action, cacheResource(k)); err != nil {
 		return nil, forbidden(err, action, "cache "+k.String())
 	}
-	if action == auth.ActionCacheWrite && ct.c.b.draining.Load() {
+	if action == auth.ActionCacheWrite && ct.broker().draining.Load() {
 		return nil, cacheErr(wire.CacheErrUnavailable, "%v", ErrDraining)
 	}
-	return ct.c.b.caches.lookup(k)
+	return ct.broker().caches.lookup(k)
 }
 
 // cacheFail answers a refused request. Peers that negotiated CapCache get a
@@ -198,13 +198,13 @@ func (ct *control) counterGet(m *wire.CounterGet) bool {
 func (ct *control) watch(m *wire.Watch) bool {
 	k := cacheKey(m.TenantID, m.Namespace, m.Cache)
 	c, err := ct.resolveCache(k, auth.ActionCacheRead)
-	if err == nil && ct.c.b.draining.Load() {
+	if err == nil && ct.broker().draining.Load() {
 		err = cacheErr(wire.CacheErrUnavailable, "%v", ErrDraining)
 	}
 	if err != nil {
 		return ct.cacheFail(nil, err)
 	}
-	sub, err := ct.newSubscription(watchQueue(ct.c.b.cfg.Queue), func(s *subscription) {
+	sub, err := ct.newSubscription(watchQueue(ct.broker().cfg.Queue), func(s *subscription) {
 		s.watch = k.String() + " " + m.Key
 		s.detach = func(s *subscription) { c.removeWatcher(s, m.Key) }
 	})

@@ -32,7 +32,7 @@ func (ct *control) queueStreamFor(tenant, ns, stream, group string) (st *stream,
 		ct.fail(err.Error())
 		return nil, true
 	}
-	st, err := ct.c.b.streams.lookup(k)
+	st, err := ct.broker().streams.lookup(k)
 	if err != nil {
 		ct.fail(err.Error())
 		return nil, true
@@ -51,7 +51,7 @@ func (ct *control) groupShard(st *stream, shard uint32, group string) (*groupSha
 	if int64(shard) >= int64(len(st.shards)) {
 		return nil, fmt.Errorf("%w: queue: shard %d not in [0, %d) for %s", ErrInvalidRequest, shard, len(st.shards), st.spec.StreamKey)
 	}
-	if err := ct.c.b.queueShardHere(st.spec.StreamKey, int(shard)); err != nil {
+	if err := ct.broker().queueShardHere(st.spec.StreamKey, int(shard)); err != nil {
 		return nil, err
 	}
 	return ct.openGroupShard(st, shard, group)
@@ -65,7 +65,7 @@ func (ct *control) openGroupShard(st *stream, shard uint32, group string) (*grou
 		return nil, fmt.Errorf("queue: %w", err)
 	}
 	k := groupKey{stream: st.spec.StreamKey, shard: shard, group: group}
-	g, err := ct.c.b.groups.get(ct.c.b, k, st.shards[shard])
+	g, err := ct.broker().groups.get(ct.broker(), k, st.shards[shard])
 	if err != nil {
 		return nil, fmt.Errorf("queue: %w", err)
 	}
@@ -89,7 +89,7 @@ func (ct *control) groupShardsFor(tenant, ns, stream, group string) (gs []*group
 	}
 	var lastErr error
 	for i := range st.shards {
-		if lastErr = ct.c.b.queueShardHere(st.spec.StreamKey, i); lastErr != nil {
+		if lastErr = ct.broker().queueShardHere(st.spec.StreamKey, i); lastErr != nil {
 			if errors.Is(lastErr, ErrOwnerUnavailable) {
 				// Not placed yet: a member joining now would never take
 				// this shard, so it waits for the placement (retry).
@@ -131,7 +131,7 @@ func (ct *control) queueConsume(m *wire.QueueConsume) bool {
 	if !ct.requireCap(wire.CapQueue, "queue_consume") {
 		return true
 	}
-	if ct.c.b.draining.Load() {
+	if ct.broker().draining.Load() {
 		ct.fail(ErrDraining.Error())
 		return true
 	}
@@ -148,8 +148,8 @@ func (ct *control) queueConsume(m *wire.QueueConsume) bool {
 		return keep
 	}
 	ctx, cancel := context.WithCancel(ct.c.ctx)
-	c := &groupMember{id: ct.c.b.nextSubID.Add(1), groups: gs, group: m.Group, conn: ct.c, member: m.Member,
-		maxInflight: maxInflight, visibility: visibility, ctx: ctx, cancel: cancel}
+	c := &groupMember{id: ct.broker().nextSubID.Add(1), groups: gs, group: m.Group, conn: ct.c, member: m.Member,
+		maxInflight: maxInflight, visibility: visibility, log: ct.broker().log, ctx: ctx, cancel: cancel}
 	if err := ct.c.addExtra(c.id, c); err != nil {
 		cancel()
 		ct.fail(err.Error())

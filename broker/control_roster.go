@@ -34,7 +34,7 @@ func (ct *control) rosterScope(tenant, ns, name string, action auth.Action) (r *
 		ct.fail(err.Error())
 		return nil, false
 	}
-	return ct.c.b.rosters.get(k), true
+	return ct.broker().rosters.get(k), true
 }
 
 func (ct *control) rosterJoin(m *wire.RosterJoin) bool {
@@ -98,13 +98,13 @@ func (ct *control) rosterWatch(m *wire.RosterWatch) bool {
 	}
 	// Roster changes are applied under the roster lock, so a watcher queue
 	// must never make them wait: DropNew whatever the broker's policy.
-	q, err := fanout.NewQueue(fanout.Config{Capacity: ct.c.b.cfg.Queue.Capacity, Policy: fanout.DropNew})
+	q, err := fanout.NewQueue(fanout.Config{Capacity: ct.broker().cfg.Queue.Capacity, Policy: fanout.DropNew})
 	if err != nil {
 		ct.fail(err.Error())
 		return true
 	}
 	ctx, cancel := context.WithCancel(ct.c.ctx)
-	w := &rosterWatch{id: ct.c.b.nextSubID.Add(1), r: r, conn: ct.c, queue: q, ctx: ctx, cancel: cancel}
+	w := &rosterWatch{id: ct.broker().nextSubID.Add(1), r: r, conn: ct.c, queue: q, ctx: ctx, cancel: cancel}
 	if err := ct.c.addExtra(w.id, w); err != nil {
 		cancel()
 		q.Close()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -37,6 +38,7 @@ type groupMember struct {
 	inflight atomic.Int64
 	gone     atomic.Bool // released: takes nothing more
 	out      *quic.SendStream
+	log      *slog.Logger // the broker's
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -61,7 +63,7 @@ func (c *groupMember) run() {
 	defer c.end()
 	err := c.deliver()
 	if err != nil && c.ctx.Err() == nil {
-		c.conn.b.log.Debug("queue consumer ended", "consumer", c.id, "group", c.group, "member", c.member, "err", err)
+		c.log.Debug("queue consumer ended", "consumer", c.id, "group", c.group, "member", c.member, "err", err)
 	}
 	c.out.CancelWrite(streamErrSubscriptionEnded)
 }
@@ -152,7 +154,7 @@ func (c *groupMember) encode(readers []*segment.Reader, taken []takenRec, wbuf [
 		if errors.Is(err, segment.ErrTrimmed) {
 			// Retention removed it before the group got to it: nothing
 			// can deliver it any more, so stop waiting for an ack.
-			c.conn.b.log.Warn("queue record trimmed by retention before delivery", "group", c.group, "shard", t.shard, "offset", t.offset)
+			c.log.Warn("queue record trimmed by retention before delivery", "group", c.group, "shard", t.shard, "offset", t.offset)
 			g.ack([]uint64{t.offset}, nil)
 			continue
 		}

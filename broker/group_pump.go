@@ -46,7 +46,7 @@ func (g *groupShard) persist(closing bool) {
 	}
 	st := g.mu.ledger.state()
 	g.mu.Unlock()
-	err := saveGroupState(g.b.cfg.Storage.FS, g.path, st)
+	err := saveGroupState(g.fs, g.path, st)
 	if err != nil {
 		g.b.log.Error("queue state write failed", "stream", g.key.stream.String(), "shard", g.key.shard, "group", g.key.group, "err", err)
 		err = fmt.Errorf("queue: persisting group %s: %w", g.key.group, err)

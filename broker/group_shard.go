@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/felixmq/felix/segment"
 )
 
 // groupKey names a consumer group on one shard of a stream. A group over a
@@ -33,6 +35,7 @@ type groupShard struct {
 	key  groupKey
 	sh   *shard
 	path string
+	fs   segment.FS // the storage's: the state file goes through it
 
 	kick chan struct{} // cap 1: wake the pump
 	stop chan struct{}
@@ -78,7 +81,7 @@ func openGroup(b *Broker, k groupKey, sh *shard) (*groupShard, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &groupShard{b: b, key: k, sh: sh, path: path,
+	g := &groupShard{b: b, key: k, sh: sh, path: path, fs: b.cfg.Storage.FS,
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	ledger, trimmed := newGroupLedger(k, st, d.log.First())
 	if trimmed {
