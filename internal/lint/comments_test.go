@@ -14,7 +14,7 @@ import (
 // and style notes this project was started from, their reference folder,
 // and issue numbers of a tracker that is not in the repository. The
 // pattern is split so that this file does not match itself.
-var outside = regexp.MustCompile(`(` + `DESIGN` + `|STYLE)\.md|\.\./shared|\breference/|felix-` + `upstream|[Ii]ssue [0-9]`)
+var outside = regexp.MustCompile(`(` + `DESIGN` + `|STYLE)\.md|\.\./shared|\bre` + `ference/|felix-` + `upstream|[Ii]ssue [0-9]`)
 
 // TestCommentsPointInsideTheRepository: code points at docs/design.md (or
 // another document in the repository) or stands alone.
