@@ -23,7 +23,7 @@ var floors = map[string]float64{
 	"segment":      2,
 	"commit":       2,
 	"auth":         2,
-	"cluster":      2, // shared types and HTTP clients of membership and placement
+	"cluster":      2, // members, shards, placement: the model brokers share
 	"cpuprofile":   2,
 	"broker":       3,
 	"controlplane": 3,
