@@ -104,8 +104,38 @@ soak: ## mixed workload against the real binary for DURATION (default 30m); make
 	FELIX_SOAK_DURATION=$(or $(DURATION),30m) $(GO) test -count=1 -v -timeout 0 -run '^TestSoak$$' ./cmd/felix-broker
 
 .PHONY: bench-matrix
-bench-matrix: ## issue 6 matrix: felix-loadgen against fresh brokers, JSON + SVG into docs/bench/<date> (~12 min)
+bench-matrix: ## the loadgen matrix against fresh brokers: JSON, traces and SVG charts into out/bench/<date> (~15 min)
 	scripts/bench-matrix.sh
+.PHONY: bench-codec
+bench-codec: ## docs/BENCHMARKS.md, codec: wire encode/decode, 5 fresh processes (~1 min)
+	scripts/bench-go.sh 5 wire '64x4K$$|JSON' 2s
+
+.PHONY: bench-pubsub
+bench-pubsub: ## docs/BENCHMARKS.md, pub/sub: latency, throughput vs the relay, fanout, isolation (~6 min)
+	scripts/bench-broker.sh 5
+
+.PHONY: bench-durable
+bench-durable: ## docs/BENCHMARKS.md, durable storage: device, append matrix, durable vs ephemeral, recovery (~15 min)
+	scripts/bench-durable.sh 3
+
+.PHONY: bench-semantics
+bench-semantics: ## docs/BENCHMARKS.md, caches and queues: durable cache scaling, queue drain (~4 min)
+	FELIX_BENCH_CASE_TIME=6s scripts/bench-go.sh 10 broker '^BenchmarkDurableCachePutScaling$$'
+	scripts/bench-go.sh 3 broker '^BenchmarkQueueDrain$$' 20000x
+
+.PHONY: bench-udp
+bench-udp: ## docs/BENCHMARKS.md, packet path: stock vs udp conn vs pinned, bimodality (~12 min)
+	scripts/bench-udp.sh 5 20
+
+.PHONY: bench-cluster
+bench-cluster: ## docs/BENCHMARKS.md, cluster: forwarding cost; two brokers vs one in network namespaces (root)
+	scripts/bench-go.sh 5 broker '^BenchmarkClusterForward4KiBx64$$'
+	scripts/bench-cluster.sh 3
+
+.PHONY: bench-controlplane
+bench-controlplane: ## docs/BENCHMARKS.md, control plane and auth: create, changes page, exchange, token checks
+	scripts/bench-go.sh 3 controlplane '^Benchmark(CreateStream|ChangesPage)$$' 2s
+	scripts/bench-go.sh 3 auth '^Benchmark(FelixVerify|IdPVerify|Mint|Check)$$' 1s
 
 .PHONY: bench-smoke
 bench-smoke: ## run each benchmark once so they keep compiling and working

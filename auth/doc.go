@@ -20,7 +20,7 @@
 //
 // # What it must not do
 //
-// Reach the network except through the Fetcher (DESIGN.md section 1), read
+// Reach the network except through the Fetcher (docs/design.md, "Packages"), read
 // the environment (configuration comes in Config structs), or import the
 // broker, control plane or client.
 //

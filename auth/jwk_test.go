@@ -11,8 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// DESIGN.md section 6 defect fix: JWKS keys without alg are accepted, bound
-// to the algorithms their type allows.
+// A defect of the published Felix, fixed (docs/design.md, "Compatibility"):
+// JWKS keys without alg are accepted, bound to the algorithms their type
+// allows.
 func TestParseJWKSAcceptsKeysWithoutAlgBoundByType(t *testing.T) {
 	keys, skipped, err := ParseJWKS(jwksJSON(
 		jwkJSON(t, &testRSA(t, 0).PublicKey, "rsa", ""),

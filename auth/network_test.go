@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// DESIGN.md section 1: auth/ must not reach the network except the JWKS
+// docs/design.md, "Packages": auth/ must not reach the network except the JWKS
 // fetcher. Only jwks.go may import the packages that dial.
 func TestOnlyTheFetcherReachesTheNetwork(t *testing.T) {
 	dialers := map[string]bool{"net": true, "net/http": true, "crypto/tls": true, "net/rpc": true, "net/smtp": true}

@@ -49,7 +49,7 @@ func (rs *rosterSet) stats() []RosterStats {
 
 func (gs *groupSet) stats() []QueueGroupStats {
 	gs.mu.Lock()
-	all := make([]*queueGroup, 0, len(gs.mu.m))
+	all := make([]*groupShard, 0, len(gs.mu.m))
 	for _, g := range gs.mu.m {
 		all = append(all, g)
 	}
@@ -57,10 +57,11 @@ func (gs *groupSet) stats() []QueueGroupStats {
 	out := make([]QueueGroupStats, 0, len(all))
 	for _, g := range all {
 		g.mu.Lock()
+		l := g.mu.ledger
 		out = append(out, QueueGroupStats{
 			Stream: g.key.stream.String(), Shard: g.key.shard, Group: g.key.group,
-			Committed: g.mu.committed, Next: g.mu.next, Tail: g.sh.tail(),
-			Inflight: len(g.mu.inflight), Redo: g.mu.redo.Len(), AckedAbove: len(g.mu.acked),
+			Committed: l.committed, Next: l.next, Tail: g.sh.tail(),
+			Inflight: len(l.inflight), Redo: l.redo.Len(), AckedAbove: len(l.acked),
 		})
 		g.mu.Unlock()
 	}

@@ -3,23 +3,9 @@ package broker
 import (
 	"context"
 	"fmt"
-	"net"
 	"time"
-)
 
-// Action is an operation a principal may be allowed to do.
-type Action string
-
-// The actions checked on the data path (the names of the published RBAC).
-const (
-	ActionPublish    Action = "stream.publish"
-	ActionSubscribe  Action = "stream.subscribe"
-	ActionCacheRead  Action = "cache.read"
-	ActionCacheWrite Action = "cache.write"
-	// Roster and queue actions (Felix-Go additions).
-	ActionRosterJoin   Action = "roster.join"
-	ActionRosterWatch  Action = "roster.watch"
-	ActionQueueConsume Action = "queue.consume"
+	"github.com/felixmq/felix/auth"
 )
 
 // Principal is who an auth frame proved the peer to be.
@@ -27,9 +13,9 @@ type Principal interface {
 	// Tenant is the tenant the credential belongs to.
 	Tenant() string
 	// Check returns nil if the principal may do action on resource, e.g.
-	// ("stream.publish", "stream:t1/default/orders"), and otherwise an
-	// error naming what is missing.
-	Check(action Action, resource string) error
+	// (auth.ActionPublish, "stream:t1/default/orders"), and otherwise an
+	// error naming what is missing. The actions are auth's RBAC actions.
+	Check(action auth.Action, resource string) error
 	// Expiry is when the credential stops being valid; the broker ends
 	// the streams it authenticated then. Zero: never.
 	Expiry() time.Time
@@ -59,22 +45,9 @@ func (DevVerifier) Verify(_ context.Context, tenant, _ string) (Principal, error
 
 type devPrincipal string
 
-func (p devPrincipal) Tenant() string             { return string(p) }
-func (p devPrincipal) Check(Action, string) error { return nil }
-func (p devPrincipal) Expiry() time.Time          { return time.Time{} }
-
-// isLoopback reports whether addr ("host:port") binds only loopback.
-func isLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
+func (p devPrincipal) Tenant() string                  { return string(p) }
+func (p devPrincipal) Check(auth.Action, string) error { return nil }
+func (p devPrincipal) Expiry() time.Time               { return time.Time{} }
 
 func streamResource(k StreamKey) string {
 	return "stream:" + k.Tenant + "/" + k.Namespace + "/" + k.Stream

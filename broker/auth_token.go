@@ -39,12 +39,12 @@ type tokenPrincipal struct {
 
 func (p tokenPrincipal) Tenant() string    { return p.c.Tenant }
 func (p tokenPrincipal) Expiry() time.Time { return p.c.Expiry.Add(p.skew) }
-func (p tokenPrincipal) Check(a Action, resource string) error {
-	return auth.Check(p.c, auth.Action(a), resource)
+func (p tokenPrincipal) Check(a auth.Action, resource string) error {
+	return auth.Check(p.c, a, resource)
 }
 
 // forbidden is the refusal of action on what, with the principal's reason.
-func forbidden(err error, action Action, what string) error {
+func forbidden(err error, action auth.Action, what string) error {
 	if errors.Is(err, ErrForbidden) {
 		return err
 	}
@@ -67,7 +67,7 @@ func atExpiry(p Principal, end func()) (stop func()) {
 
 // authorize checks that the stream's principal may do action on resource
 // of tenant; the error names what is missing.
-func (ct *control) authorize(tenant string, action Action, resource string) error {
+func (ct *control) authorize(tenant string, action auth.Action, resource string) error {
 	if tenant != ct.principal.Tenant() {
 		return fmt.Errorf("%w: %s on %s: %w", ErrForbidden, action, resource, errTenantMismatch)
 	}

@@ -52,7 +52,7 @@ func perm(a, res string) auth.Permission {
 	return auth.Permission{Action: auth.Action(a), Resource: res}
 }
 
-// Issue 8 (brokers verify locally): the token's permissions decide each
+// Brokers verify tokens locally (docs/design.md, "Data paths", Auth): the token's permissions decide each
 // operation, with the missing permission named; a token for tenant t1
 // cannot touch t2; a bad token is refused with its reason.
 func TestTokenPermissionsDecideEachOperation(t *testing.T) {
@@ -91,7 +91,7 @@ func TestTokenPermissionsDecideEachOperation(t *testing.T) {
 	}
 }
 
-// Issue 8: when a token expires, the streams it authenticated end with a
+// When a token expires, the streams it authenticated end with a
 // clear error: the control stream says "token expired", the subscription's
 // event stream is reset with the auth code; a new token works.
 func TestTokenExpiryEndsItsStreams(t *testing.T) {

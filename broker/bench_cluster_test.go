@@ -11,8 +11,8 @@ import (
 	"github.com/felixmq/felix/fanout"
 )
 
-// BenchmarkClusterForward4KiBx64 measures what forwarding costs (issue 9,
-// the published Felix measured ~2× CPU per byte): two brokers in this
+// BenchmarkClusterForward4KiBx64 measures what forwarding costs (the
+// published Felix measured ~2× CPU per byte): two brokers in this
 // process, one stream of one shard owned by b2, a subscriber on b2, and a
 // publisher connected to the owner (owner) or to b1, which forwards every
 // batch to b2 (non_owner). 4 KiB payloads, 64 per acked batch, 16 batches

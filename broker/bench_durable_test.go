@@ -1,6 +1,6 @@
 package broker_test
 
-// Issue 4 benchmarks: durable storage. Three layers, bottom up:
+// Durable storage benchmarks. Three layers, bottom up:
 //
 //   - BenchmarkRawFdatasync4K: the device flush itself (pwrite 4 KiB +
 //     fdatasync, sequential), the floor of every on_commit ack.

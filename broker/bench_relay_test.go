@@ -1,6 +1,6 @@
 package broker_test
 
-// The honest baseline for broker overhead (DESIGN.md §8): a minimal two-hop
+// The honest baseline for broker overhead (docs/design.md, "Measuring"): a minimal two-hop
 // relay on the same transport as the broker and the client — quic-go over a
 // plain *net.UDPConn, TLS 1.3 with a devtls self-signed certificate, ALPN
 // "felix", the same receive windows — and no broker logic at all.

@@ -1,6 +1,6 @@
 package broker_test
 
-// Issue 3 benchmarks: an in-process broker serving real QUIC (TLS on) on
+// Pub/sub benchmarks: an in-process broker serving real QUIC (TLS on) on
 // 127.0.0.1, publishers and subscribers each on their own client connection
 // (own UDP socket, own quic.Transport) in the same process. Everything
 // shares the machine's cores: the numbers measure broker + clients + QUIC
@@ -32,9 +32,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/felixmq/felix/broker"
+	"github.com/felixmq/felix/broker/brokertest"
 	"github.com/felixmq/felix/client"
 	"github.com/felixmq/felix/fanout"
-	"github.com/felixmq/felix/internal/devtls"
 	"github.com/felixmq/felix/udp"
 )
 
@@ -52,13 +52,14 @@ const (
 // benchLatencyProfile is FELIX_EVENT_BATCH_MAX_EVENTS=1, MAX_DELAY_US=0.
 var benchLatencyProfile = fanout.BatchConfig{MaxEvents: 1, MaxDelay: fanout.NoDelay}
 
-// benchBroker is a broker on 127.0.0.1 with a fresh self-signed certificate.
+// benchBroker is a broker on 127.0.0.1 with a fresh self-signed certificate
+// (brokertest) and the clients a benchmark dialled to it.
 type benchBroker struct {
 	b         *broker.Broker
 	pc        net.PacketConn
 	addr      string
 	clientTLS *tls.Config
-	served    chan error
+	bt        *brokertest.Broker
 	clients   []*client.Client
 	closeOnce sync.Once
 }
@@ -84,26 +85,10 @@ func benchListen(b *testing.B, addr string) net.PacketConn {
 
 func startBenchBroker(b *testing.B, cfg broker.Config) *benchBroker {
 	b.Helper()
-	cert, err := devtls.SelfSigned()
-	require.NoError(b, err)
-	pool, err := devtls.Pool(cert.PEM)
-	require.NoError(b, err)
-	pc := benchListen(b, "127.0.0.1:0")
-	cfg.TLS = &tls.Config{Certificates: []tls.Certificate{cert.TLS}}
-	cfg.ListenAddrs = []string{pc.LocalAddr().String()}
 	applyBenchTrace(&cfg)
-	br, err := broker.New(cfg)
-	require.NoError(b, err)
 	spec := broker.StreamSpec{StreamKey: broker.StreamKey{Tenant: "t1", Namespace: "default", Stream: "bench"}, Shards: 1}
-	require.NoError(b, br.CreateStream(spec))
-	bb := &benchBroker{b: br, pc: pc, addr: pc.LocalAddr().String(),
-		clientTLS: &tls.Config{RootCAs: pool}, served: make(chan error, 1)}
-	go func() { bb.served <- br.Serve(pc) }()
-	select {
-	case <-br.Listening():
-	case err := <-bb.served:
-		b.Fatalf("Serve: %v", err)
-	}
+	bt := brokertest.Start(b, cfg, brokertest.Options{Streams: []broker.StreamSpec{spec}, PlainUDP: benchPlainUDP()})
+	bb := &benchBroker{b: bt.Broker, pc: bt.PacketConn, addr: bt.Addr, clientTLS: bt.ClientTLS, bt: bt}
 	b.Cleanup(func() { bb.close(b) })
 	return bb
 }
@@ -114,14 +99,7 @@ func (bb *benchBroker) close(b *testing.B) {
 		for _, c := range bb.clients {
 			c.Close()
 		}
-		require.NoError(b, bb.b.Close())
-		select {
-		case err := <-bb.served:
-			require.NoError(b, err)
-		case <-time.After(10 * time.Second):
-			b.Error("Serve did not return after Close")
-		}
-		bb.pc.Close()
+		bb.bt.Close(b)
 	})
 }
 
@@ -366,8 +344,8 @@ func BenchmarkThroughput4KiBx64(b *testing.B) {
 		if cs.GSO {
 			gso++
 		}
-		// The per-connection picture behind a slow or fast run (issue 5's
-		// bimodality check compares them side by side).
+		// The per-connection picture behind a slow or fast run (the
+		// bimodality check of scripts/bench-udp.sh compares them side by side).
 		b.Logf("broker conn %s: rtt=%v min_rtt=%v cwnd=%d lost=%d sent=%d congestion_events=%d mtu=%d gso=%v",
 			cs.Remote, cs.SmoothedRTT, cs.MinRTT, cs.CongestionWnd, cs.PacketsLost, cs.PacketsSent,
 			cs.Path.CongestionEvents, cs.Path.MTU, cs.GSO)

@@ -14,7 +14,8 @@ import (
 	"github.com/felixmq/felix/udp"
 )
 
-// TestMTUBlackHoleRedial proves the stall path of DESIGN.md section 5: the
+// TestMTUBlackHoleRedial proves the stall path of docs/design.md,
+// "Transport": the
 // path's MTU drops below the connection's packet size mid-stream (a relay
 // starts dropping datagrams over 1200 bytes), quic-go keeps losing its
 // full-size packets and probes, the client's watchdog sees the probe

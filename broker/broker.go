@@ -113,7 +113,7 @@ func (b *Broker) CreateStream(spec StreamSpec) error {
 		c, err := loadCatalog(b.cfg.DataDir)
 		if err == nil {
 			c.Streams = append(c.Streams, st.spec)
-			err = saveCatalog(b.cfg.DataDir, c)
+			err = saveCatalog(b.cfg.Storage.FS, b.cfg.DataDir, c)
 		}
 		if err != nil {
 			b.streams.remove(st)

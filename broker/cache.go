@@ -2,9 +2,7 @@ package broker
 
 import (
 	"fmt"
-	"math"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"time"
 
@@ -133,11 +131,7 @@ func (c *cache) put(key string, value []byte, ttl time.Duration, done func(error
 		expires = now + uint64(ttl.Milliseconds())
 	}
 	c.mu.Lock()
-	recs := []wire.CacheRecord{{Op: wire.CacheOpPut, ExpiresAt: expires, Key: []byte(key), Value: value}}
-	for _, v := range c.mu.store.victims(key, size) {
-		recs = append(recs, wire.CacheRecord{Op: wire.CacheOpDelete, Key: []byte(v)})
-	}
-	ack, err := c.changeLocked(recs, now, done)
+	ack, err := c.changeLocked(c.mu.store.putRecords(key, value, expires), now, done)
 	c.mu.Unlock()
 	if err == nil {
 		ack()
@@ -194,18 +188,9 @@ func (c *cache) counterAdd(key string, delta int64, done func(sum int64, err err
 }
 
 func (c *cache) counterAddLocked(key string, delta int64, now uint64, done func(int64, error)) (func(), error) {
-	cur, expires, err := c.counterLocked(key, now)
+	sum, recs, err := c.mu.store.counterRecords(key, delta, now)
 	if err != nil {
 		return nil, err
-	}
-	if (delta > 0 && cur > math.MaxInt64-delta) || (delta < 0 && cur < math.MinInt64-delta) {
-		return nil, cacheErr(wire.CacheErrOverflow, "counter %s: %d + %d overflows int64", key, cur, delta)
-	}
-	sum := cur + delta
-	val := strconv.AppendInt(nil, sum, 10)
-	recs := []wire.CacheRecord{{Op: wire.CacheOpCounter, ExpiresAt: expires, Key: []byte(key), Value: val}}
-	for _, v := range c.mu.store.victims(key, int64(len(key)+len(val))) {
-		recs = append(recs, wire.CacheRecord{Op: wire.CacheOpDelete, Key: []byte(v)})
 	}
 	return c.changeLocked(recs, now, func(err error) { done(sum, err) })
 }
@@ -217,20 +202,8 @@ func (c *cache) counterGet(key string) (int64, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	n, _, err := c.counterLocked(key, nowMs())
+	n, _, err := c.mu.store.counter(key, nowMs())
 	return n, err
-}
-
-func (c *cache) counterLocked(key string, now uint64) (int64, uint64, error) {
-	e, ok := c.mu.store.get(key, now)
-	if !ok {
-		return 0, 0, nil
-	}
-	n, ok := wire.ParseCounter(e.value)
-	if !ok {
-		return 0, 0, cacheErr(wire.CacheErrNotCounter, "key %s holds a value that is not a decimal int64", key)
-	}
-	return n, e.expiresAt, nil
 }
 
 // changeLocked orders one change: it encodes recs once, appends them to the
@@ -261,20 +234,10 @@ func (c *cache) changeLocked(recs []wire.CacheRecord, now uint64, done func(erro
 		ack = func() { done(nil) }
 	}
 	for i, r := range recs {
-		c.applyLocked(r, rev+uint64(i), now)
+		c.mu.store.apply(r, rev+uint64(i), now)
 		c.notifyLocked(string(r.Key), payloads[i], rev+uint64(i))
 	}
 	c.mu.rev = rev + uint64(len(recs))
 	clear(payloads)
 	return ack, nil
-}
-
-// applyLocked applies one record to the store.
-func (c *cache) applyLocked(r wire.CacheRecord, rev, now uint64) {
-	key := string(r.Key)
-	if r.Op == wire.CacheOpDelete {
-		c.mu.store.delete(key, now)
-		return
-	}
-	c.mu.store.set(key, r.Value, r.ExpiresAt, rev, r.Op == wire.CacheOpCounter)
 }

@@ -100,12 +100,7 @@ func (c *cache) writeEntries(l *segment.Log) error {
 		batch = batch[:0]
 		return err
 	}
-	s := c.mu.store
-	for e := s.head.prev; e != &s.head; e = e.prev {
-		rec := wire.CacheRecord{Op: wire.CacheOpPut, ExpiresAt: e.expiresAt, Key: []byte(e.key), Value: e.value}
-		if e.counter {
-			rec.Op = wire.CacheOpCounter
-		}
+	for _, rec := range c.mu.store.liveRecords() {
 		p, err := wire.AppendCacheRecord(nil, rec)
 		if err != nil {
 			return err

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/felixmq/felix/auth"
 	"github.com/felixmq/felix/wire"
 )
 
@@ -38,17 +39,17 @@ func cacheKey(t, ns, c string) CacheKey { return CacheKey{Tenant: t, Namespace: 
 func cacheResource(k CacheKey) string { return "cache:" + k.String() }
 
 // resolveCache checks tenant and permission and finds the cache.
-func (ct *control) resolveCache(k CacheKey, action Action) (*cache, error) {
+func (ct *control) resolveCache(k CacheKey, action auth.Action) (*cache, error) {
 	if k.Tenant != ct.principal.Tenant() {
 		return nil, errTenantMismatch
 	}
 	if err := ct.principal.Check(action, cacheResource(k)); err != nil {
 		return nil, forbidden(err, action, "cache "+k.String())
 	}
-	if action == ActionCacheWrite && ct.c.b.draining.Load() {
+	if action == auth.ActionCacheWrite && ct.broker().draining.Load() {
 		return nil, cacheErr(wire.CacheErrUnavailable, "%v", ErrDraining)
 	}
-	return ct.c.b.caches.lookup(k)
+	return ct.broker().caches.lookup(k)
 }
 
 // cacheFail answers a refused request. Peers that negotiated CapCache get a
@@ -111,7 +112,7 @@ func (ct *control) change(reqID *uint64, start func(finish func(wire.Message, er
 }
 
 func (ct *control) cachePut(m *wire.CachePut) bool {
-	c, err := ct.resolveCache(cacheKey(m.TenantID, m.Namespace, m.Cache), ActionCacheWrite)
+	c, err := ct.resolveCache(cacheKey(m.TenantID, m.Namespace, m.Cache), auth.ActionCacheWrite)
 	if err != nil {
 		return ct.cacheFail(m.RequestID, err)
 	}
@@ -137,7 +138,7 @@ func (ct *control) cachePut(m *wire.CachePut) bool {
 const maxTTLms = 100 * 365 * 24 * 3600 * 1000
 
 func (ct *control) cacheGet(m *wire.CacheGet) bool {
-	c, err := ct.resolveCache(cacheKey(m.TenantID, m.Namespace, m.Cache), ActionCacheRead)
+	c, err := ct.resolveCache(cacheKey(m.TenantID, m.Namespace, m.Cache), auth.ActionCacheRead)
 	if err != nil {
 		return ct.cacheFail(m.RequestID, err)
 	}
@@ -152,7 +153,7 @@ func (ct *control) cacheGet(m *wire.CacheGet) bool {
 }
 
 func (ct *control) cacheDelete(m *wire.CacheDelete) bool {
-	c, err := ct.resolveCache(cacheKey(m.TenantID, m.Namespace, m.Cache), ActionCacheWrite)
+	c, err := ct.resolveCache(cacheKey(m.TenantID, m.Namespace, m.Cache), auth.ActionCacheWrite)
 	if err != nil {
 		return ct.cacheFail(m.RequestID, err)
 	}
@@ -164,7 +165,7 @@ func (ct *control) cacheDelete(m *wire.CacheDelete) bool {
 }
 
 func (ct *control) counterAdd(m *wire.CounterAdd) bool {
-	c, err := ct.resolveCache(cacheKey(m.TenantID, m.Namespace, m.Cache), ActionCacheWrite)
+	c, err := ct.resolveCache(cacheKey(m.TenantID, m.Namespace, m.Cache), auth.ActionCacheWrite)
 	if err != nil {
 		return ct.cacheFail(m.RequestID, err)
 	}
@@ -178,7 +179,7 @@ func (ct *control) counterAdd(m *wire.CounterAdd) bool {
 }
 
 func (ct *control) counterGet(m *wire.CounterGet) bool {
-	c, err := ct.resolveCache(cacheKey(m.TenantID, m.Namespace, m.Cache), ActionCacheRead)
+	c, err := ct.resolveCache(cacheKey(m.TenantID, m.Namespace, m.Cache), auth.ActionCacheRead)
 	if err != nil {
 		return ct.cacheFail(m.RequestID, err)
 	}
@@ -196,14 +197,14 @@ func (ct *control) counterGet(m *wire.CounterGet) bool {
 // stream starts with event_stream_hello.
 func (ct *control) watch(m *wire.Watch) bool {
 	k := cacheKey(m.TenantID, m.Namespace, m.Cache)
-	c, err := ct.resolveCache(k, ActionCacheRead)
-	if err == nil && ct.c.b.draining.Load() {
+	c, err := ct.resolveCache(k, auth.ActionCacheRead)
+	if err == nil && ct.broker().draining.Load() {
 		err = cacheErr(wire.CacheErrUnavailable, "%v", ErrDraining)
 	}
 	if err != nil {
 		return ct.cacheFail(nil, err)
 	}
-	sub, err := ct.newSubscription(watchQueue(ct.c.b.cfg.Queue), func(s *subscription) {
+	sub, err := ct.newSubscription(watchQueue(ct.broker().cfg.Queue), func(s *subscription) {
 		s.watch = k.String() + " " + m.Key
 		s.detach = func(s *subscription) { c.removeWatcher(s, m.Key) }
 	})

@@ -17,7 +17,7 @@ func durableCache(name, fsync string) broker.CacheSpec {
 	return s
 }
 
-// DESIGN.md §3 durability for caches: every acknowledged put, delete and
+// docs/design.md, "Semantics", durability for caches: every acknowledged put, delete and
 // counter change of a durable cache survives a restart (the broker reopens
 // the cache from its catalog and rebuilds it from the log), TTLs are
 // honoured across it (the record holds the absolute expiry), and logged

@@ -14,7 +14,7 @@ import (
 	"github.com/felixmq/felix/wire"
 )
 
-// DESIGN.md §3 errors: every refused cache request gets a typed code and a
+// docs/design.md, "Semantics", errors: every refused cache request gets a typed code and a
 // precise message, correlated by its request id, and the stream and the
 // connection go on serving.
 func TestCacheBadRequestsGetPreciseErrors(t *testing.T) {

@@ -192,7 +192,7 @@ func (b *Broker) CreateCache(spec CacheSpec) error {
 		cat, err := loadCatalog(b.cfg.DataDir)
 		if err == nil {
 			cat.Caches = append(cat.Caches, c.spec)
-			err = saveCatalog(b.cfg.DataDir, cat)
+			err = saveCatalog(b.cfg.Storage.FS, b.cfg.DataDir, cat)
 		}
 		if err != nil {
 			b.caches.remove(c)

@@ -1,9 +1,20 @@
 package broker
 
+import (
+	"math"
+	"slices"
+	"strconv"
+
+	"github.com/felixmq/felix/wire"
+)
+
 // cacheStore is the in-memory state of one cache: a map of entries and an
-// intrusive LRU list, with entry and byte accounting. It is a pure core (no
-// clock, no I/O, no lock): the cache drives it under its own lock and passes
-// the time in, so tests can step it.
+// intrusive LRU list, with entry and byte accounting, and the rules that
+// turn a request into the records that change it (a put's evictions, a
+// counter's new sum), apply a record, rebuild from a log and compact one.
+// It is a pure core (no clock, no I/O, no lock): the cache drives it under
+// its own lock, passes the time in and logs the records, so tests step it
+// without a broker.
 //
 // Eviction policy (docs/protocol.md, "Cache capacity"): when a put would
 // exceed maxEntries or maxBytes (key + value bytes), the least recently used
@@ -131,4 +142,85 @@ func (s *cacheStore) touch(e *cacheEntry) {
 	}
 	e.prev.next, e.next.prev = e.next, e.prev
 	s.link(e)
+}
+
+// putRecords is the change a put of value under key makes: the put, then a
+// delete of each entry it evicts (logged in the same batch, so a rebuild
+// evicts the same ones).
+func (s *cacheStore) putRecords(key string, value []byte, expiresAt uint64) []wire.CacheRecord {
+	recs := []wire.CacheRecord{{Op: wire.CacheOpPut, ExpiresAt: expiresAt, Key: []byte(key), Value: value}}
+	return s.withVictims(recs, key, int64(len(key)+len(value)))
+}
+
+func (s *cacheStore) withVictims(recs []wire.CacheRecord, key string, size int64) []wire.CacheRecord {
+	for _, v := range s.victims(key, size) {
+		recs = append(recs, wire.CacheRecord{Op: wire.CacheOpDelete, Key: []byte(v)})
+	}
+	return recs
+}
+
+// counter reads the counter at key: absent or expired reads 0; a value that
+// is not a decimal int64 is refused. It counts as a use of the entry.
+func (s *cacheStore) counter(key string, nowMs uint64) (sum int64, expiresAt uint64, err error) {
+	e, ok := s.get(key, nowMs)
+	if !ok {
+		return 0, 0, nil
+	}
+	n, ok := wire.ParseCounter(e.value)
+	if !ok {
+		return 0, 0, cacheErr(wire.CacheErrNotCounter, "key %s holds a value that is not a decimal int64", key)
+	}
+	return n, e.expiresAt, nil
+}
+
+// counterRecords is the change a counter_add of delta at key makes, keeping
+// the entry's expiry, and the new sum; overflow is refused.
+func (s *cacheStore) counterRecords(key string, delta int64, nowMs uint64) (int64, []wire.CacheRecord, error) {
+	cur, expires, err := s.counter(key, nowMs)
+	if err != nil {
+		return 0, nil, err
+	}
+	if (delta > 0 && cur > math.MaxInt64-delta) || (delta < 0 && cur < math.MinInt64-delta) {
+		return 0, nil, cacheErr(wire.CacheErrOverflow, "counter %s: %d + %d overflows int64", key, cur, delta)
+	}
+	sum := cur + delta
+	val := strconv.AppendInt(nil, sum, 10)
+	recs := []wire.CacheRecord{{Op: wire.CacheOpCounter, ExpiresAt: expires, Key: []byte(key), Value: val}}
+	return sum, s.withVictims(recs, key, int64(len(key)+len(val))), nil
+}
+
+// apply applies one record of a change ordered now, at revision rev.
+func (s *cacheStore) apply(r wire.CacheRecord, rev, nowMs uint64) {
+	key := string(r.Key)
+	if r.Op == wire.CacheOpDelete {
+		s.delete(key, nowMs)
+		return
+	}
+	s.set(key, r.Value, r.ExpiresAt, rev, r.Op == wire.CacheOpCounter)
+}
+
+// replay applies one record read back from the log at offset rev while
+// rebuilding: a record that has expired by now is a delete. r.Value may
+// alias the log's mapping, so it is copied.
+func (s *cacheStore) replay(r wire.CacheRecord, rev, nowMs uint64) {
+	key := string(r.Key)
+	if r.Op == wire.CacheOpDelete || (r.ExpiresAt != 0 && r.ExpiresAt <= nowMs) {
+		s.delete(key, nowMs)
+		return
+	}
+	s.set(key, slices.Clone(r.Value), r.ExpiresAt, rev, r.Op == wire.CacheOpCounter)
+}
+
+// liveRecords is the store as a compacted log: one record per entry, least
+// recently used first, so that replaying them restores the LRU order.
+func (s *cacheStore) liveRecords() []wire.CacheRecord {
+	out := make([]wire.CacheRecord, 0, len(s.entries))
+	for e := s.head.prev; e != &s.head; e = e.prev {
+		rec := wire.CacheRecord{Op: wire.CacheOpPut, ExpiresAt: e.expiresAt, Key: []byte(e.key), Value: e.value}
+		if e.counter {
+			rec.Op = wire.CacheOpCounter
+		}
+		out = append(out, rec)
+	}
+	return out
 }

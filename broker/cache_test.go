@@ -34,7 +34,7 @@ func openCache(t testing.TB, h *harness, name string) *client.Cache {
 	return k
 }
 
-// DESIGN.md §3 cache: put / get / delete per key; delete then get misses.
+// docs/design.md, "Semantics", cache: put / get / delete per key; delete then get misses.
 func TestCachePutGetDelete(t *testing.T) {
 	h := startCacheBroker(t, broker.Config{}, cacheSpec("c"))
 	ctx := ctxT(t, 10*time.Second)
@@ -64,7 +64,7 @@ func TestCachePutGetDelete(t *testing.T) {
 	require.False(t, existed)
 }
 
-// DESIGN.md §3 cache TTL: a value is served until its TTL runs out, then
+// docs/design.md, "Semantics", cache TTL: a value is served until its TTL runs out, then
 // never again.
 func TestCacheTTLExpiry(t *testing.T) {
 	h := startCacheBroker(t, broker.Config{}, cacheSpec("c"))
@@ -86,7 +86,7 @@ func TestCacheTTLExpiry(t *testing.T) {
 	require.True(t, found)
 }
 
-// DESIGN.md §3 counter: add returns the new sum in one round trip; get
+// docs/design.md, "Semantics", counter: add returns the new sum in one round trip; get
 // reads it; absent reads 0; a non-counter value and overflow are refused.
 func TestCounters(t *testing.T) {
 	h := startCacheBroker(t, broker.Config{}, cacheSpec("c"))

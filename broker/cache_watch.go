@@ -150,12 +150,7 @@ func (c *cache) rebuild(now uint64) error {
 		if err := wire.DecodeCacheRecord(sr.Payload, &rec); err != nil {
 			return fmt.Errorf("%s offset %d: %w", l.Dir(), sr.Offset, err)
 		}
-		key := string(rec.Key)
-		if rec.Op == wire.CacheOpDelete || (rec.ExpiresAt != 0 && rec.ExpiresAt <= now) {
-			c.mu.store.delete(key, now)
-			continue
-		}
-		c.mu.store.set(key, slices.Clone(rec.Value), rec.ExpiresAt, sr.Offset, rec.Op == wire.CacheOpCounter)
+		c.mu.store.replay(rec, sr.Offset, now)
 	}
 	if n := c.mu.store.trim(); n > 0 {
 		c.b.log.Warn("cache: log holds more than the bounds allow; evicted", "cache", c.spec.String(), "entries", n)

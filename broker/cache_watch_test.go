@@ -16,7 +16,7 @@ import (
 	"github.com/felixmq/felix/wire"
 )
 
-// DESIGN.md §3 watch: 50 concurrent watchers of one key (on 5 connections)
+// docs/design.md, "Semantics", watch: 50 concurrent watchers of one key (on 5 connections)
 // each see every put in order, or an exact gap count: received + reported
 // dropped = puts, with values and revisions strictly increasing.
 func TestWatch50WatchersSeeEveryPutInOrder(t *testing.T) {
@@ -85,7 +85,7 @@ func expectWatchSequence(ctx context.Context, w *client.Watch, puts int) error {
 	return nil
 }
 
-// DESIGN.md §3 watch with the current value first: under concurrent puts,
+// docs/design.md, "Semantics", watch with the current value first: under concurrent puts,
 // the snapshot is followed by exactly the later changes, no gap and no
 // duplicate, in a durable on_commit cache as in an ephemeral one.
 func TestWatchCurrentThenChangesNoGapNoDuplicate(t *testing.T) {

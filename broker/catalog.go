@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/felixmq/felix/segment"
 )
 
 // catalogFile lists the durable streams and caches of a data directory, so that a
@@ -34,39 +36,12 @@ func loadCatalog(dir string) (catalog, error) {
 	return c, nil
 }
 
-// saveCatalog replaces the catalog atomically: write a temporary file, sync
-// it, rename it over the old one, sync the directory.
-func saveCatalog(dir string, c catalog) error {
+// saveCatalog replaces the catalog atomically and durably, through fsys
+// (the storage's file system, so fault injection reaches it too).
+func saveCatalog(fsys segment.FS, dir string, c catalog) error {
 	raw, err := json.MarshalIndent(c, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	tmp := filepath.Join(dir, catalogFile+".tmp")
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(raw)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, filepath.Join(dir, catalogFile))
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return segment.WriteFileAtomic(fsys, filepath.Join(dir, catalogFile), raw)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/felixmq/felix/auth"
 	"github.com/felixmq/felix/cluster"
 	"github.com/felixmq/felix/wire"
 )
@@ -23,15 +24,15 @@ var (
 	// cannot be forwarded (a subscribe, an already forwarded publish, or
 	// a broker without a Forwarder). The error names the owner.
 	ErrNotOwner = errors.New("not_owner")
-	// ErrOwnerUnavailable: the shard's owner is not live (a durable shard
-	// waits for its owner, whose disk holds its data) or could not be
-	// reached. The publish was not acked and not applied anywhere else.
-	ErrOwnerUnavailable = errors.New("owner_unavailable")
+	// ErrOwnerUnavailable is cluster.ErrOwnerUnavailable, which the
+	// forwarder (built on the client, so it cannot import the broker) wraps
+	// too.
+	ErrOwnerUnavailable = cluster.ErrOwnerUnavailable
 )
 
 // Forwarder sends a publish for a shard this broker does not own to its
 // owner. cmd/felix-broker gives the broker one built on the client package
-// (internal/forward), authenticated with the node credential.
+// (client/forward), authenticated with the node credential.
 type Forwarder interface {
 	// Forward sends payloads to shard s on owner, marked as forwarded so
 	// that the owner never forwards them again. It copies payloads before
@@ -273,8 +274,8 @@ type nodePrincipal string
 
 func (p nodePrincipal) Tenant() string    { return string(p) }
 func (p nodePrincipal) Expiry() time.Time { return time.Time{} }
-func (p nodePrincipal) Check(a Action, resource string) error {
-	if a == ActionPublish {
+func (p nodePrincipal) Check(a auth.Action, resource string) error {
+	if a == auth.ActionPublish {
 		return nil
 	}
 	return fmt.Errorf("%w: the node credential only forwards publishes, not %s on %s", ErrForbidden, a, resource)

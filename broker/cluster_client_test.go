@@ -56,7 +56,7 @@ func forwarded(nodes []*clusterNode) uint64 {
 	return n
 }
 
-// TestClusterClientLearnsOwnersFromAcks: DESIGN.md section 2 "Cluster":
+// TestClusterClientLearnsOwnersFromAcks: docs/design.md, "Data paths", Cluster:
 // the first publish per shard goes to the bootstrap broker, which forwards
 // it and names the owner; every later one goes straight to the owner, so
 // forwarding stops after one publish per non-owned shard.

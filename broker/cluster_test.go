@@ -16,12 +16,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/felixmq/felix/broker"
+	"github.com/felixmq/felix/broker/brokertest"
 	"github.com/felixmq/felix/client"
+	"github.com/felixmq/felix/client/forward"
 	"github.com/felixmq/felix/cluster"
 	"github.com/felixmq/felix/internal/devtls"
-	"github.com/felixmq/felix/internal/forward"
 	"github.com/felixmq/felix/segment"
-	"github.com/felixmq/felix/udp"
 	"github.com/felixmq/felix/wire"
 )
 
@@ -51,31 +51,15 @@ func startClusterCfg(t testing.TB, ids []string, streams []broker.StreamSpec, da
 	clientTLS := &tls.Config{RootCAs: pool}
 	var nodes []*clusterNode
 	for _, id := range ids {
-		pc, err := udp.Listen("udp", "127.0.0.1:0", udp.Config{})
-		require.NoError(t, err)
 		fw := forward.New(forward.Config{TLS: clientTLS, Token: "node-secret"})
 		cfg := base
-		cfg.TLS = &tls.Config{Certificates: []tls.Certificate{cert.TLS}}
-		cfg.ListenAddrs = []string{pc.LocalAddr().String()}
 		cfg.NodeID, cfg.Forwarder, cfg.NodeToken = id, fw, "node-secret"
 		if dataDir {
 			cfg.DataDir = t.TempDir()
 		}
-		b, err := broker.New(cfg)
-		require.NoError(t, err)
-		for _, s := range streams {
-			require.NoError(t, b.CreateStream(s))
-		}
-		h := &harness{b: b, addr: pc.LocalAddr().String(), clientTLS: clientTLS, served: make(chan error, 1)}
-		go func() { h.served <- b.Serve(pc) }()
-		<-b.Listening()
-		t.Cleanup(func() {
-			fw.Close()
-			require.NoError(t, b.Close())
-			<-h.served
-			pc.Close()
-		})
-		nodes = append(nodes, &clusterNode{id: id, b: b, h: h, dataDir: cfg.DataDir})
+		h := serve(t, cfg, brokertest.Options{Streams: streams, Cert: cert})
+		t.Cleanup(func() { fw.Close() }) // before the broker closes
+		nodes = append(nodes, &clusterNode{id: id, b: h.b, h: h, dataDir: cfg.DataDir})
 	}
 	return nodes, clientTLS
 }
@@ -101,7 +85,7 @@ func assign(version int64, ms []cluster.Member, k broker.StreamKey, durable bool
 
 var quad = broker.StreamSpec{StreamKey: broker.StreamKey{Tenant: "t1", Namespace: "default", Stream: "quad"}, Shards: 4}
 
-// TestClusterForwardsOnceAndNamesOwner: DESIGN.md section 2 "Cluster": a
+// TestClusterForwardsOnceAndNamesOwner: docs/design.md, "Data paths", Cluster: a
 // publish to a non-owner is forwarded once, acked by the owner, and the ack
 // names the owner, in the binary and JSON encodings; the event reaches the
 // owner's subscribers.

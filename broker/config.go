@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/felixmq/felix/fanout"
+	"github.com/felixmq/felix/internal/netaddr"
 	"github.com/felixmq/felix/segment"
 	"github.com/felixmq/felix/wire"
 )
@@ -103,9 +104,9 @@ type Config struct {
 	// client connections unless ConnStatsInterval is set: with a tracer
 	// quic-go builds an event for every packet sent and received (we keep
 	// a handful), which is a large share of the broker's CPU (see
-	// docs/BENCHMARKS.md, issue 5). Without it /debug/felix/stats still has
-	// quic-go's ConnectionStats (RTT, bytes, packets, losses) but no path
-	// MTU, congestion, ECN or PTO state.
+	// docs/BENCHMARKS.md, "The per-packet tracer"). Without it
+	// /debug/felix/stats still has quic-go's ConnectionStats (RTT, bytes,
+	// packets, losses) but no path MTU, congestion, ECN or PTO state.
 	NoConnTrace bool
 	// NodeID is this broker's cluster member id: in the placement given to
 	// SetPlacement, the shards assigned to NodeID are this broker's.
@@ -194,7 +195,7 @@ func (c Config) validate() error {
 			return fmt.Errorf("%w: the dev verifier needs ListenAddrs to prove they are loopback", ErrInvalidConfig)
 		}
 		for _, a := range c.ListenAddrs {
-			if !isLoopback(a) {
+			if !netaddr.Loopback(a) {
 				return fmt.Errorf("%w: listener %s is not loopback and no auth is configured: "+
 					"the dev verifier accepts any token, so it is allowed only on loopback", ErrInvalidConfig, a)
 			}

@@ -338,3 +338,6 @@ func (ct *control) binaryAckedPublish(flags wire.Flags, payload []byte) bool {
 	}
 	return true
 }
+
+// broker is the broker this stream's connection belongs to.
+func (ct *control) broker() *Broker { return ct.c.b }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/quic-go/quic-go"
 
+	"github.com/felixmq/felix/auth"
 	"github.com/felixmq/felix/fanout"
 	"github.com/felixmq/felix/wire"
 )
@@ -23,7 +24,7 @@ func (ct *control) requireCap(bit wire.Flags, what string) bool {
 // rosterScope checks the tenant and the action on the roster, and the
 // names. A refusal is sent here; keep=false means the stream ends
 // (authorisation), keep=true that it goes on.
-func (ct *control) rosterScope(tenant, ns, name string, action Action) (r *roster, keep bool) {
+func (ct *control) rosterScope(tenant, ns, name string, action auth.Action) (r *roster, keep bool) {
 	k := rosterKey{Tenant: tenant, Namespace: ns, Roster: name}
 	if err := validateRosterKey(k); err != nil {
 		ct.fail(err.Error())
@@ -33,14 +34,14 @@ func (ct *control) rosterScope(tenant, ns, name string, action Action) (r *roste
 		ct.fail(err.Error())
 		return nil, false
 	}
-	return ct.c.b.rosters.get(k), true
+	return ct.broker().rosters.get(k), true
 }
 
 func (ct *control) rosterJoin(m *wire.RosterJoin) bool {
 	if !ct.requireCap(wire.CapRoster, "roster_join") {
 		return true
 	}
-	r, keep := ct.rosterScope(m.TenantID, m.Namespace, m.Roster, ActionRosterJoin)
+	r, keep := ct.rosterScope(m.TenantID, m.Namespace, m.Roster, auth.ActionRosterJoin)
 	if r == nil {
 		return keep
 	}
@@ -67,7 +68,7 @@ func (ct *control) rosterLeave(m *wire.RosterLeave) bool {
 	if !ct.requireCap(wire.CapRoster, "roster_leave") {
 		return true
 	}
-	r, keep := ct.rosterScope(m.TenantID, m.Namespace, m.Roster, ActionRosterJoin)
+	r, keep := ct.rosterScope(m.TenantID, m.Namespace, m.Roster, auth.ActionRosterJoin)
 	if r == nil {
 		return keep
 	}
@@ -91,19 +92,19 @@ func (ct *control) rosterWatch(m *wire.RosterWatch) bool {
 	if !ct.requireCap(wire.CapRoster, "roster_watch") {
 		return true
 	}
-	r, keep := ct.rosterScope(m.TenantID, m.Namespace, m.Roster, ActionRosterWatch)
+	r, keep := ct.rosterScope(m.TenantID, m.Namespace, m.Roster, auth.ActionRosterWatch)
 	if r == nil {
 		return keep
 	}
 	// Roster changes are applied under the roster lock, so a watcher queue
 	// must never make them wait: DropNew whatever the broker's policy.
-	q, err := fanout.NewQueue(fanout.Config{Capacity: ct.c.b.cfg.Queue.Capacity, Policy: fanout.DropNew})
+	q, err := fanout.NewQueue(fanout.Config{Capacity: ct.broker().cfg.Queue.Capacity, Policy: fanout.DropNew})
 	if err != nil {
 		ct.fail(err.Error())
 		return true
 	}
 	ctx, cancel := context.WithCancel(ct.c.ctx)
-	w := &rosterWatch{id: ct.c.b.nextSubID.Add(1), r: r, conn: ct.c, queue: q, ctx: ctx, cancel: cancel}
+	w := &rosterWatch{id: ct.broker().nextSubID.Add(1), r: r, conn: ct.c, queue: q, ctx: ctx, cancel: cancel}
 	if err := ct.c.addExtra(w.id, w); err != nil {
 		cancel()
 		q.Close()

@@ -27,11 +27,11 @@
 //
 // Lock order: shard.mu, then fanout queue locks (taken inside fanout).
 // Registry.mu is never held while a shard lock is taken. Rosters:
-// rosterSet.mu, then roster.mu, then fanout queue locks. Queues:
-// groupSet.mu, then queueGroup.mu, then shard.mu (the tail); a shard only
+// rosterSet.mu, then roster.mu, then fanout queue locks. Consumer groups:
+// groupSet.mu, then groupShard.mu, then shard.mu (the tail); a shard only
 // signals a group's channel, never takes its lock. conn.mu is a leaf.
 //
-// Rosters (roster.go) and consumer-group queues (queue_group.go) are
+// Rosters (roster.go) and consumer groups (group_*.go, the "queue" messages) are
 // Felix-Go additions behind capability bits 0x0100 and 0x0200; their
 // design comments say how the snapshot meets the changes without a gap and
 // how a record is out to at most one member at a time.

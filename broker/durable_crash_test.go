@@ -353,7 +353,7 @@ func crashSeed(t *testing.T) uint64 {
 	return rand.Uint64()
 }
 
-// DESIGN.md §3 durability, issue 4: a writer killed with SIGKILL at random
+// docs/design.md, "Semantics", durability: a writer killed with SIGKILL at random
 // moments, 200 times against one directory in on_commit mode, never loses
 // an acknowledged record, and recovery always yields contiguous offsets
 // whose contents are exactly what was written. In periodic and never modes

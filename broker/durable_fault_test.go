@@ -53,7 +53,7 @@ func faultCases() []faultCase {
 // faultPayload is the payload of the i-th record a fault test writes.
 func faultPayload(i uint64) []byte { return seq(i, 8+int(i%200)) }
 
-// DESIGN.md §7 (a failed sync is terminal), at the join of broker/durable.go:
+// docs/design.md, "Storage" (a failed sync is terminal), at the join of broker/durable.go:
 // under each injected disk failure, with on_commit and four concurrent
 // writers appending and reserving under one lock, nothing is acknowledged
 // (done(nil)) that the crash image does not hold; once the failure hits,
@@ -204,7 +204,7 @@ func requireAckedInCrashImage(t *testing.T, fsys *faultFS, dir, imageDir string,
 	t.Logf("acked %d records; crash image holds %d", len(acked), len(found))
 }
 
-// DESIGN.md §7 through the broker: when the disk fails under an on_commit
+// docs/design.md, "Storage", through the broker: when the disk fails under an on_commit
 // stream, no publish is acked that the crash image lacks, subscribers never
 // receive a record whose sync failed, every later publish is refused with
 // the broker's error (not a hang), and Close returns the failure.
@@ -374,6 +374,7 @@ type faultOp string
 const (
 	opOpen        faultOp = "open"
 	opRemove      faultOp = "remove"
+	opRename      faultOp = "rename"
 	opWrite       faultOp = "write"
 	opTruncate    faultOp = "truncate"
 	opSync        faultOp = "sync"     // fsync of a file
@@ -494,6 +495,24 @@ func (f *faultFS) Remove(name string) error {
 	f.mu.Lock()
 	delete(f.mu.image, filepath.Clean(name))
 	f.mu.Unlock()
+	return nil
+}
+
+// Rename implements segment.FS. The renamed file keeps its crash image.
+func (f *faultFS) Rename(oldpath, newpath string) error {
+	if err := f.check(opRename, oldpath); err != nil {
+		return err
+	}
+	if err := f.inner.Rename(oldpath, newpath); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	oldpath, newpath = filepath.Clean(oldpath), filepath.Clean(newpath)
+	if b, ok := f.mu.image[oldpath]; ok {
+		f.mu.image[newpath] = b
+		delete(f.mu.image, oldpath)
+	}
 	return nil
 }
 

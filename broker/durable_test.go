@@ -16,7 +16,7 @@ func durableSpec(name, fsync string) broker.StreamSpec {
 	return broker.StreamSpec{StreamKey: broker.StreamKey{Tenant: "t1", Namespace: "default", Stream: name}, Shards: 1, Durable: true, Fsync: fsync}
 }
 
-// DESIGN.md §3 durability: acked on_commit records survive a restart; the
+// docs/design.md, "Semantics", durability: acked on_commit records survive a restart; the
 // restarted broker reopens the stream from its data directory's catalog and
 // a subscriber from earliest replays them in order.
 func TestDurableStreamSurvivesRestart(t *testing.T) {

@@ -10,17 +10,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/felixmq/felix/broker"
+	"github.com/felixmq/felix/broker/brokertest"
 	"github.com/felixmq/felix/client"
-	"github.com/felixmq/felix/internal/devtls"
-	"github.com/felixmq/felix/udp"
 )
 
-// harness is a broker serving real QUIC on 127.0.0.1 in this process.
+// harness is a broker serving real QUIC on 127.0.0.1 in this process
+// (brokertest), under the names these tests use.
 type harness struct {
 	b         *broker.Broker
 	addr      string
 	clientTLS *tls.Config
-	served    chan error
+	bt        *brokertest.Broker
 }
 
 var demo = broker.StreamSpec{StreamKey: broker.StreamKey{Tenant: "t1", Namespace: "default", Stream: "demo"}, Shards: 1}
@@ -37,52 +37,21 @@ func startBroker(t testing.TB, cfg broker.Config, streams ...broker.StreamSpec) 
 // data directory's catalog reopens); its cleanup requires a clean Close.
 func serveBroker(t testing.TB, cfg broker.Config, streams ...broker.StreamSpec) *harness {
 	t.Helper()
-	return serve(t, cfg, true, streams...)
+	return serve(t, cfg, brokertest.Options{Streams: streams})
 }
 
 // serveFaultyBroker is serveBroker for a broker whose Close is expected to
 // fail: the test closes it and checks the error; the cleanup only makes sure.
 func serveFaultyBroker(t testing.TB, cfg broker.Config, streams ...broker.StreamSpec) *harness {
 	t.Helper()
-	return serve(t, cfg, false, streams...)
+	return serve(t, cfg, brokertest.Options{Streams: streams, CloseMayFail: true})
 }
 
-func serve(t testing.TB, cfg broker.Config, cleanClose bool, streams ...broker.StreamSpec) *harness {
+func serve(t testing.TB, cfg broker.Config, opts brokertest.Options) *harness {
 	t.Helper()
-	cert, err := devtls.SelfSigned()
-	require.NoError(t, err)
-	pool, err := devtls.Pool(cert.PEM)
-	require.NoError(t, err)
-	// The broker's default packet conn, as felix-broker serves on it.
-	pc, err := udp.Listen("udp", "127.0.0.1:0", udp.Config{})
-	require.NoError(t, err)
-	cfg.TLS = &tls.Config{Certificates: []tls.Certificate{cert.TLS}}
 	applyBenchTrace(&cfg)
-	cfg.ListenAddrs = []string{pc.LocalAddr().String()}
-	b, err := broker.New(cfg)
-	require.NoError(t, err)
-	for _, s := range streams {
-		require.NoError(t, b.CreateStream(s))
-	}
-	h := &harness{b: b, addr: pc.LocalAddr().String(), clientTLS: &tls.Config{RootCAs: pool}, served: make(chan error, 1)}
-	go func() { h.served <- b.Serve(pc) }()
-	<-b.Listening()
-	t.Cleanup(func() {
-		err := b.Close()
-		if cleanClose {
-			require.NoError(t, err)
-		}
-		select {
-		case err := <-h.served:
-			if cleanClose {
-				require.NoError(t, err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Error("Serve did not return after Close")
-		}
-		pc.Close()
-	})
-	return h
+	bt := brokertest.Start(t, cfg, opts)
+	return &harness{b: bt.Broker, addr: bt.Addr, clientTLS: bt.ClientTLS, bt: bt}
 }
 
 func (h *harness) dial(t testing.TB) *client.Client {

@@ -14,7 +14,7 @@ import (
 	"github.com/felixmq/felix/fanout"
 )
 
-// Issue 3 acceptance (b), DESIGN.md §3 "a slow subscriber never slows the
+// docs/design.md, "Semantics": "a slow subscriber never slows the
 // publisher or its neighbours": 10 subscribers with queue 64 under drop_new,
 // 2 of them sleeping 5 ms per event. The 8 fast ones receive everything; for
 // each slow one delivered + reported-dropped equals published exactly. The

@@ -119,7 +119,7 @@ func sendOn(ctx context.Context, qc *quic.Conn, frame []byte) (gotError bool, er
 	return bytes.Contains(reply, []byte(`"type":"error"`)) || bytes.Contains(reply, []byte(`_error"`)), nil
 }
 
-// Issue 3 acceptance (c): 1,000 malformed frames on live connections are each
+// Bad input is contained: 1,000 malformed frames on live connections are each
 // answered with an error or a stream close; other connections keep
 // publishing and receiving; no goroutine or buffer leaks.
 func TestMalformedFramesDoNotDisturbOtherConnections(t *testing.T) {

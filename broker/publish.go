@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/felixmq/felix/auth"
 	"github.com/felixmq/felix/fanout"
-
 	"github.com/felixmq/felix/wire"
 )
 
@@ -34,7 +34,7 @@ func newPublisher(c *conn, streamID int64) publisher {
 }
 
 // resolve checks tenant and permission and finds the stream.
-func (p *publisher) resolve(k StreamKey, action Action) (*stream, error) {
+func (p *publisher) resolve(k StreamKey, action auth.Action) (*stream, error) {
 	if k.Tenant != p.principal.Tenant() {
 		return nil, errTenantMismatch
 	}
@@ -76,7 +76,7 @@ func (p *publisher) publish(k StreamKey, key []byte, shard int, payloads [][]byt
 		b.inflight.Add(-1)
 		return ErrDraining
 	}
-	st, err := p.resolve(k, ActionPublish)
+	st, err := p.resolve(k, auth.ActionPublish)
 	if err != nil {
 		b.inflight.Add(-1)
 		return err

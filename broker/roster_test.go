@@ -42,7 +42,7 @@ func rosterState(ctx context.Context, t *testing.T, w *client.RosterWatch, state
 	}
 }
 
-// DESIGN.md §3 roster: a late joiner's state (snapshot, then deltas) equals
+// docs/design.md, "Semantics", roster: a late joiner's state (snapshot, then deltas) equals
 // the true set, while joins and leaves from several connections race the
 // watch's registration.
 func TestRosterLateJoinerStateEqualsTrueSet(t *testing.T) {
@@ -117,7 +117,7 @@ func TestRosterLateJoinerStateEqualsTrueSet(t *testing.T) {
 	}
 }
 
-// DESIGN.md §3 roster: members leave by themselves when the connection
+// docs/design.md, "Semantics", roster: members leave by themselves when the connection
 // that joined them closes; the watcher sees the leaves.
 func TestRosterAutoLeaveOnConnectionClose(t *testing.T) {
 	h := startBroker(t, broker.Config{})
@@ -165,7 +165,7 @@ func TestRosterBadInputKeepsConnection(t *testing.T) {
 
 func fanoutCap(n int) fanout.Config { return fanout.Config{Capacity: n} }
 
-// DESIGN.md §6: new operations are gated by capability bits. A client that
+// docs/design.md, "Compatibility": new operations are gated by capability bits. A client that
 // did not advertise 0x0100 / 0x0200 gets a precise error, not replies it
 // cannot parse, and its stream goes on.
 func TestRosterAndQueueNeedTheirCapability(t *testing.T) {

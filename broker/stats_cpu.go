@@ -16,8 +16,8 @@ import (
 
 // cpuStats reads the CPU account of this process (per OS thread, exited
 // threads in the process totals) and of the machine (/proc/stat). It is
-// optional instrumentation (DESIGN.md section 1: cpuprofile must not be
-// required to run the broker): on failure, non-Linux systems included, it
+// optional instrumentation (docs/design.md, "Packages": cpuprofile must
+// not be required to run the broker): on failure, non-Linux systems included, it
 // returns no snapshot and the reason, and Stats carries the reason instead.
 func cpuStats() (*cpuprofile.Snapshot, string) {
 	s, err := cpuprofile.TakeSnapshot(0)

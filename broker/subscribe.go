@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/felixmq/felix/auth"
 	"github.com/felixmq/felix/fanout"
 	"github.com/felixmq/felix/wire"
 )
@@ -25,7 +26,7 @@ func (ct *control) subscribe(m *wire.Subscribe) bool {
 		return true
 	}
 	k := streamKey(m.TenantID, m.Namespace, m.Stream)
-	if err := ct.authorize(k.Tenant, ActionSubscribe, streamResource(k)); err != nil {
+	if err := ct.authorize(k.Tenant, auth.ActionSubscribe, streamResource(k)); err != nil {
 		ct.fail(err.Error())
 		return false
 	}

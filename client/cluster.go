@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/felixmq/felix/cluster"
+	"github.com/felixmq/felix/controlplane/api"
 )
 
 // ClusterConfig configures a ClusterClient.
@@ -20,7 +21,7 @@ type ClusterConfig struct {
 	// (its acks then name the owner).
 	Bootstrap []string
 	// ControlPlaneURL, when set, is followed for the placement with a
-	// cluster.Watcher authenticated with ControlPlaneToken (any valid Felix
+	// api.Watcher authenticated with ControlPlaneToken (any valid Felix
 	// token of the cluster; empty: Config.Token or TokenFunc), so that
 	// shards route to their owner from the first publish and re-route when
 	// they move.
@@ -33,7 +34,7 @@ type ClusterConfig struct {
 
 // ClusterClient routes each shard's publishes and subscribes to the broker
 // that owns it. It learns owners from the placement (SetPlacement, or a
-// cluster.Watcher feeding it) and from acks that name the owner, keeps one
+// api.Watcher feeding it) and from acks that name the owner, keeps one
 // Client per broker, and re-routes when the placement changes, when a
 // broker answers not_owner, or when an owner's connection fails.
 //
@@ -48,7 +49,7 @@ type ClusterConfig struct {
 // of the calls that made them, while its owner stays the same.
 type ClusterClient struct {
 	cfg     ClusterConfig
-	watcher *cluster.Watcher // nil without ControlPlaneURL
+	watcher *api.Watcher // nil without ControlPlaneURL
 	mu      struct {
 		sync.Mutex
 		clients   map[string]*Client // by broker QUIC address
@@ -96,7 +97,7 @@ func (cc *ClusterClient) follow(cfg ClusterConfig) error {
 	if token == "" {
 		token, tokenFunc = cfg.Token, cfg.TokenFunc
 	}
-	w, err := cluster.NewWatcher(cluster.WatcherConfig{URL: cfg.ControlPlaneURL, Token: token, TokenFunc: tokenFunc, Logger: cfg.Logger,
+	w, err := api.NewWatcher(api.WatcherConfig{URL: cfg.ControlPlaneURL, Token: token, TokenFunc: tokenFunc, Logger: cfg.Logger,
 		OnChange: func(x *cluster.Index) { cc.setIndex(x) }})
 	if err != nil {
 		cc.Close()

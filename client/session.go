@@ -70,8 +70,8 @@ func (s *session) wrap(err error) error {
 
 // watch is the Client's watchdog: it logs connection statistics every
 // ConnStatsInterval and replaces a session whose path stalled. quic-go has
-// no black-hole detection and never lowers a live connection's packet size,
-// so the cure is a new connection. Probe timeouts and silence also come
+// no black-hole detection and never lowers a live connection's packet size
+// (docs/design.md, "Transport"), so the cure is a new connection. Probe timeouts and silence also come
 // from a machine too busy to run either end, which a new connection does
 // not cure (and a redial would end the session's streams), so the watchdog
 // redials only where a black hole can exist (not on a path that is
@@ -81,18 +81,14 @@ func (c *Client) watch() {
 	t := time.NewTicker(stallCheck)
 	defer t.Stop()
 	var (
-		lastLog   time.Time
-		watched   *session
-		lastRecv  uint64
-		quiet     int // checks in a row in which nothing arrived from the broker
-		heardAt   time.Time
-		probedAt  time.Time
-		lastCheck = time.Now()
+		lastLog time.Time
+		watched *session
+		look    stallWatch
 	)
 	for {
 		s := c.session()
 		if s != watched {
-			watched, lastRecv, quiet, heardAt = s, 0, 0, time.Now()
+			watched, look = s, stallWatch{heardAt: time.Now()}
 		}
 		select {
 		case <-c.stop:
@@ -102,30 +98,57 @@ func (c *Client) watch() {
 				return // the broker or the network ended it: nothing to redial
 			}
 		case now := <-t.C:
-			starved := now.Sub(lastCheck) > 2*stallCheck
-			lastCheck = now
 			snap := s.stats.Snapshot()
 			if iv := c.cfg.ConnStatsInterval; iv > 0 && now.Sub(lastLog) >= iv {
 				lastLog = now
 				c.logStats(s, snap)
 			}
-			// A black hole also silences the peer, whose replies and acks
-			// are as large as ours or wait on ours. A busy broker still
-			// sends.
-			if recv := c.received(s); recv != lastRecv || starved {
-				lastRecv, quiet, heardAt = recv, 0, now
-			} else {
-				quiet++
-			}
-			if now.Sub(heardAt) >= probeAfter && now.Sub(probedAt) >= probeAfter {
-				probedAt = now
+			probe, stalled := look.look(now, c.received(s), udp.Stalled(snap))
+			if probe {
 				s.probe()
 			}
-			if c.cfg.BlackHoleCooldown > 0 && !c.guaranteed && udp.Stalled(snap) && quiet >= stallQuietChecks {
+			if c.cfg.BlackHoleCooldown > 0 && !c.guaranteed && stalled {
 				c.redial(s, snap)
 			}
 		}
 	}
+}
+
+// stallWatch is the watchdog's decision, one look per stallCheck, as a
+// pure core: when to probe a silent broker and when the path counts as
+// stalled. Probe timeouts alone also come from a peer starved of CPU; a
+// black hole also silences the peer, whose replies and acks are as large
+// as ours or wait on ours, while a busy broker still sends. So a stall is
+// probe timeouts (udp.Stalled) with nothing received for stallQuietChecks
+// looks in a row. A look that comes late (more than two stallChecks after
+// the one before) shows this process was starved of CPU, and a starved
+// client cannot judge the path: it counts as hearing from the broker. The
+// zero value has heard nothing yet; set heardAt to when the session
+// started.
+type stallWatch struct {
+	lastRecv uint64
+	quiet    int // looks in a row in which nothing arrived from the broker
+	heardAt  time.Time
+	probedAt time.Time
+	lastLook time.Time
+}
+
+// look takes what has arrived from the broker so far and whether probe
+// timeouts say the path stalled, and says whether to send a liveness probe
+// and whether the session stalled.
+func (w *stallWatch) look(now time.Time, received uint64, ptoStalled bool) (probe, stalled bool) {
+	starved := !w.lastLook.IsZero() && now.Sub(w.lastLook) > 2*stallCheck
+	w.lastLook = now
+	if received != w.lastRecv || starved {
+		w.lastRecv, w.quiet, w.heardAt = received, 0, now
+	} else {
+		w.quiet++
+	}
+	if now.Sub(w.heardAt) >= probeAfter && now.Sub(w.probedAt) >= probeAfter {
+		w.probedAt = now
+		probe = true
+	}
+	return probe, ptoStalled && w.quiet >= stallQuietChecks
 }
 
 // received counts what arrived from the broker: quic-go's processed

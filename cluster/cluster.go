@@ -1,25 +1,10 @@
 // Package cluster holds what several brokers share about each other: the
-// live members and which member owns each shard (the placement). The
-// control plane computes and stores it; brokers and ClusterClient read it.
-//
-// HTTP contract (control plane, JSON, errors as the rest of its API):
-//
-//	POST /v1/members                {"id","quic_addr","admin_addr"}
-//	     → 200 {"member":Member,"lease_ttl_ms":N}
-//	     Registers (or re-registers) a broker under a lease of lease_ttl_ms.
-//	     Requires a Felix token with the "node" permission.
-//	POST /v1/members/{id}/keepalive [{"load":[{tenant,namespace,stream,shard,bytes_per_s}...]}]
-//	     → 200 {"lease_ttl_ms":N}; 404 when the lease has lapsed (the
-//	     broker registers again). The optional body reports the publish
-//	     rate of each shard the broker owns; placement uses it the next time
-//	     a member or stream change recomputes it, never by itself.
-//	DELETE /v1/members/{id}         graceful leave.
-//	GET  /v1/members                → {"members":[Member...]} (live only)
-//	GET  /v1/placement[?after=V&wait_ms=N]
-//	     → Placement. With after, long-polls until Version > after or
-//	     wait_ms passes (then 200 with the current placement).
-//	     Readable with any valid Felix token of the cluster (brokers use the
-//	     node credential, ClusterClient the user's token).
+// live members and which member owns each shard (the placement), the pure
+// function that computes a placement (Place) and its index for lookups per
+// publish (Index). The control plane computes and stores the placement;
+// brokers and ClusterClient read it. It does no I/O: the HTTP bodies of
+// membership and placement, and the clients that register a broker and
+// follow the placement (Agent, Watcher), are in controlplane/api.
 //
 // Placement rules: every shard of every stream is assigned to one member;
 // balanced by shard count (max-min <= 1 over live members when nothing
@@ -51,6 +36,13 @@ type Shard struct {
 
 func (s Shard) String() string {
 	return fmt.Sprintf("%s/%s/%s#%d", s.Tenant, s.Namespace, s.Stream, s.Shard)
+}
+
+// ShardLoad is one owned shard's observed publish rate, as its owner
+// reports it with each keepalive.
+type ShardLoad struct {
+	Shard
+	BytesPerSec int64 `json:"bytes_per_s"`
 }
 
 // Assignment gives one shard its owner (a Member.ID).

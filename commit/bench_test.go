@@ -50,7 +50,7 @@ func BenchmarkOnCommit(b *testing.B) {
 
 // BenchmarkOnCommitPageCache runs the same loop with a Sync that does
 // nothing: the ceiling set by CPU, the append lock and the callbacks, which
-// DESIGN.md section 7 says durable throughput should approach.
+// durable throughput should approach (docs/design.md, "Storage").
 func BenchmarkOnCommitPageCache(b *testing.B) {
 	for _, conc := range []int{1, 8, 64} {
 		b.Run(fmt.Sprintf("concurrency=%d", conc), func(b *testing.B) {

@@ -8,8 +8,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestConfigZeroValueIsTheDocumentedDefault proves STYLE.md 4 for this
-// package: periodic every 250 ms (DESIGN.md section 3), no coalescing delay.
+// TestConfigZeroValueIsTheDocumentedDefault: the zero Config is the
+// documented default (docs/design.md, "House style"): periodic every 250 ms
+// ("Semantics", durability), no coalescing delay.
 func TestConfigZeroValueIsTheDocumentedDefault(t *testing.T) {
 	c := Config{Syncer: &fakeLog{}}.withDefaults()
 	require.Equal(t, Periodic, c.Mode)

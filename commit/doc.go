@@ -24,13 +24,13 @@
 //     callback may wait for a Block subscriber's queue without stalling the
 //     disk; up to four synced batches queue behind it). The broker does its post-commit half
 //     (replay-ring append, fanout, ack) in them, so disk order = cursor order
-//     = delivery order (felix-upstream.md 1.2, "commit sequencer").
+//     = delivery order, as in the published Felix's commit sequencer.
 //   - Terminal failure: the first failed Sync is recorded before any callback
 //     can observe it; from then on every pending and future reservation
 //     completes with an error wrapping [ErrSyncFailed] and the cause, no
 //     sync is retried (after a failed fdatasync the kernel may have dropped
-//     the dirty pages), and Flush, Close and Err report it (DESIGN.md
-//     section 7).
+//     the dirty pages), and Flush, Close and Err report it (docs/design.md,
+//     "Storage").
 //   - [Stats]: syncs, sync errors, completed reservations and records, and
 //     power-of-two [Histogram]s of records per sync, waiters per sync and
 //     sync latency. The broker exports them; this package imports no metrics
@@ -38,7 +38,7 @@
 //
 // # What it must not do
 //
-// From DESIGN.md section 1: commit must not know about streams, and commit/
+// From docs/design.md, "Floors": commit must not know about streams, and commit/
 // and segment/ never import each other. It syncs whatever implements
 // [Syncer]; the broker joins a segment.Log to a Sequencer. It performs no I/O
 // of its own.

@@ -3,7 +3,7 @@ package commit
 import "fmt"
 
 // Mode says when the sequencer syncs and what a completed reservation means.
-// The zero value is Periodic, the documented default (DESIGN.md section 3).
+// The zero value is Periodic, the documented default (docs/design.md, "Semantics").
 type Mode uint8
 
 const (

@@ -15,8 +15,8 @@ import (
 )
 
 // TestOnCommitDoneOnlyAfterASyncThatCoversTheReservation proves the
-// on_commit contract (DESIGN.md section 3, "an on_commit ack means the
-// record survives kill -9"): done never runs before a Sync that began after
+// on_commit contract (docs/design.md, "Semantics": "an on_commit ack means
+// the record survives kill -9"): done never runs before a Sync that began after
 // the range was reserved has returned, and a range reserved while a sync runs
 // waits for the next one.
 func TestOnCommitDoneOnlyAfterASyncThatCoversTheReservation(t *testing.T) {
@@ -50,8 +50,8 @@ func TestOnCommitDoneOnlyAfterASyncThatCoversTheReservation(t *testing.T) {
 	})
 }
 
-// TestOnCommitOneSyncCoversManyWaiters proves group commit (DESIGN.md
-// section 7, "one sync serves every waiter staged before it"): while a sync
+// TestOnCommitOneSyncCoversManyWaiters proves group commit (docs/design.md,
+// "Storage": "one sync serves every waiter staged before it"): while a sync
 // runs, 50 reservations accumulate, and the next single sync releases all 50.
 func TestOnCommitOneSyncCoversManyWaiters(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -114,7 +114,7 @@ func TestOnCommitMaxDelayCoalescesIntoOneSync(t *testing.T) {
 	})
 }
 
-// TestSyncFailureIsTerminal proves DESIGN.md section 7 ("a failed sync is
+// TestSyncFailureIsTerminal proves docs/design.md, "Storage" ("a failed sync is
 // terminal ... it never acks what it could not make durable"), in every
 // mode: the reservations the failed sync was to cover and every later one
 // complete with ErrSyncFailed wrapping the cause, no done(nil) follows, no
@@ -274,7 +274,7 @@ func TestFlushSyncsAndWaitsInEveryMode(t *testing.T) {
 }
 
 // TestCloseCompletesEverythingIsIdempotentAndStopsTheGoroutine proves the
-// goroutine-ownership rule (STYLE.md 7): Close makes the final sync,
+// goroutine-ownership rule (docs/design.md, "House style"): Close makes the final sync,
 // completes every staged reservation exactly once, refuses new ones, can be
 // called again (concurrently too), and leaves no goroutine behind.
 func TestCloseCompletesEverythingIsIdempotentAndStopsTheGoroutine(t *testing.T) {
@@ -317,8 +317,8 @@ func TestCloseCompletesEverythingIsIdempotentAndStopsTheGoroutine(t *testing.T) 
 }
 
 // TestConcurrentReservationsCompleteOnceInOrderNeverConcurrently is the
-// stress test for the commit-sequencer contract (felix-upstream.md 1.2:
-// post-flush work in disk-offset order): 64 writers reserve under a shared
+// stress test for the commit-sequencer contract (post-flush work in
+// disk-offset order): 64 writers reserve under a shared
 // append lock and wait; every done runs exactly once, in offset order, one
 // at a time, and in OnCommit only after its range is durable. Run it with
 // -race.

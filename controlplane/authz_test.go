@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/felixmq/felix/controlplane/api"
 )
 
 // With no Authorizer configured, every protected endpoint refuses: the
@@ -52,7 +54,7 @@ func TestBootstrapAuthorizer(t *testing.T) {
 			require.NoError(t, err)
 			r := reply{status: resp.StatusCode, body: readAll(t, resp)}
 			require.Equal(t, http.StatusUnauthorized, r.status, r.body)
-			var e ErrorBody
+			var e api.ErrorBody
 			r.decode(t, &e)
 			require.Equal(t, "unauthenticated", e.Code)
 			require.Equal(t, tc.want, e.Message)

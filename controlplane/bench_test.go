@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"testing"
+
+	"github.com/felixmq/felix/controlplane/api"
 )
 
 // benchInstance serves a fresh control plane over real HTTP on backend b.
@@ -50,7 +52,7 @@ func BenchmarkChangesPage(b *testing.B) {
 			in.follow(b) // starts the etcd tail before the history is written
 			var revs []int64
 			for i := range 1000 {
-				var s Stream
+				var s api.Stream
 				in.mustDo(b, http.StatusCreated, "POST", streamsURL, fmt.Sprintf(`{"stream":"s%d"}`, i)).decode(b, &s)
 				revs = append(revs, s.Revision)
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/felixmq/felix/auth"
 	"github.com/felixmq/felix/cluster"
+	"github.com/felixmq/felix/controlplane/api"
 )
 
 // clusterAuthPlane is a control plane with an operator tenant "ops" and a
@@ -56,7 +57,7 @@ func TestClusterNodeCredential(t *testing.T) {
 	p := newClusterAuthPlane(t)
 	r := p.mintNode(t, p.boot, testToken, "broker-1")
 	require.Equal(t, http.StatusOK, r.status, r.body)
-	var node ExchangeResponse
+	var node api.ExchangeResponse
 	r.decode(t, &node)
 	require.WithinDuration(t, time.Now().Add(15*time.Minute), node.ExpiresAt, time.Minute)
 	require.Equal(t, http.StatusUnauthorized, p.mintNode(t, p.main, testToken, "broker-1").status, "the bootstrap token works on its listener only")
@@ -98,7 +99,7 @@ func TestClusterPlacementScopedToTenant(t *testing.T) {
 	p.boot.register(t, "b1")
 	all := p.boot.awaitPlacement(t, 5*time.Second, func(p cluster.Placement) bool { return len(p.Assignments) == 6 })
 
-	var node ExchangeResponse
+	var node api.ExchangeResponse
 	p.mintNode(t, p.boot, testToken, "b1").decode(t, &node)
 	user, _, err := p.tokens.minter.Mint("t1", "alice", []auth.Permission{{Action: auth.ActionPublish, Resource: "t1/ns/s"}})
 	require.NoError(t, err)

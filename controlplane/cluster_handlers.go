@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/felixmq/felix/cluster"
+	"github.com/felixmq/felix/controlplane/api"
 )
 
 // Resources the cluster endpoints authorize on.
@@ -48,7 +49,7 @@ func (s *Server) memberRequest(r *http.Request) (MemberStore, string, error) {
 	return pl.members, id, ValidName("id", id)
 }
 
-func validMember(m cluster.RegisterRequest) error {
+func validMember(m api.RegisterRequest) error {
 	if err := ValidName("id", m.ID); err != nil {
 		return err
 	}
@@ -78,7 +79,7 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req cluster.RegisterRequest
+	var req api.RegisterRequest
 	if err := s.decodeBody(w, r, &req); err != nil {
 		return err
 	}
@@ -90,18 +91,18 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, cluster.RegisterResponse{Member: m, LeaseTTLMS: ttl.Milliseconds()})
+	return writeJSON(w, http.StatusOK, api.RegisterResponse{Member: m, LeaseTTLMS: ttl.Milliseconds()})
 }
 
 // keepAlive handles POST /v1/members/{id}/keepalive. Its body, a
-// cluster.KeepAliveRequest, is optional: brokers that report no load send
+// api.KeepAliveRequest, is optional: brokers that report no load send
 // none.
 func (s *Server) keepAlive(w http.ResponseWriter, r *http.Request) error {
 	ms, id, err := s.memberRequest(r)
 	if err != nil {
 		return err
 	}
-	var req cluster.KeepAliveRequest
+	var req api.KeepAliveRequest
 	body := bufio.NewReader(r.Body)
 	if _, err := body.Peek(1); err == nil {
 		r.Body = io.NopCloser(body) // the server closes the original
@@ -116,7 +117,7 @@ func (s *Server) keepAlive(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, cluster.KeepAliveResponse{LeaseTTLMS: ttl.Milliseconds()})
+	return writeJSON(w, http.StatusOK, api.KeepAliveResponse{LeaseTTLMS: ttl.Milliseconds()})
 }
 
 // leave handles DELETE /v1/members/{id}.
@@ -128,7 +129,7 @@ func (s *Server) leave(w http.ResponseWriter, r *http.Request) error {
 	if err := ms.Leave(r.Context(), id); err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, cluster.LeaveResponse{ID: id})
+	return writeJSON(w, http.StatusOK, api.LeaveResponse{ID: id})
 }
 
 // listMembers handles GET /v1/members.
@@ -141,7 +142,7 @@ func (s *Server) listMembers(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, cluster.MembersResponse{Members: members})
+	return writeJSON(w, http.StatusOK, api.MembersResponse{Members: members})
 }
 
 // placement handles GET /v1/placement[?after=V&wait_ms=N]. Without after it

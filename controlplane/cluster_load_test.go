@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/felixmq/felix/cluster"
+	"github.com/felixmq/felix/controlplane/api"
 )
 
 // The store keeps each member's last load report: a report replaces the
@@ -95,7 +96,7 @@ func TestClusterLoadReportsSteerPlacement(t *testing.T) {
 		}
 		require.Len(t, cShards, 4)
 		for id, r := range reports {
-			raw, err := json.Marshal(cluster.KeepAliveRequest{Load: r})
+			raw, err := json.Marshal(api.KeepAliveRequest{Load: r})
 			require.NoError(t, err)
 			in.mustDo(t, http.StatusOK, "POST", "/v1/members/"+id+"/keepalive", string(raw))
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/felixmq/felix/cluster"
+	"github.com/felixmq/felix/controlplane/api"
 )
 
 // newClusterInstance serves st with the bootstrap token and a placer
@@ -26,9 +27,9 @@ func newClusterInstance(t testing.TB, st Store, lease time.Duration) *instance {
 	return in
 }
 
-func (in *instance) register(t testing.TB, id string) cluster.RegisterResponse {
+func (in *instance) register(t testing.TB, id string) api.RegisterResponse {
 	t.Helper()
-	var resp cluster.RegisterResponse
+	var resp api.RegisterResponse
 	body := fmt.Sprintf(`{"id":%q,"quic_addr":"127.0.0.1:7%03d"}`, id, len(id))
 	in.mustDo(t, http.StatusOK, "POST", "/v1/members", body).decode(t, &resp)
 	return resp
@@ -77,15 +78,15 @@ func TestClusterMembersAPI(t *testing.T) {
 		reg := in.register(t, "b1")
 		require.Equal(t, cluster.Member{ID: "b1", QUICAddr: "127.0.0.1:7002", Live: true}, reg.Member)
 		require.Equal(t, int64(2000), reg.LeaseTTLMS)
-		var ka cluster.KeepAliveResponse
+		var ka api.KeepAliveResponse
 		in.mustDo(t, http.StatusOK, "POST", "/v1/members/b1/keepalive", "").decode(t, &ka)
 		require.Equal(t, int64(2000), ka.LeaseTTLMS)
-		var ms cluster.MembersResponse
+		var ms api.MembersResponse
 		in.mustDo(t, http.StatusOK, "GET", "/v1/members", "").decode(t, &ms)
 		require.Equal(t, []cluster.Member{reg.Member}, ms.Members)
 
 		in.mustDo(t, http.StatusOK, "DELETE", "/v1/members/b1", "")
-		var e ErrorBody
+		var e api.ErrorBody
 		in.mustDo(t, http.StatusNotFound, "POST", "/v1/members/b1/keepalive", "").decode(t, &e)
 		require.Equal(t, "not_found", e.Code)
 		require.Contains(t, e.Message, "register again")

@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/felixmq/felix/controlplane/api"
 )
 
 // FuzzCreateStreamBody feeds arbitrary bodies to the create-stream
@@ -39,7 +41,7 @@ func FuzzCreateStreamBody(f *testing.F) {
 		srv.ServeHTTP(w, httptest.NewRequest("POST", streamsURL, strings.NewReader(body)))
 		switch w.Code {
 		case http.StatusCreated:
-			var s Stream
+			var s streamRes
 			if err := json.Unmarshal(w.Body.Bytes(), &s); err != nil {
 				t.Fatalf("201 with a body that is not a stream: %v", err)
 			}
@@ -48,7 +50,7 @@ func FuzzCreateStreamBody(f *testing.F) {
 				t.Fatalf("created a stream validation refuses: %v (%+v)", err, s)
 			}
 		case http.StatusBadRequest, http.StatusConflict, http.StatusRequestEntityTooLarge:
-			var e ErrorBody
+			var e api.ErrorBody
 			if err := json.Unmarshal(w.Body.Bytes(), &e); err != nil || e.Code == "" || e.Message == "" ||
 				e.RequestID != w.Header().Get(RequestIDHeader) {
 				t.Fatalf("error body %q is not a complete ErrorBody (%v)", w.Body.String(), err)

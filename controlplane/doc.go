@@ -3,10 +3,14 @@
 // never skips an entry, and a long-poll watch through which brokers learn of
 // changes within a second.
 //
-// It owns (DESIGN.md section 1): the API, its validation and error format,
-// the Store interface with an in-memory backend (the default) and an etcd
-// backend for clusters, brokers' membership and the shard placement. It must not sit on the data path, and it must not
-// import broker/ or client/: brokers reach it over HTTP.
+// It owns (docs/design.md, "Packages"): the server of the API, its
+// validation and error mapping, the Store interface with an in-memory
+// backend (the default) and an etcd backend for clusters, brokers'
+// membership and the shard placement. The request and response bodies are
+// controlplane/api's, shared with every client; the store speaks them too
+// (Kind, Ref, Op and Change are the API's). It must not sit on the data
+// path, and it must not import broker/ or client/: brokers reach it over
+// HTTP.
 //
 // # The changes feed
 //

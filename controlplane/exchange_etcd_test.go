@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/felixmq/felix/controlplane/api"
 )
 
 // Two control planes on one etcd mint with the same tenant keys: a token
@@ -23,7 +25,7 @@ func TestEtcdExchangeSharedKeys(t *testing.T) {
 	// The feed is read from this test's first revision on: the etcd server
 	// is shared by the package's tests, and its history before may already
 	// be compacted (cursor 0 then answers 410 resync).
-	var before Snapshot
+	var before api.Snapshot
 	require.NoError(t, json.Unmarshal([]byte(a.boot.mustDo(t, http.StatusOK, "GET", "/v1/snapshot", "").body), &before))
 	a.boot.mustDo(t, http.StatusCreated, "POST", "/v1/tenants", idp.tenantBody("t1", idp.URL))
 
@@ -33,7 +35,7 @@ func TestEtcdExchangeSharedKeys(t *testing.T) {
 
 	r := b.main.doToken(t, "POST", "/v1/tenants/t1/keys/rotate", "", tok.Token)
 	require.Equal(t, http.StatusOK, r.status, r.body)
-	var rot RotateResponse
+	var rot api.RotateResponse
 	r.decode(t, &rot)
 	var set struct{ Keys []struct{ Kid string } }
 	require.NoError(t, json.Unmarshal([]byte(a.main.do(t, "GET", "/v1/tenants/t1/.well-known/jwks.json", "").body), &set))

@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/felixmq/felix/auth"
 	"github.com/stretchr/testify/require"
+
+	"github.com/felixmq/felix/auth"
+	"github.com/felixmq/felix/controlplane/api"
 )
 
 // authPlane is a control plane as cmd/felix-controlplane runs it: one
@@ -49,11 +51,11 @@ func (p *authPlane) exchange(t testing.TB, tenant, idpToken string, actions ...s
 	return p.main.doToken(t, http.MethodPost, "/v1/token/exchange", string(body), "")
 }
 
-func (p *authPlane) mustExchange(t testing.TB, tenant, idpToken string) ExchangeResponse {
+func (p *authPlane) mustExchange(t testing.TB, tenant, idpToken string) api.ExchangeResponse {
 	t.Helper()
 	r := p.exchange(t, tenant, idpToken)
 	require.Equal(t, http.StatusOK, r.status, r.body)
-	var out ExchangeResponse
+	var out api.ExchangeResponse
 	r.decode(t, &out)
 	require.NotEmpty(t, out.Token)
 	require.WithinDuration(t, time.Now().Add(15*time.Minute), out.ExpiresAt, time.Minute)
@@ -73,13 +75,13 @@ func brokerVerifier(t testing.TB, cpURL string) *auth.Verifier {
 }
 
 func errorCode(t testing.TB, r reply) string {
-	var e ErrorBody
+	var e api.ErrorBody
 	r.decode(t, &e)
 	require.NotEmpty(t, e.RequestID)
 	return e.Code
 }
 
-// The Done-when path of issue 8 on the control plane's side: a real IdP
+// The token exchange end to end on the control plane's side: a real IdP
 // (RSA key without alg, RS256), exchange, broker-style verification from
 // the JWKS served over HTTP, permissions by role.
 func TestExchangeRealIdPPermissionsByRole(t *testing.T) {
@@ -111,7 +113,7 @@ func TestExchangeRealIdPPermissionsByRole(t *testing.T) {
 	// Narrowing to requested actions; a role that earns nothing is forbidden.
 	n := p.exchange(t, "t1", idp.token(t, "alice", []string{"Felix.Writer"}, nil), "stream.subscribe")
 	require.Equal(t, http.StatusOK, n.status, n.body)
-	var nr ExchangeResponse
+	var nr api.ExchangeResponse
 	n.decode(t, &nr)
 	nc, err := v.Verify(ctx, "t1", nr.Token)
 	require.NoError(t, err)
@@ -181,7 +183,7 @@ func TestKeyRotationKeepsOldTokens(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, rr.status, rr.body)
 	rr = p.main.doToken(t, "POST", "/v1/tenants/t1/keys/rotate", "", admin.Token)
 	require.Equal(t, http.StatusOK, rr.status, rr.body)
-	var rot RotateResponse
+	var rot api.RotateResponse
 	rr.decode(t, &rot)
 
 	after := p.mustExchange(t, "t1", idp.token(t, "alice", []string{"Felix.Writer"}, nil))

@@ -2,18 +2,13 @@ package controlplane
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
-)
 
-// Snapshot is the whole state at one revision.
-type Snapshot struct {
-	Revision   int64       `json:"revision"`
-	Tenants    []Tenant    `json:"tenants"`
-	Namespaces []Namespace `json:"namespaces"`
-	Streams    []Stream    `json:"streams"`
-	Caches     []Cache     `json:"caches"`
-}
+	"github.com/felixmq/felix/controlplane/api"
+)
 
 // resourceFeed is the feed's resource: the snapshot and changes span every
 // tenant.
@@ -27,17 +22,17 @@ func (s *Server) snapshot(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	snap := Snapshot{Revision: rev, Tenants: []Tenant{}, Namespaces: []Namespace{}, Streams: []Stream{}, Caches: []Cache{}}
+	snap := api.Snapshot{Revision: rev, Tenants: []api.Tenant{}, Namespaces: []api.Namespace{}, Streams: []api.Stream{}, Caches: []api.Cache{}}
 	for _, it := range items {
 		switch it.Kind {
 		case KindTenant:
-			err = appendItem(&snap.Tenants, it)
+			err = appendItem(&snap.Tenants, it, func(v *api.Tenant) *int64 { return &v.Revision })
 		case KindNamespace:
-			err = appendItem(&snap.Namespaces, it)
+			err = appendItem(&snap.Namespaces, it, func(v *api.Namespace) *int64 { return &v.Revision })
 		case KindStream:
-			err = appendItem(&snap.Streams, it)
+			err = appendItem(&snap.Streams, it, func(v *api.Stream) *int64 { return &v.Revision })
 		case KindCache:
-			err = appendItem(&snap.Caches, it)
+			err = appendItem(&snap.Caches, it, func(v *api.Cache) *int64 { return &v.Revision })
 		}
 		if err != nil {
 			return err
@@ -46,28 +41,15 @@ func (s *Server) snapshot(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, snap)
 }
 
-func appendItem[T any, P interface {
-	*T
-	resource
-}](dst *[]T, it Item) error {
-	p, err := decodeItem[T, P](it)
-	if err != nil {
-		return err
+// appendItem decodes a stored resource onto dst with the store's revision.
+func appendItem[T any](dst *[]T, it Item, revision func(*T) *int64) error {
+	var v T
+	if err := json.Unmarshal(it.Value, &v); err != nil {
+		return fmt.Errorf("controlplane: stored %s is not valid: %w", it.Ref, err)
 	}
-	*dst = append(*dst, *p)
+	*revision(&v) = it.Revision
+	*dst = append(*dst, v)
 	return nil
-}
-
-// ChangesPage is the answer to GET /v1/changes.
-type ChangesPage struct {
-	Changes []Change `json:"changes"`
-	// Truncated says the limit cut the page short: more changes follow.
-	Truncated bool `json:"truncated"`
-	// NextCursor is the cursor of the next request: the revision of the
-	// last change returned, or the request's cursor if there was none.
-	NextCursor int64 `json:"next_cursor"`
-	// Revision is the newest revision the store knew when it answered.
-	Revision int64 `json:"revision"`
 }
 
 // changes serves a page of the feed. With wait, an empty page is held
@@ -109,7 +91,7 @@ func (s *Server) changes(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := ChangesPage{Changes: publicChanges(page.Changes), Truncated: page.Truncated, NextCursor: cursor, Revision: page.Revision}
+	out := api.ChangesPage{Changes: publicChanges(page.Changes), Truncated: page.Truncated, NextCursor: cursor, Revision: page.Revision}
 	// The cursor advances past hidden changes too, or a reader whose
 	// next change is hidden would be answered the same empty page forever.
 	if n := len(page.Changes); n > 0 {

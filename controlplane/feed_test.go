@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/felixmq/felix/controlplane/api"
 )
 
 // The feed never skips: paging with a small limit from a snapshot's
@@ -20,17 +22,17 @@ func TestFeedPagesNeverSkip(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, open func(testing.TB) Store) {
 		in := newBootstrapInstance(t, open(t))
 		in.seed(t)
-		var snap Snapshot
+		var snap api.Snapshot
 		in.mustDo(t, 200, "GET", "/v1/snapshot", "").decode(t, &snap)
 		require.Len(t, snap.Tenants, 1)
 		require.Len(t, snap.Namespaces, 1)
 		var want []int64
 		for i := range 10 {
-			var s Stream
+			var s api.Stream
 			in.mustDo(t, 201, "POST", streamsURL, fmt.Sprintf(`{"stream":"s%d"}`, i)).decode(t, &s)
 			want = append(want, s.Revision)
 		}
-		var d Deleted
+		var d api.Deleted
 		in.mustDo(t, 200, "DELETE", streamsURL+"/s3", "").decode(t, &d)
 		want = append(want, d.Revision)
 
@@ -52,7 +54,7 @@ func TestFeedPagesNeverSkip(t *testing.T) {
 		}
 		require.Equal(t, want, revisions(got))
 		require.Equal(t, OpDeleted, got[len(got)-1].Op)
-		require.Equal(t, Ref{KindStream, "t1/ns/s3"}, got[len(got)-1].Ref)
+		require.Equal(t, Ref{Kind: KindStream, Path: "t1/ns/s3"}, got[len(got)-1].Ref)
 		require.JSONEq(t, `{"tenant":"t1","namespace":"ns","stream":"s0","shards":1,"durable":false}`, string(got[0].Object))
 
 		// Caught up: an empty page keeps the cursor.
@@ -91,7 +93,7 @@ func TestFeedNeverSkipsUnderConcurrentWriters(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, open func(testing.TB) Store) {
 		in := newInstance(t, open(t), AuthorizerFunc(func(*http.Request, string, string) error { return nil }))
 		in.seed(t)
-		var snap Snapshot
+		var snap api.Snapshot
 		in.mustDo(t, 200, "GET", "/v1/snapshot", "").decode(t, &snap)
 		const writers, each = 8, 25
 		var (
@@ -136,9 +138,9 @@ func TestLongPollReturnsOnChange(t *testing.T) {
 		in := newBootstrapInstance(t, open(t))
 		in.seed(t)
 		cursor := in.follow(t)
-		got := make(chan ChangesPage, 1)
+		got := make(chan api.ChangesPage, 1)
 		go func() {
-			var p ChangesPage
+			var p api.ChangesPage
 			r := in.do(t, "GET", fmt.Sprintf("/v1/changes?cursor=%d&wait=20s", cursor), "")
 			_ = json.Unmarshal([]byte(r.body), &p)
 			got <- p
@@ -204,7 +206,7 @@ func TestResyncOnCursorOlderThanHistory(t *testing.T) {
 	}
 	for _, cursor := range []int{0, 5} {
 		r := in.mustDo(t, http.StatusGone, "GET", fmt.Sprintf("/v1/changes?cursor=%d", cursor), "")
-		var e ErrorBody
+		var e api.ErrorBody
 		r.decode(t, &e)
 		require.Equal(t, "resync", e.Code)
 		require.Equal(t, int64(11), e.Revision)

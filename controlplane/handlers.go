@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/felixmq/felix/controlplane/api"
 )
 
-// resource is what the generic handlers need of Tenant, Namespace, Stream
-// and Cache (through a pointer).
+// resource is what the generic handlers need of a tenant, namespace,
+// stream or cache (through a pointer).
 type resource interface {
 	ref() Ref
 	validate() error
@@ -19,31 +21,31 @@ type resource interface {
 	getRevision() int64
 }
 
-func (t *Tenant) bindPath([]string) error { return nil }
-func (n *Namespace) bindPath(p []string) error {
+func (t *tenantRes) bindPath([]string) error { return nil }
+func (n *namespaceRes) bindPath(p []string) error {
 	return samePath("tenant", &n.Tenant, p[0])
 }
-func (s *Stream) bindPath(p []string) error {
+func (s *streamRes) bindPath(p []string) error {
 	if err := samePath("tenant", &s.Tenant, p[0]); err != nil {
 		return err
 	}
 	return samePath("namespace", &s.Namespace, p[1])
 }
-func (c *Cache) bindPath(p []string) error {
+func (c *cacheRes) bindPath(p []string) error {
 	if err := samePath("tenant", &c.Tenant, p[0]); err != nil {
 		return err
 	}
 	return samePath("namespace", &c.Namespace, p[1])
 }
 
-func (t *Tenant) setRevision(r int64)    { t.Revision = r }
-func (n *Namespace) setRevision(r int64) { n.Revision = r }
-func (s *Stream) setRevision(r int64)    { s.Revision = r }
-func (c *Cache) setRevision(r int64)     { c.Revision = r }
-func (t *Tenant) getRevision() int64     { return t.Revision }
-func (n *Namespace) getRevision() int64  { return n.Revision }
-func (s *Stream) getRevision() int64     { return s.Revision }
-func (c *Cache) getRevision() int64      { return c.Revision }
+func (t *tenantRes) setRevision(r int64)    { t.Revision = r }
+func (n *namespaceRes) setRevision(r int64) { n.Revision = r }
+func (s *streamRes) setRevision(r int64)    { s.Revision = r }
+func (c *cacheRes) setRevision(r int64)     { c.Revision = r }
+func (t *tenantRes) getRevision() int64     { return t.Revision }
+func (n *namespaceRes) getRevision() int64  { return n.Revision }
+func (s *streamRes) getRevision() int64     { return s.Revision }
+func (c *cacheRes) getRevision() int64      { return c.Revision }
 
 // kindAPI describes one kind's endpoints.
 type kindAPI struct {
@@ -58,7 +60,7 @@ var wildcards = []string{"tenant", "namespace"}
 // pathSegments reads and validates the first n hierarchy names of the URL:
 // the parent's (n = depth-1) or the resource's own (n = depth).
 func pathSegments(r *http.Request, k Kind, n int) ([]string, error) {
-	names := append(wildcards[:k.depth()-1:k.depth()-1], string(k))
+	names := append(wildcards[:depth(k)-1:depth(k)-1], string(k))
 	segs := make([]string, 0, n)
 	for _, w := range names[:n] {
 		v := r.PathValue(w)
@@ -84,7 +86,7 @@ func create[T any, P interface {
 	resource
 }](s *Server, api kindAPI, defaults T) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		parent, err := pathSegments(r, api.kind, api.kind.depth()-1)
+		parent, err := pathSegments(r, api.kind, depth(api.kind)-1)
 		if err != nil {
 			return err
 		}
@@ -129,7 +131,7 @@ func itemURL(ref Ref) string {
 		if i > 0 {
 			b.WriteByte('/')
 		}
-		b.WriteString(kinds[i].plural() + "/" + seg)
+		b.WriteString(plural(kinds[i]) + "/" + seg)
 	}
 	return b.String()
 }
@@ -140,11 +142,11 @@ func get[T any, P interface {
 	resource
 }](s *Server, api kindAPI) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		segs, err := pathSegments(r, api.kind, api.kind.depth())
+		segs, err := pathSegments(r, api.kind, depth(api.kind))
 		if err != nil {
 			return err
 		}
-		ref := Ref{api.kind, strings.Join(segs, "/")}
+		ref := Ref{Kind: api.kind, Path: strings.Join(segs, "/")}
 		if err := s.authorize(r, api.view, resourceName(api.kind, ref.Path)); err != nil {
 			return err
 		}
@@ -180,7 +182,7 @@ func list[T any, P interface {
 	resource
 }](s *Server, api kindAPI) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		parent, err := pathSegments(r, api.kind, api.kind.depth()-1)
+		parent, err := pathSegments(r, api.kind, depth(api.kind)-1)
 		if err != nil {
 			return err
 		}
@@ -189,7 +191,7 @@ func list[T any, P interface {
 			return err
 		}
 		if len(parent) > 0 {
-			pref := Ref{Kinds[len(parent)-1], parentPath} // tenant or namespace
+			pref := Ref{Kind: Kinds[len(parent)-1], Path: parentPath} // tenant or namespace
 			if _, err := s.store.Get(r.Context(), pref); err != nil {
 				return err
 			}
@@ -206,7 +208,7 @@ func list[T any, P interface {
 			}
 			out = append(out, v)
 		}
-		return writeJSON(w, http.StatusOK, map[string]any{api.kind.plural(): out, "revision": rev})
+		return writeJSON(w, http.StatusOK, map[string]any{plural(api.kind): out, "revision": rev})
 	}
 }
 
@@ -217,21 +219,15 @@ func joinPath(parent, name string) string {
 	return parent + "/" + name
 }
 
-// Deleted is the answer to a DELETE.
-type Deleted struct {
-	Ref
-	Revision int64 `json:"revision"`
-}
-
 // remove handles DELETE on one resource.
-func (s *Server) remove(api kindAPI) handlerFunc {
+func (s *Server) remove(k kindAPI) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		segs, err := pathSegments(r, api.kind, api.kind.depth())
+		segs, err := pathSegments(r, k.kind, depth(k.kind))
 		if err != nil {
 			return err
 		}
-		ref := Ref{api.kind, strings.Join(segs, "/")}
-		if err := s.authorize(r, api.manage, resourceName(api.kind, ref.Path)); err != nil {
+		ref := Ref{Kind: k.kind, Path: strings.Join(segs, "/")}
+		if err := s.authorize(r, k.manage, resourceName(k.kind, ref.Path)); err != nil {
 			return err
 		}
 		rev, err := s.store.Delete(r.Context(), ref)
@@ -246,7 +242,7 @@ func (s *Server) remove(api kindAPI) handlerFunc {
 				s.cfg.Logger.Warn("deleting tenant keys", "request_id", requestID(r), "tenant", ref.Path, "err", err)
 			}
 		}
-		return writeJSON(w, http.StatusOK, Deleted{Ref: ref, Revision: rev})
+		return writeJSON(w, http.StatusOK, api.Deleted{Ref: ref, Revision: rev})
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/felixmq/felix/controlplane/api"
 	"github.com/felixmq/felix/internal/etcdtest"
 )
 
@@ -159,8 +160,8 @@ func (in *instance) mustDo(t testing.TB, want int, method, path, body string) re
 	return r
 }
 
-func (in *instance) changes(t testing.TB, query string) ChangesPage {
-	var p ChangesPage
+func (in *instance) changes(t testing.TB, query string) api.ChangesPage {
+	var p api.ChangesPage
 	in.mustDo(t, http.StatusOK, http.MethodGet, "/v1/changes?"+query, "").decode(t, &p)
 	return p
 }
@@ -209,7 +210,7 @@ func samplePath(pattern string) string {
 // starts, and returns the cursor to continue from. (Cursor 0 would resync
 // once a test has compacted the shared etcd.)
 func (in *instance) follow(t testing.TB) int64 {
-	var snap Snapshot
+	var snap api.Snapshot
 	in.mustDo(t, http.StatusOK, "GET", "/v1/snapshot", "").decode(t, &snap)
 	for cursor := snap.Revision; ; {
 		p := in.changes(t, fmt.Sprintf("cursor=%d&limit=1000", cursor))

@@ -14,10 +14,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/felixmq/felix/auth"
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/stretchr/testify/require"
+
+	"github.com/felixmq/felix/auth"
+	"github.com/felixmq/felix/controlplane/api"
 )
 
 var testIdPKey = sync.OnceValue(func() *rsa.PrivateKey {
@@ -96,7 +98,7 @@ func (p *testIdP) publicDER(t testing.TB) []byte {
 // writer role (publish and subscribe on every stream of namespace
 // default) and a reader role (subscribe only).
 func (p *testIdP) tenantBody(tenant, jwksURL string) string {
-	idp := TenantIdP{
+	idp := api.TenantIdP{
 		Issuer: p.issuer, JWKSURL: jwksURL, Audiences: []string{testAudience},
 		Roles: map[string][]auth.Permission{
 			"writer": {{Action: "stream.publish", Resource: tenant + "/default/*"}, {Action: "stream.subscribe", Resource: tenant + "/default/*"}},
@@ -105,6 +107,6 @@ func (p *testIdP) tenantBody(tenant, jwksURL string) string {
 		},
 		Bindings: map[string][]string{"Felix.Writer": {"writer"}, "Felix.Reader": {"reader"}, "Felix.Admin": {"admin"}},
 	}
-	b, _ := json.Marshal(Tenant{Tenant: tenant, IdP: &idp})
+	b, _ := json.Marshal(api.Tenant{Tenant: tenant, IdP: &idp})
 	return string(b)
 }

@@ -1,55 +1,16 @@
 package controlplane
 
-// Tenant is the top of the hierarchy; tokens and RBAC are per tenant.
-type Tenant struct {
-	Tenant      string `json:"tenant"`
-	DisplayName string `json:"display_name,omitempty"`
-	// IdP is the identity provider the token exchange trusts for this
-	// tenant; nil means no exchange for it.
-	IdP *TenantIdP `json:"idp,omitempty"`
-	// Revision is assigned by the store (the change that created it).
-	Revision int64 `json:"revision,omitempty"`
-}
+import "github.com/felixmq/felix/controlplane/api"
 
-// Namespace groups streams and caches inside a tenant.
-type Namespace struct {
-	Tenant      string `json:"tenant"`
-	Namespace   string `json:"namespace"`
-	DisplayName string `json:"display_name,omitempty"`
-	Revision    int64  `json:"revision,omitempty"`
-}
-
-// Stream is a stream's specification. Its JSON is the broker's StreamSpec
-// (tenant, namespace, stream, shards, durable, fsync) plus retention, so a
-// broker can register a stream from a change record as it is.
-type Stream struct {
-	Tenant    string `json:"tenant"`
-	Namespace string `json:"namespace"`
-	Stream    string `json:"stream"`
-	Shards    int    `json:"shards"`
-	Durable   bool   `json:"durable"`
-	// Fsync is the durable stream's commit mode: on_commit, periodic
-	// (the default) or never. Empty for ephemeral streams.
-	Fsync string `json:"fsync,omitempty"`
-	// RetentionBytes and RetentionMS bound each shard's log of a durable
-	// stream; 0 keeps everything.
-	RetentionBytes int64 `json:"retention_bytes,omitempty"`
-	RetentionMS    int64 `json:"retention_ms,omitempty"`
-	Revision       int64 `json:"revision,omitempty"`
-}
-
-// Cache is a key/value cache's specification.
-type Cache struct {
-	Tenant    string `json:"tenant"`
-	Namespace string `json:"namespace"`
-	Cache     string `json:"cache"`
-	Durable   bool   `json:"durable"`
-	Fsync     string `json:"fsync,omitempty"`
-	// MaxEntries and MaxBytes bound the cache; 0 means unbounded.
-	MaxEntries int64 `json:"max_entries,omitempty"`
-	MaxBytes   int64 `json:"max_bytes,omitempty"`
-	Revision   int64 `json:"revision,omitempty"`
-}
+// The resources as the generic handlers (handlers.go) see them: the API's
+// bodies with the validation, store reference and path binding of each.
+// Their JSON is the API's.
+type (
+	tenantRes    api.Tenant
+	namespaceRes api.Namespace
+	streamRes    api.Stream
+	cacheRes     api.Cache
+)
 
 // Limits of the resource fields.
 const (
@@ -116,26 +77,26 @@ func nonNegative(field string, v int64) error {
 	return nil
 }
 
-func (t *Tenant) validate() error {
+func (t *tenantRes) validate() error {
 	if err := ValidName("tenant", t.Tenant); err != nil {
 		return err
 	}
 	if t.IdP != nil {
-		if err := t.IdP.validate(t.Tenant); err != nil {
+		if err := validateIdP(t.IdP, t.Tenant); err != nil {
 			return err
 		}
 	}
 	return validDisplayName(t.DisplayName)
 }
 
-func (n *Namespace) validate() error {
+func (n *namespaceRes) validate() error {
 	if err := ValidName("namespace", n.Namespace); err != nil {
 		return err
 	}
 	return validDisplayName(n.DisplayName)
 }
 
-func (s *Stream) validate() error {
+func (s *streamRes) validate() error {
 	if err := ValidName("stream", s.Stream); err != nil {
 		return err
 	}
@@ -154,7 +115,7 @@ func (s *Stream) validate() error {
 	return nonNegative("retention_ms", s.RetentionMS)
 }
 
-func (c *Cache) validate() error {
+func (c *cacheRes) validate() error {
 	if err := ValidName("cache", c.Cache); err != nil {
 		return err
 	}
@@ -180,7 +141,11 @@ func samePath(field string, body *string, path string) error {
 	return nil
 }
 
-func (t *Tenant) ref() Ref    { return Ref{KindTenant, t.Tenant} }
-func (n *Namespace) ref() Ref { return Ref{KindNamespace, n.Tenant + "/" + n.Namespace} }
-func (s *Stream) ref() Ref    { return Ref{KindStream, s.Tenant + "/" + s.Namespace + "/" + s.Stream} }
-func (c *Cache) ref() Ref     { return Ref{KindCache, c.Tenant + "/" + c.Namespace + "/" + c.Cache} }
+func (t *tenantRes) ref() Ref    { return Ref{Kind: KindTenant, Path: t.Tenant} }
+func (n *namespaceRes) ref() Ref { return Ref{Kind: KindNamespace, Path: n.Tenant + "/" + n.Namespace} }
+func (s *streamRes) ref() Ref {
+	return Ref{Kind: KindStream, Path: s.Tenant + "/" + s.Namespace + "/" + s.Stream}
+}
+func (c *cacheRes) ref() Ref {
+	return Ref{Kind: KindCache, Path: c.Tenant + "/" + c.Namespace + "/" + c.Cache}
+}

@@ -5,13 +5,8 @@ import (
 	"net/http"
 
 	"github.com/felixmq/felix/auth"
+	"github.com/felixmq/felix/controlplane/api"
 )
-
-// NodeTokenRequest is the body of POST /v1/token/node.
-type NodeTokenRequest struct {
-	// Subject names the broker the credential is for (the token's sub).
-	Subject string `json:"subject"`
-}
 
 // nodePerms is what a node credential of tenant grants.
 func nodePerms(tenant string) []auth.Permission {
@@ -34,7 +29,7 @@ func (s *Server) mintNode(w http.ResponseWriter, r *http.Request) error {
 	// The subject, which a renewal's authorization compares, is in the
 	// body; a body that does not give one is authorized on every subject
 	// first, so that only an authorized caller learns what is wrong with it.
-	var req NodeTokenRequest
+	var req api.NodeTokenRequest
 	err := s.decodeBody(w, r, &req)
 	if err == nil {
 		err = ValidName("subject", req.Subject)
@@ -56,5 +51,5 @@ func (s *Server) mintNode(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, ExchangeResponse{Token: tok, ExpiresAt: claims.Expiry})
+	return writeJSON(w, http.StatusOK, api.ExchangeResponse{Token: tok, ExpiresAt: claims.Expiry})
 }

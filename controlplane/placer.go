@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/felixmq/felix/cluster"
+	"github.com/felixmq/felix/controlplane/api"
 )
 
 // PlacerConfig configures a Placer. The zero value is the default.
@@ -174,7 +175,7 @@ func (p *Placer) shards(ctx context.Context) ([]cluster.ShardSpec, error) {
 	}
 	var out []cluster.ShardSpec
 	for _, it := range items {
-		var s Stream
+		var s api.Stream
 		if err := json.Unmarshal(it.Value, &s); err != nil {
 			return nil, fmt.Errorf("controlplane: stored %s is not valid: %w", it.Ref, err)
 		}

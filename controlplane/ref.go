@@ -2,25 +2,38 @@ package controlplane
 
 import (
 	"strings"
+
+	"github.com/felixmq/felix/controlplane/api"
 )
 
-// Kind is a resource type.
-type Kind string
+// Kind, Ref, Op and Change are the API's (controlplane/api): the store
+// keeps and reports resources in the terms of the changes feed.
+type (
+	Kind   = api.Kind
+	Ref    = api.Ref
+	Op     = api.Op
+	Change = api.Change
+)
 
-// The resource kinds, from the top of the hierarchy down: a tenant holds
-// namespaces, a namespace holds streams and caches.
+// The resource kinds, from the top of the hierarchy down.
 const (
-	KindTenant    Kind = "tenant"
-	KindNamespace Kind = "namespace"
-	KindStream    Kind = "stream"
-	KindCache     Kind = "cache"
+	KindTenant    = api.KindTenant
+	KindNamespace = api.KindNamespace
+	KindStream    = api.KindStream
+	KindCache     = api.KindCache
+)
+
+// The operations of the changes feed.
+const (
+	OpCreated = api.OpCreated
+	OpDeleted = api.OpDeleted
 )
 
 // Kinds lists every kind in hierarchy order.
 var Kinds = []Kind{KindTenant, KindNamespace, KindStream, KindCache}
 
 // depth is the number of path segments of a kind's resources.
-func (k Kind) depth() int {
+func depth(k Kind) int {
 	switch k {
 	case KindTenant:
 		return 1
@@ -33,48 +46,39 @@ func (k Kind) depth() int {
 }
 
 // plural is the store key prefix and URL collection name of the kind.
-func (k Kind) plural() string {
+func plural(k Kind) string {
 	if k == KindCache {
 		return "caches"
 	}
 	return string(k) + "s"
 }
 
-// Ref names one resource: its kind and its path, "tenant",
-// "tenant/namespace" or "tenant/namespace/name".
-type Ref struct {
-	Kind Kind   `json:"kind"`
-	Path string `json:"key"`
-}
+// StoreKey is the key of r inside a store, relative to the store's
+// prefix: "<plural>/<path>". Names never contain '/', so a key's prefix up
+// to a '/' names exactly one parent's children.
+func StoreKey(r Ref) string { return plural(r.Kind) + "/" + r.Path }
 
-func (r Ref) String() string { return string(r.Kind) + " " + r.Path }
-
-// StoreKey is the key of the resource inside a store, relative to the
-// store's prefix: "<plural>/<path>". Names never contain '/', so a key's
-// prefix up to a '/' names exactly one parent's children.
-func (r Ref) StoreKey() string { return r.Kind.plural() + "/" + r.Path }
-
-// Parent returns the resource r lives in; tenants have none.
-func (r Ref) Parent() (Ref, bool) {
+// parentOf returns the resource r lives in; tenants have none.
+func parentOf(r Ref) (Ref, bool) {
 	switch r.Kind {
 	case KindNamespace:
 		t, _, _ := strings.Cut(r.Path, "/")
-		return Ref{KindTenant, t}, true
+		return Ref{Kind: KindTenant, Path: t}, true
 	case KindStream, KindCache:
 		i := strings.LastIndexByte(r.Path, '/')
-		return Ref{KindNamespace, r.Path[:i]}, true
+		return Ref{Kind: KindNamespace, Path: r.Path[:i]}, true
 	}
 	return Ref{}, false
 }
 
-// ChildPrefixes returns the store key prefixes under which r's children
+// childPrefixes returns the store key prefixes under which r's children
 // live; a resource with any key under them cannot be deleted.
-func (r Ref) ChildPrefixes() []string {
+func childPrefixes(r Ref) []string {
 	switch r.Kind {
 	case KindTenant:
-		return []string{KindNamespace.plural() + "/" + r.Path + "/"}
+		return []string{plural(KindNamespace) + "/" + r.Path + "/"}
 	case KindNamespace:
-		return []string{KindStream.plural() + "/" + r.Path + "/", KindCache.plural() + "/" + r.Path + "/"}
+		return []string{plural(KindStream) + "/" + r.Path + "/", plural(KindCache) + "/" + r.Path + "/"}
 	}
 	return nil
 }
@@ -83,20 +87,20 @@ func (r Ref) ChildPrefixes() []string {
 // parent ("" for tenants, "t" for namespaces, "t/ns" for streams and caches).
 func ListPrefix(kind Kind, parent string) string {
 	if parent == "" {
-		return kind.plural() + "/"
+		return plural(kind) + "/"
 	}
-	return kind.plural() + "/" + parent + "/"
+	return plural(kind) + "/" + parent + "/"
 }
 
-// ParseStoreKey is the inverse of Ref.StoreKey.
+// ParseStoreKey is the inverse of StoreKey.
 func ParseStoreKey(key string) (Ref, bool) {
-	plural, path, ok := strings.Cut(key, "/")
+	prefix, path, ok := strings.Cut(key, "/")
 	if !ok {
 		return Ref{}, false
 	}
 	for _, k := range Kinds {
-		if k.plural() == plural && strings.Count(path, "/") == k.depth()-1 {
-			return Ref{k, path}, true
+		if plural(k) == prefix && strings.Count(path, "/") == depth(k)-1 {
+			return Ref{Kind: k, Path: path}, true
 		}
 	}
 	return Ref{}, false

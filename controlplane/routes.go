@@ -29,11 +29,11 @@ func (s *Server) buildRoutes() []route {
 		add(http.MethodGet, item, g)
 		add(http.MethodDelete, item, s.remove(api))
 	}
-	crud(tenantAPI, create(s, tenantAPI, Tenant{}), get[Tenant](s, tenantAPI), list[Tenant](s, tenantAPI))
-	crud(namespaceAPI, create(s, namespaceAPI, Namespace{}), get[Namespace](s, namespaceAPI), list[Namespace](s, namespaceAPI))
+	crud(tenantAPI, create(s, tenantAPI, tenantRes{}), get[tenantRes](s, tenantAPI), list[tenantRes](s, tenantAPI))
+	crud(namespaceAPI, create(s, namespaceAPI, namespaceRes{}), get[namespaceRes](s, namespaceAPI), list[namespaceRes](s, namespaceAPI))
 	// Omitted shards means one shard; an explicit 0 is refused.
-	crud(streamAPI, create(s, streamAPI, Stream{Shards: 1}), get[Stream](s, streamAPI), list[Stream](s, streamAPI))
-	crud(cacheAPI, create(s, cacheAPI, Cache{}), get[Cache](s, cacheAPI), list[Cache](s, cacheAPI))
+	crud(streamAPI, create(s, streamAPI, streamRes{Shards: 1}), get[streamRes](s, streamAPI), list[streamRes](s, streamAPI))
+	crud(cacheAPI, create(s, cacheAPI, cacheRes{}), get[cacheRes](s, cacheAPI), list[cacheRes](s, cacheAPI))
 	add(http.MethodPost, "/v1/token/exchange", s.exchange)
 	add(http.MethodPost, "/v1/token/node", s.mintNode)
 	add(http.MethodGet, "/v1/tenants/{tenant}/.well-known/jwks.json", s.jwks)

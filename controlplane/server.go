@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/felixmq/felix/controlplane/api"
 )
 
 // Config configures a Server. The zero value is the documented default: a
@@ -191,15 +193,6 @@ func (s *Server) wrap(h handlerFunc) http.Handler {
 	})
 }
 
-// ErrorBody is every error response.
-type ErrorBody struct {
-	Code      string `json:"code"`
-	Message   string `json:"message"`
-	RequestID string `json:"request_id"`
-	// Revision is set with code "resync": the store's current revision.
-	Revision int64 `json:"revision,omitempty"`
-}
-
 // classify maps an error onto a status and an error code.
 func classify(err error) (int, string) {
 	var tooBig *http.MaxBytesError
@@ -233,7 +226,7 @@ func classify(err error) (int, string) {
 
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status, code := classify(err)
-	body := ErrorBody{Code: code, Message: err.Error(), RequestID: requestID(r)}
+	body := api.ErrorBody{Code: code, Message: err.Error(), RequestID: requestID(r)}
 	var resync *ResyncError
 	if errors.As(err, &resync) {
 		body.Revision = resync.Revision

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/felixmq/felix/controlplane/api"
 )
 
 // apiStep is one request of the API suite and what it must answer. The
@@ -113,7 +115,7 @@ func TestAPISuite(t *testing.T) {
 				require.Contains(t, r.body, s.want, s.name)
 				continue
 			}
-			var e ErrorBody
+			var e api.ErrorBody
 			r.decode(t, &e)
 			require.Equal(t, s.code, e.Code, s.name)
 			require.Contains(t, e.Message, s.want, s.name)

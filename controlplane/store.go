@@ -46,24 +46,6 @@ type Item struct {
 	Value    json.RawMessage // the resource as JSON
 }
 
-// Op is what a change did.
-type Op string
-
-// The operations of the changes feed.
-const (
-	OpCreated Op = "created"
-	OpDeleted Op = "deleted"
-)
-
-// Change is one entry of the changes feed.
-type Change struct {
-	Revision int64 `json:"revision"`
-	Op       Op    `json:"op"`
-	Ref
-	// Object is the created resource; absent for deletions.
-	Object json.RawMessage `json:"object,omitempty"`
-}
-
 // Page is one read of the changes feed.
 type Page struct {
 	Changes []Change

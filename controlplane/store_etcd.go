@@ -31,7 +31,7 @@ type EtcdConfig struct {
 
 // EtcdStore is the Store for clusters of control planes on one etcd.
 //
-// Design. Resources are JSON values under Prefix+"r/"+Ref.StoreKey(). The
+// Design. Resources are JSON values under Prefix+"r/"+StoreKey(Ref). The
 // feed's revisions are etcd mod revisions, and the feed is read with the
 // watch API from cursor+1, which replays history in revision order and
 // reports compaction (answered as a resync). Every mutation is one
@@ -86,7 +86,7 @@ func NewEtcdStore(cfg EtcdConfig) (*EtcdStore, error) {
 	return s, nil
 }
 
-func (s *EtcdStore) key(ref Ref) string { return s.resources + ref.StoreKey() }
+func (s *EtcdStore) key(ref Ref) string { return s.resources + StoreKey(ref) }
 
 // call bounds one etcd request and makes a partitioned member fail fast
 // instead of answering from a stale view.
@@ -113,7 +113,7 @@ func (s *EtcdStore) Create(ctx context.Context, ref Ref, value []byte) (int64, e
 	defer cancel()
 	key := s.key(ref)
 	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)}
-	parent, hasParent := ref.Parent()
+	parent, hasParent := parentOf(ref)
 	if hasParent {
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(s.key(parent)), ">", 0))
 	}
@@ -139,7 +139,7 @@ func (s *EtcdStore) Delete(ctx context.Context, ref Ref) (int64, error) {
 	key := s.key(ref)
 	cmps := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), ">", 0)}
 	orElse := []clientv3.Op{clientv3.OpGet(key, clientv3.WithCountOnly())}
-	for _, p := range ref.ChildPrefixes() {
+	for _, p := range childPrefixes(ref) {
 		// A compare over a range holds when every key in it does, and
 		// vacuously when the range is empty: "no children".
 		cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(s.resources+p), "=", 0).WithPrefix())

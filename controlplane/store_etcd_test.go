@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/felixmq/felix/controlplane/api"
 )
 
 func etcdStore(t testing.TB, prefix string) *EtcdStore {
@@ -45,10 +47,10 @@ func TestEtcdTwoInstancesSeeEachOther(t *testing.T) {
 		t.Logf("watcher on A learned of a stream created on B after %v", latency)
 		require.Less(t, latency, time.Second)
 		require.Equal(t, http.StatusOK, r.status, r.body)
-		var p ChangesPage
+		var p api.ChangesPage
 		r.decode(t, &p)
 		require.Len(t, p.Changes, 1)
-		require.Equal(t, Ref{KindStream, "t1/ns/watched"}, p.Changes[0].Ref)
+		require.Equal(t, Ref{Kind: KindStream, Path: "t1/ns/watched"}, p.Changes[0].Ref)
 	case <-time.After(5 * time.Second):
 		t.Fatal("watcher on A did not learn of B's stream within 5s")
 	}
@@ -89,7 +91,7 @@ func TestEtcdResyncAfterCompaction(t *testing.T) {
 	in.seed(t)
 	var revs []int64
 	for i := range 4 {
-		var s Stream
+		var s api.Stream
 		in.mustDo(t, 201, "POST", streamsURL, fmt.Sprintf(`{"stream":"c%d"}`, i)).decode(t, &s)
 		revs = append(revs, s.Revision)
 	}
@@ -97,7 +99,7 @@ func TestEtcdResyncAfterCompaction(t *testing.T) {
 	require.NoError(t, err)
 
 	r := in.mustDo(t, http.StatusGone, "GET", fmt.Sprintf("/v1/changes?cursor=%d", revs[0]), "")
-	var e ErrorBody
+	var e api.ErrorBody
 	r.decode(t, &e)
 	require.Equal(t, "resync", e.Code)
 	require.GreaterOrEqual(t, e.Revision, revs[3])
@@ -133,7 +135,7 @@ func TestEtcdTailTrimmedStillNeverSkips(t *testing.T) {
 	start := in.follow(t) // starts the tail here
 	var want []int64
 	for i := range 10 {
-		var s Stream
+		var s api.Stream
 		in.mustDo(t, 201, "POST", streamsURL, fmt.Sprintf(`{"stream":"s%d"}`, i)).decode(t, &s)
 		want = append(want, s.Revision)
 	}
@@ -155,7 +157,7 @@ func TestEtcdSnapshotStartsTail(t *testing.T) {
 	es := etcdStore(t, etcdPrefix())
 	in := newBootstrapInstance(t, es)
 	in.seed(t)
-	var snap Snapshot
+	var snap api.Snapshot
 	in.mustDo(t, http.StatusOK, "GET", "/v1/snapshot", "").decode(t, &snap)
 	for i := range 3 {
 		in.mustDo(t, http.StatusCreated, "POST", streamsURL, fmt.Sprintf(`{"stream":"s%d"}`, i))

@@ -71,16 +71,16 @@ func (s *MemoryStore) Create(_ context.Context, ref Ref, value []byte) (int64, e
 	if s.mu.closed {
 		return 0, ErrClosed
 	}
-	key := ref.StoreKey()
+	key := StoreKey(ref)
 	if _, ok := s.mu.items[key]; ok {
 		return 0, refErr(ErrExists, ref)
 	}
-	parent, hasParent := ref.Parent()
+	parent, hasParent := parentOf(ref)
 	if hasParent {
-		if _, ok := s.mu.items[parent.StoreKey()]; !ok {
+		if _, ok := s.mu.items[StoreKey(parent)]; !ok {
 			return 0, refErr(ErrParentNotFound, parent)
 		}
-		s.mu.children[parent.StoreKey()]++
+		s.mu.children[StoreKey(parent)]++
 	}
 	rev := s.mu.revision + 1
 	value = slices.Clone(value)
@@ -96,7 +96,7 @@ func (s *MemoryStore) Delete(_ context.Context, ref Ref) (int64, error) {
 	if s.mu.closed {
 		return 0, ErrClosed
 	}
-	key := ref.StoreKey()
+	key := StoreKey(ref)
 	if _, ok := s.mu.items[key]; !ok {
 		return 0, refErr(ErrNotFound, ref)
 	}
@@ -105,8 +105,8 @@ func (s *MemoryStore) Delete(_ context.Context, ref Ref) (int64, error) {
 	}
 	delete(s.mu.items, key)
 	delete(s.mu.children, key)
-	if parent, ok := ref.Parent(); ok {
-		s.mu.children[parent.StoreKey()]--
+	if parent, ok := parentOf(ref); ok {
+		s.mu.children[StoreKey(parent)]--
 	}
 	rev := s.mu.revision + 1
 	s.appendLocked(Change{Revision: rev, Op: OpDeleted, Ref: ref})
@@ -141,7 +141,7 @@ func (s *MemoryStore) Get(_ context.Context, ref Ref) (Item, error) {
 	if s.mu.closed {
 		return Item{}, ErrClosed
 	}
-	it, ok := s.mu.items[ref.StoreKey()]
+	it, ok := s.mu.items[StoreKey(ref)]
 	if !ok {
 		return Item{}, refErr(ErrNotFound, ref)
 	}
@@ -182,7 +182,7 @@ func (s *MemoryStore) Snapshot(context.Context) (int64, []Item, error) {
 }
 
 func sortItems(items []Item) {
-	slices.SortFunc(items, func(a, b Item) int { return strings.Compare(a.StoreKey(), b.StoreKey()) })
+	slices.SortFunc(items, func(a, b Item) int { return strings.Compare(StoreKey(a.Ref), StoreKey(b.Ref)) })
 }
 
 // Changes implements Store.

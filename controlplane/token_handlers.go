@@ -5,27 +5,8 @@ import (
 	"time"
 
 	"github.com/felixmq/felix/auth"
+	"github.com/felixmq/felix/controlplane/api"
 )
-
-// ExchangeRequest is the body of POST /v1/token/exchange.
-type ExchangeRequest struct {
-	Tenant   string `json:"tenant"`
-	IdPToken string `json:"idp_token"`
-	// Actions optionally narrows the minted permissions (never widens).
-	Actions []auth.Action `json:"actions,omitempty"`
-}
-
-// ExchangeResponse is the answer: a Felix token and its expiry.
-type ExchangeResponse struct {
-	Token     string    `json:"token"`
-	ExpiresAt time.Time `json:"expires_at"`
-}
-
-// RotateResponse is the answer to a key rotation.
-type RotateResponse struct {
-	Tenant string `json:"tenant"`
-	KeyID  string `json:"kid"`
-}
 
 // JWKSMaxAge is the Cache-Control max-age of a tenant JWKS: brokers learn
 // a rotation within it, and a token signed by an unknown kid makes them
@@ -66,7 +47,7 @@ func exchangeError(err error) error {
 // exchange handles POST /v1/token/exchange. It needs no bearer token: the
 // IdP token in the body is the credential.
 func (s *Server) exchange(w http.ResponseWriter, r *http.Request) error {
-	var req ExchangeRequest
+	var req api.ExchangeRequest
 	if err := s.decodeBody(w, r, &req); err != nil {
 		return err
 	}
@@ -80,7 +61,7 @@ func (s *Server) exchange(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return exchangeError(err)
 	}
-	return writeJSON(w, http.StatusOK, ExchangeResponse{Token: tok, ExpiresAt: claims.Expiry})
+	return writeJSON(w, http.StatusOK, api.ExchangeResponse{Token: tok, ExpiresAt: claims.Expiry})
 }
 
 // jwks handles GET /v1/tenants/{tenant}/.well-known/jwks.json, public like
@@ -113,7 +94,7 @@ func (s *Server) rotate(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, RotateResponse{Tenant: segs[0], KeyID: kid})
+	return writeJSON(w, http.StatusOK, api.RotateResponse{Tenant: segs[0], KeyID: kid})
 }
 
 // publicChanges drops the changes of kinds the API does not publish (the
@@ -121,7 +102,7 @@ func (s *Server) rotate(w http.ResponseWriter, r *http.Request) error {
 func publicChanges(cs []Change) []Change {
 	out := make([]Change, 0, len(cs))
 	for _, c := range cs {
-		if c.Kind.depth() > 0 {
+		if depth(c.Kind) > 0 {
 			out = append(out, c)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/felixmq/felix/auth"
+	"github.com/felixmq/felix/controlplane/api"
 )
 
 // KindTenantKeys holds a tenant's Felix signing keys, private keys
@@ -20,7 +21,7 @@ import (
 // names it.
 const KindTenantKeys Kind = "tenant_key"
 
-func tenantKeysRef(tenant string) Ref { return Ref{KindTenantKeys, tenant} }
+func tenantKeysRef(tenant string) Ref { return Ref{Kind: KindTenantKeys, Path: tenant} }
 
 // TokensConfig configures the control plane's token service.
 type TokensConfig struct {
@@ -110,7 +111,7 @@ func (t *Tokens) installLocked(tenant string, it Item) error {
 // signed with is lost; the rotation then reports a conflict. If another
 // control plane stored a set first, that one wins and is installed.
 func (t *Tokens) createKeys(ctx context.Context, tenant string) error {
-	ten, err := t.store.Get(ctx, Ref{KindTenant, tenant})
+	ten, err := t.store.Get(ctx, Ref{Kind: KindTenant, Path: tenant})
 	if err != nil {
 		return err
 	}
@@ -261,7 +262,7 @@ func (t *Tokens) PublicKey(ctx context.Context, tenant, kid string) (ed25519.Pub
 
 // syncIdP installs tenant's stored IdP configuration in the verifier.
 func (t *Tokens) syncIdP(ctx context.Context, tenant string) error {
-	it, err := t.store.Get(ctx, Ref{KindTenant, tenant})
+	it, err := t.store.Get(ctx, Ref{Kind: KindTenant, Path: tenant})
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
 			t.idp.RemoveTenant(tenant)
@@ -273,13 +274,13 @@ func (t *Tokens) syncIdP(ctx context.Context, tenant string) error {
 	if t.mu.idpRev[tenant] == it.Revision {
 		return nil
 	}
-	var ten Tenant
+	var ten api.Tenant
 	if err := json.Unmarshal(it.Value, &ten); err != nil {
 		return fmt.Errorf("controlplane: stored tenant %q: %w", tenant, err)
 	}
 	if ten.IdP == nil {
 		t.idp.RemoveTenant(tenant)
-	} else if err := t.idp.SetTenant(ten.IdP.authConfig(tenant)); err != nil {
+	} else if err := t.idp.SetTenant(idpAuthConfig(ten.IdP, tenant)); err != nil {
 		return err
 	}
 	t.mu.idpRev[tenant] = it.Revision

@@ -25,7 +25,7 @@
 //
 // # What it must not do
 //
-// Be required to run the broker (DESIGN.md section 1): every function here is
+// Be required to run the broker (docs/design.md, "Packages"): every function here is
 // optional instrumentation, and every failure is an error to log once, never
 // a reason to stop.
 //

@@ -35,8 +35,8 @@ func TestBatchConfigZeroValueIsThroughputProfileAndRejectsNegatives(t *testing.T
 	require.ErrorIs(t, err, ErrInvalidConfig)
 }
 
-// TestBatchDeadlineIsMeasuredFromFirstEvent is the design point of DESIGN.md
-// §5: with one event every 100µs and MaxDelay 250µs, each batch closes 250µs
+// TestBatchDeadlineIsMeasuredFromFirstEvent is the design point of docs/design.md,
+// "Transport": with one event every 100µs and MaxDelay 250µs, each batch closes 250µs
 // after its first event with at most three events. A wait that restarted on
 // every arrival would never expire and would hold events until 64 piled
 // up (the published Felix's 190µs → 6ms regression).

@@ -46,8 +46,8 @@ func newTestQueue(t testing.TB, cfg Config) *Queue {
 	return q
 }
 
-// TestSlowSubscriberNeverSlowsPublisherOrNeighbours proves DESIGN.md §3
-// "a slow subscriber never slows the publisher or its neighbours": one
+// TestSlowSubscriberNeverSlowsPublisherOrNeighbours proves docs/design.md,
+// "Semantics": "a slow subscriber never slows the publisher or its neighbours": one
 // publisher fans out to ten DropNew queues, two of which are never drained.
 // The publisher only paces itself on the eight healthy subscribers; it
 // finishes, the healthy ones receive every buffer in order, and the stuck

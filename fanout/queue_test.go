@@ -252,8 +252,8 @@ func TestNextReturnsContextErrorWhenCancelled(t *testing.T) {
 	})
 }
 
-// TestAccountingIsExactUnderConcurrency proves DESIGN.md §3 "drops are
-// counted, never silent" under -race: one publisher, one slow consumer,
+// TestAccountingIsExactUnderConcurrency proves docs/design.md, "Semantics":
+// drops are counted, never silent, under -race: one publisher, one slow consumer,
 // random capacities and batch sizes, every policy, with the subscriber
 // sometimes leaving (closing its queue) mid-stream. For every run the
 // consumer's delivered events plus the counted drops equal the pushed

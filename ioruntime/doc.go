@@ -27,8 +27,8 @@
 // socket isolated from application goroutines and on a known CPU (next to
 // the NIC queue's interrupt). It is not the Linux default: on the 2-core
 // machine this was built on, a locked goroutine parked in the netpoller
-// costs a thread hand-off per wake-up, and the probe in
-// reference/quic-go.md measured ~40% less throughput. With Threads == 0
+// costs a thread hand-off per wake-up, and a probe measured ~40% less
+// throughput (docs/design.md, "Transport"). With Threads == 0
 // (the default) there are no I/O threads at all: the udp conn does its
 // recvmmsg inline on quic-go's own read goroutine.
 //

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench-broker.sh [ROUNDS] — issue 3 broker benchmarks (broker/bench_test.go).
+# bench-broker.sh [ROUNDS] — pub/sub broker benchmarks (broker/bench_test.go).
 #
 # Builds the broker test binary once, then runs every benchmark case ROUNDS
 # times (default 5), each run a fresh process, and prints min/median/max of

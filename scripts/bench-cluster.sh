@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench-cluster.sh [ROUNDS] — issue 9: throughput of two brokers against one.
+# bench-cluster.sh [ROUNDS] — cluster: throughput of two brokers against one.
 #
 # Each broker runs with its own felix-loadgen in its own network namespace
 # (its own loopback and UDP stack, as on separate hosts), so the only thing

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench-durable.sh [ROUNDS] — issue 4 durable-storage benchmarks
+# bench-durable.sh [ROUNDS] — durable-storage benchmarks
 # (broker/bench_durable_test.go, and segment's BenchmarkRecoveryScan).
 #
 # Builds the broker and segment test binaries once, then runs every case

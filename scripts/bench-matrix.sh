@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench-matrix.sh [ROUNDS] — issue 6's benchmark matrix with felix-loadgen
+# bench-matrix.sh [ROUNDS] — the benchmark matrix with felix-loadgen
 # against real felix-broker processes on 127.0.0.1, watched by felixtrace.
 #
 # Four brokers are started in turn, each a fresh process with its own
@@ -9,19 +9,22 @@
 #            1->500 paced, 50 subscribers with 10 slow, publish->delivery;
 #   default  default batching: publish->delivery, ingest by publishers;
 #   durable  FELIX_DATA_DIR set: durable on_commit vs ephemeral by publishers;
-#   issue7   FELIX_DATA_DIR set, default batching: issue 7's scenarios (cache
+#   semantics FELIX_DATA_DIR set, default batching: the semantics scenarios (cache
 #            put/get, counter add, watch fanout 1/50/500, roster late joiner
 #            100/1K/10K, queue drain 0 B/256 B/4 KiB), about 3 minutes.
 # Every loadgen run does ROUNDS rounds (default 3; fresh connections, same
 # broker process) and writes its JSON; felixtrace samples the broker
 # during each phase (CPU per thread, commit batching, softirq). Charts are
 # drawn with `felix-loadgen report`. Output: $BENCH_OUT (default
-# docs/bench/<date>), a summary table on stdout. About 15 minutes.
+# out/bench/<date>, ignored by git), a summary table on stdout. About 15
+# minutes. Only the charts (*.svg) and MACHINE.txt go into docs/bench/<date>
+# when docs/BENCHMARKS.md is updated from a run; the JSON, logs and traces
+# stay out of the tree.
 set -euo pipefail
 
 rounds=${1:-3}
 root=$(cd "$(dirname "$0")/.." && pwd)
-out=${BENCH_OUT:-$root/docs/bench/$(date -u +%Y-%m-%d)}
+out=${BENCH_OUT:-$root/out/bench/$(date -u +%Y-%m-%d)}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 work=$(mktemp -d /tmp/felix-matrix.XXXXXX)
@@ -106,13 +109,13 @@ for n in 1 8 16; do
 done
 stop_broker
 
-# Issue 7. Watch rates fall with the watcher count so that one writer can
+# Semantics scenarios. Watch rates fall with the watcher count so that one writer can
 # keep its pace on a small host (the table warns when it cannot): a shared
 # 2-core host delivered ~15 K/s at 500 watchers, so that cell is 50 K
 # deliveries per round. The queue cells publish 10 K records to a fresh
 # durable on_commit stream per round.
-phase=issue7
-start_broker issue7 FELIX_DATA_DIR="$work/data7"
+phase=semantics
+start_broker semantics FELIX_DATA_DIR="$work/data-semantics"
 lg cache-putget --scenario cache --op putget --workers 1 --duration 3s --warmup 1s
 lg counter-add --scenario counter --workers 1 --keys 16 --duration 3s --warmup 1s
 lg watch-w1 --scenario watch --watchers 1 --rate 1000 --count 2000 --warmup 500ms

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench-udp.sh [ROUNDS] [BIMODAL_RUNS] — issue 5 packet-path benchmarks.
+# bench-udp.sh [ROUNDS] [BIMODAL_RUNS] — packet-path benchmarks.
 #
 # Builds the udp and broker test binaries once, then per round (default 5),
 # each case a fresh process, in an order that rotates every round:

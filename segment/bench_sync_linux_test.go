@@ -46,7 +46,7 @@ func BenchmarkSyncUnderLoad(b *testing.B) {
 // or into one whose blocks were first written with zeros. A sync that
 // reaches a block not yet written also converts its extent, which ext4
 // without a journal writes synchronously inside the fdatasync: measured
-// ~2x the sync on the VM of docs/BENCHMARKS.md (session 5).
+// ~2x the sync on the VM of docs/BENCHMARKS.md ("A sync on this VM").
 func BenchmarkSyncExtents(b *testing.B) {
 	for _, size := range []int{128, 5000} {
 		for _, zeroed := range []bool{false, true} {

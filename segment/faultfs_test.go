@@ -69,6 +69,13 @@ func (f *faultFS) Remove(name string) error {
 	return f.inner.Remove(name)
 }
 
+func (f *faultFS) Rename(oldpath, newpath string) error {
+	if err := f.check("rename", oldpath); err != nil {
+		return err
+	}
+	return f.inner.Rename(oldpath, newpath)
+}
+
 func (f *faultFS) ReadDir(dir string) ([]string, error) { return f.inner.ReadDir(dir) }
 func (f *faultFS) MkdirAll(dir string, perm os.FileMode) error {
 	return f.inner.MkdirAll(dir, perm)

@@ -20,6 +20,9 @@ type FS interface {
 	// OpenFile opens name like os.OpenFile.
 	OpenFile(name string, flag int, perm os.FileMode) (File, error)
 	Remove(name string) error
+	// Rename renames oldpath to newpath like os.Rename (atomic within one
+	// directory; WriteFileAtomic relies on it).
+	Rename(oldpath, newpath string) error
 	// ReadDir lists the names of the entries of dir.
 	ReadDir(dir string) ([]string, error)
 	MkdirAll(dir string, perm os.FileMode) error
@@ -82,6 +85,9 @@ func (OSFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
 
 // Remove implements FS.
 func (OSFS) Remove(name string) error { return os.Remove(name) }
+
+// Rename implements FS.
+func (OSFS) Rename(oldpath, newpath string) error { return os.Rename(oldpath, newpath) }
 
 // MkdirAll implements FS.
 func (OSFS) MkdirAll(dir string, perm os.FileMode) error { return os.MkdirAll(dir, perm) }

@@ -8,7 +8,7 @@ import "golang.org/x/net/ipv4"
 // source address and carried control messages.
 //
 // A batch has one owner at a time: quic-go's read goroutine (inline), or
-// the pinned reader until it queues the batch, then ReadBatch until it
+// the pinned reader until it hands the batch on, then ReadBatch until it
 // returns the batch to the free list.
 type batch struct {
 	msgs []ipv4.Message

@@ -26,7 +26,7 @@ import (
 // only: quic-go's own recvmmsg is not observable); cpu-s/GiB is the whole
 // process's getrusage user+system time, both ends included.
 func BenchmarkTransfer(b *testing.B) {
-	size := 16 << 20 // bench-smoke; the issue 5 figures use 256 MiB
+	size := 16 << 20 // bench-smoke; the recorded figures use 256 MiB
 	if os.Getenv("FELIX_BENCH_FULL") != "" {
 		size = 256 << 20
 	}

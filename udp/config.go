@@ -12,9 +12,9 @@ import (
 const DefaultSocketBufferBytes = 8 << 20
 
 const (
-	defaultBatchSize  = 16
-	defaultQueueDepth = 4
-	maxBatchSize      = 1024
+	defaultBatchSize    = 16
+	defaultHandoffDepth = 4
+	maxBatchSize        = 1024
 
 	// groBufferSize holds the largest datagram the kernel can hand over:
 	// a GRO aggregate is capped at 64 KiB (UDP's 16-bit length).
@@ -50,12 +50,12 @@ type Config struct {
 	// means 16. Each costs a 64 KiB buffer with GRO on.
 	BatchSize int
 	// Reader, when set, runs the socket reads on that pinned I/O thread and
-	// hands batches to ReadBatch through a queue of QueueDepth batches. Nil
+	// hands batches to ReadBatch through a handoff of HandoffDepth batches. Nil
 	// (FELIX_IO_RUNTIME_THREADS=0) reads inline in ReadBatch.
 	Reader *ioruntime.Thread
-	// QueueDepth is the number of batches between a pinned reader and
+	// HandoffDepth is the number of batches between a pinned reader and
 	// ReadBatch; 0 means 4. Ignored without Reader.
-	QueueDepth int
+	HandoffDepth int
 	// Logger receives the once-per-process buffer clamp warning and debug
 	// notes about offloads; nil discards.
 	Logger *slog.Logger
@@ -68,8 +68,8 @@ func (c Config) withDefaults() Config {
 	if c.BatchSize == 0 {
 		c.BatchSize = defaultBatchSize
 	}
-	if c.QueueDepth == 0 {
-		c.QueueDepth = defaultQueueDepth
+	if c.HandoffDepth == 0 {
+		c.HandoffDepth = defaultHandoffDepth
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -81,8 +81,8 @@ func (c Config) validate() error {
 	if c.BatchSize < 1 || c.BatchSize > maxBatchSize {
 		return fmt.Errorf("%w: BatchSize %d not in [1, %d]", ErrInvalidConfig, c.BatchSize, maxBatchSize)
 	}
-	if c.QueueDepth < 1 || c.QueueDepth > 64 {
-		return fmt.Errorf("%w: QueueDepth %d not in [1, 64]", ErrInvalidConfig, c.QueueDepth)
+	if c.HandoffDepth < 1 || c.HandoffDepth > 64 {
+		return fmt.Errorf("%w: HandoffDepth %d not in [1, 64]", ErrInvalidConfig, c.HandoffDepth)
 	}
 	return nil
 }

@@ -37,8 +37,8 @@ import (
 //   - direct (GRO off, inline): recvmmsg straight into quic-go's buffers;
 //   - split (GRO on, inline): recvmmsg into our 64 KiB buffers, then one
 //     segment per quic-go message; leftovers wait for the next call;
-//   - queued (Config.Reader set): a pinned reader does the recvmmsg and
-//     passes whole batches through a bounded queue; ReadBatch splits.
+//   - handoff (Config.Reader set): a pinned reader does the recvmmsg and
+//     passes whole batches through a bounded handoff; ReadBatch splits.
 //
 // Rejected: an asynchronous send queue (quic-go reuses the buffer as soon
 // as WriteMsgUDP returns and relies on its errors), and handing GRO
@@ -58,8 +58,8 @@ type Conn struct {
 
 	// cur is the split-mode batch; only ReadBatch's goroutine touches it.
 	cur *batch
-	// q is the queued-mode state; nil otherwise.
-	q *queue
+	// q is the handoff-mode state; nil otherwise.
+	q *handoff
 
 	closeOnce sync.Once
 	closing   chan struct{}
@@ -212,7 +212,7 @@ func isTimeout(err error) bool {
 }
 
 // ReadFrom reads one packet through the same path as ReadBatch (so it sees
-// GRO segments, counters and the pinned queue). quic-go does not call it.
+// GRO segments, counters and the pinned handoff). quic-go does not call it.
 func (c *Conn) ReadFrom(b []byte) (int, net.Addr, error) {
 	n, _, _, addr, err := c.ReadMsgUDP(b, nil)
 	if err != nil {
@@ -298,7 +298,7 @@ func (c *Conn) SetDeadline(t time.Time) error {
 
 // SetReadDeadline interrupts a ReadBatch blocked past t (quic-go's
 // Transport.Close uses it to stop its read loop on a conn it did not
-// create). In queued mode the deadline applies to waiting on the queue;
+// create). In handoff mode the deadline applies to waiting on the handoff;
 // the pinned reader itself runs without one.
 func (c *Conn) SetReadDeadline(t time.Time) error {
 	if c.q != nil {

@@ -199,7 +199,7 @@ func TestTransportCloseWakesReader(t *testing.T) {
 func TestConfigValidation(t *testing.T) {
 	_, err := udp.Listen("udp4", "127.0.0.1:0", udp.Config{BatchSize: -1})
 	require.True(t, errors.Is(err, udp.ErrInvalidConfig))
-	_, err = udp.Listen("udp4", "127.0.0.1:0", udp.Config{QueueDepth: 1000})
+	_, err = udp.Listen("udp4", "127.0.0.1:0", udp.Config{HandoffDepth: 1000})
 	require.ErrorIs(t, err, udp.ErrInvalidConfig)
 }
 

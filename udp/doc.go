@@ -5,7 +5,7 @@
 // counters, the per-platform MTU policy, and a connection-stats recorder
 // for quic-go's qlog events.
 //
-// It must not parse QUIC (DESIGN.md section 1): it moves datagrams and
+// It must not parse QUIC (docs/design.md, "Packages"): it moves datagrams and
 // control messages, and reads only the UDP_GRO / UDP_SEGMENT sizes.
 //
 // # How quic-go uses a Conn
@@ -43,7 +43,7 @@
 // (quic-go's read loop). Writes, Stats, deadlines and Close are safe from
 // any goroutine. With Config.Reader a pinned goroutine owned by the Conn
 // does the recvmmsg; Close stops it and waits. Locks: one mutex per Conn
-// (the queued-mode deadline) and a package sync.Once for the warning.
+// (the handoff-mode deadline) and a package sync.Once for the warning.
 //
 // # Platforms
 //

@@ -21,7 +21,7 @@ import (
 )
 
 // The fast path of quic-go needs every method of OOBCapablePacketConn, and
-// reads go through our code only with ReadBatch (reference/quic-go.md §2).
+// reads go through our code only with ReadBatch (docs/design.md, "Transport").
 var (
 	_ quic.OOBCapablePacketConn = (*udp.Conn)(nil)
 	_ interface {

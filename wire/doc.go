@@ -53,8 +53,8 @@
 //
 // # Where code and docs disagree
 //
-// The published Felix's code is followed over its docs (reference section
-// 2): request_id is a u64, not a string; subscribe is answered with
+// The published Felix's code is followed over its docs
+// (docs/protocol.md, "Deviations and choices"): request_id is a u64, not a string; subscribe is answered with
 // subscribed, not ok; cache messages carry tenant_id/namespace/cache.
 // Choices of our own:
 //

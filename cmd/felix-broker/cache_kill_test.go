@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// DESIGN.md §3 durability for caches: an on_commit put's ack means it
+// docs/design.md, "Semantics", durability for caches: an on_commit put's ack means it
 // survives kill -9. Eight writers put until the broker process is killed
 // with SIGKILL mid-stream; a broker restarted on the same data directory
 // (the cache reopened from the catalog, rebuilt from its log) has every

@@ -10,24 +10,27 @@ import (
 	"time"
 
 	"github.com/felixmq/felix/broker"
+	"github.com/felixmq/felix/client/forward"
 	"github.com/felixmq/felix/cluster"
-	"github.com/felixmq/felix/internal/forward"
+	"github.com/felixmq/felix/controlplane/api"
 	"github.com/felixmq/felix/internal/knob"
 )
 
 // clusterNode is cluster mode (FELIX_NODE_ID): publishes for other
 // brokers' shards go through a forwarder authenticated with the node
 // credential; once the broker listens it registers with the control plane
-// (cluster.Agent: a lease kept alive) and follows the placement
-// (cluster.Watcher) into broker.SetPlacement.
+// (api.Agent: a lease kept alive) and follows the placement
+// (api.Watcher) into broker.SetPlacement.
 type clusterNode struct {
 	id, url string
 	cred    *credential // the node credential, renewed by agent when it is a JWT
 	fw      *forward.Forwarder
-	agent   *cluster.Agent
-	watcher *cluster.Watcher
+	agent   *api.Agent
+	watcher *api.Watcher
 	log     *slog.Logger
 }
+
+var _ broker.Forwarder = (*forward.Forwarder)(nil)
 
 // firstPlacementTimeout bounds waiting, at start-up, for a placement that
 // lists this broker: until then it would serve every shard as its own.
@@ -59,10 +62,10 @@ func clusterSetup(vals *knob.Values, cfg *broker.Config, cps *cpSync, log *slog.
 	if err != nil {
 		return nil, err
 	}
-	n := &clusterNode{id: id, url: cps.base, cred: cred, log: log.With("node", id),
+	n := &clusterNode{id: id, url: cps.cp.URL(), cred: cred, log: log.With("node", id),
 		fw: forward.New(forward.Config{TLS: &tls.Config{RootCAs: roots}, TokenFunc: cred.Token, Logger: log})}
 	cfg.NodeID, cfg.Forwarder = id, n.fw
-	if !cluster.RenewableToken(token) {
+	if !api.RenewableToken(token) {
 		// An opaque shared secret is compared as it is. A JWT is checked by
 		// NodeVerifier (signature, expiry), never by comparison: the first
 		// one would otherwise stay accepted after it expired or was rotated.
@@ -109,7 +112,7 @@ func (n *clusterNode) start(ctx context.Context, vals *knob.Values, b *broker.Br
 	if a := knobAdvertise.Get(vals); a != "" {
 		quicAddr = a
 	}
-	w, err := cluster.NewWatcher(cluster.WatcherConfig{URL: n.url, TokenFunc: n.cred.Token, Logger: n.log,
+	w, err := api.NewWatcher(api.WatcherConfig{URL: n.url, TokenFunc: n.cred.Token, Logger: n.log,
 		OnChange: func(x *cluster.Index) {
 			b.SetPlacement(&x.Placement)
 		}})
@@ -122,8 +125,8 @@ func (n *clusterNode) start(ctx context.Context, vals *knob.Values, b *broker.Br
 	// A JWT node credential is renewed by the Agent half-way through its
 	// life; an opaque one (a shared secret) is used as it is.
 	tok := n.cred.Token()
-	renew := cluster.RenewableToken(tok)
-	n.agent, err = cluster.NewAgent(rctx, cluster.AgentConfig{URL: n.url, Token: tok, RenewToken: renew, Logger: n.log,
+	renew := api.RenewableToken(tok)
+	n.agent, err = api.NewAgent(rctx, api.AgentConfig{URL: n.url, Token: tok, RenewToken: renew, Logger: n.log,
 		Member: cluster.Member{ID: n.id, QUICAddr: quicAddr, AdminAddr: adminAddr}, Load: b.ShardLoads})
 	if err != nil {
 		return fmt.Errorf("%w: registering with the control plane as %s: %v", errConfig, n.id, err)

@@ -25,6 +25,7 @@ import (
 	"github.com/felixmq/felix/client"
 	"github.com/felixmq/felix/cluster"
 	"github.com/felixmq/felix/controlplane"
+	"github.com/felixmq/felix/controlplane/api"
 	"github.com/felixmq/felix/internal/testutil"
 )
 
@@ -143,7 +144,7 @@ func (h *cpHarness) createStream(t *testing.T, name string, shards int, durable 
 func (h *cpHarness) writerToken(t *testing.T) string {
 	code, body := h.call(http.MethodPost, "/v1/token/exchange", `{"tenant":"t1","idp_token":"`+h.idp.token(t, "alice", "Felix.Writer")+`"}`, "")
 	require.Equal(t, http.StatusOK, code, body)
-	var r controlplane.ExchangeResponse
+	var r api.ExchangeResponse
 	require.NoError(t, json.Unmarshal([]byte(body), &r))
 	return r.Token
 }
@@ -292,7 +293,7 @@ func liveMember(p *cluster.Placement, id string) bool {
 	return false
 }
 
-// TestClusterEndToEnd is issue 9's "done when" on real processes: embedded
+// TestClusterEndToEnd is cluster mode end to end on real processes: embedded
 // etcd, one control plane, three broker processes on loopback, a stream of 12
 // ephemeral shards placed 4/4/4 and one of 3 durable shards. The plain
 // client reaches every shard through one broker (forwarded); the
@@ -321,8 +322,8 @@ type clusterE2E struct {
 	ctx      context.Context
 	cp       *cpHarness
 	brokers  map[string]*clusterBroker
-	w        *cluster.Watcher // the test's view of the placement
-	ccfg     client.Config    // t1 writer
+	w        *api.Watcher  // the test's view of the placement
+	ccfg     client.Config // t1 writer
 	l        *ledger
 	watchers *client.ClusterClient // the subscribers' client
 	cc       *client.ClusterClient // the publishers'
@@ -351,7 +352,7 @@ func startClusterE2E(t *testing.T) (*clusterE2E, *cluster.Placement) {
 	e.cp.createStream(t, "e2e", 12, false)
 	e.cp.createStream(t, "dur", 3, true)
 	var err error
-	e.w, err = cluster.NewWatcher(cluster.WatcherConfig{URL: e.cp.url, Token: e.cp.bootstrap, Wait: 2 * time.Second})
+	e.w, err = api.NewWatcher(api.WatcherConfig{URL: e.cp.url, Token: e.cp.bootstrap, Wait: 2 * time.Second})
 	require.NoError(t, err)
 	t.Cleanup(func() { e.w.Close() })
 	p1 := e.await("4/4/4", 10*time.Second, func(p *cluster.Placement) bool {

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/felixmq/felix/client"
-	"github.com/felixmq/felix/cluster"
+	"github.com/felixmq/felix/controlplane/api"
 )
 
 // TestClusterNodeCredentialRenews: node credentials that live 3 s, two
@@ -34,7 +34,7 @@ func TestClusterNodeCredentialRenews(t *testing.T) {
 	cp.createStream(t, "renew", 2, false)
 
 	time.Sleep(3*ttl + ttl/2) // every credential minted so far has expired
-	w, err := cluster.NewWatcher(cluster.WatcherConfig{URL: cp.url, Token: cp.bootstrap, Wait: time.Second})
+	w, err := api.NewWatcher(api.WatcherConfig{URL: cp.url, Token: cp.bootstrap, Wait: time.Second})
 	require.NoError(t, err)
 	defer w.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

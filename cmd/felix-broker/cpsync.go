@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -16,7 +15,7 @@ import (
 
 	"github.com/felixmq/felix/auth"
 	"github.com/felixmq/felix/broker"
-	"github.com/felixmq/felix/controlplane"
+	"github.com/felixmq/felix/controlplane/api"
 	"github.com/felixmq/felix/internal/knob"
 )
 
@@ -26,19 +25,28 @@ import (
 // a snapshot whenever the feed answers "resync". It also knows which
 // tenants exist, so the token verifier fetches keys only for real tenants.
 type cpSync struct {
-	base string      // control plane URL, no trailing slash
-	cred *credential // bearer token for the feed
+	cp   *api.Client // reads the feed with cred
+	cred *credential
 	b    *broker.Broker
 	log  *slog.Logger
-	http *http.Client
 
 	mu      sync.Mutex
 	tenants map[string]bool
 }
 
-func newCPSync(base string, cred *credential, log *slog.Logger) *cpSync {
-	return &cpSync{base: strings.TrimRight(base, "/"), cred: cred, log: log,
-		http: &http.Client{Timeout: 60 * time.Second}, tenants: map[string]bool{}}
+// cpRequestTimeout bounds a snapshot read, and a long-poll of the feed on
+// top of its cpFeedWait.
+const (
+	cpRequestTimeout = 30 * time.Second
+	cpFeedWait       = 30 * time.Second
+)
+
+func newCPSync(base string, cred *credential, log *slog.Logger) (*cpSync, error) {
+	cp, err := api.NewClient(api.ClientConfig{URL: base, Token: cred.Token, RequestTimeout: cpRequestTimeout})
+	if err != nil {
+		return nil, fmt.Errorf("%w: FELIX_CONTROLPLANE_URL: %v", errConfig, err)
+	}
+	return &cpSync{cp: cp, cred: cred, log: log, tenants: map[string]bool{}}, nil
 }
 
 // tokenClockSkew is tolerated past a Felix token's exp: the broker's and
@@ -61,7 +69,7 @@ func (s *cpSync) start(ctx context.Context, b *broker.Broker) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-time.After(cpSyncTimeout):
-		return fmt.Errorf("%w: FELIX_CONTROLPLANE_URL %s: no snapshot within %v", errConfig, s.base, cpSyncTimeout)
+		return fmt.Errorf("%w: FELIX_CONTROLPLANE_URL %s: no snapshot within %v", errConfig, s.cp.URL(), cpSyncTimeout)
 	}
 }
 
@@ -90,7 +98,10 @@ func controlPlaneAuth(vals *knob.Values, cfg *broker.Config, log *slog.Logger) (
 // followControlPlane is controlPlaneAuth for the control plane at base,
 // reading its feed with token; the embedded control plane uses it too.
 func followControlPlane(base string, cred *credential, cfg *broker.Config, log *slog.Logger) (*cpSync, error) {
-	s := newCPSync(base, cred, log)
+	s, err := newCPSync(base, cred, log)
+	if err != nil {
+		return nil, err
+	}
 	// The control plane is ours: refetch soon after an unknown kid (a
 	// rotation) rather than after the default 30 s meant for IdPs.
 	fetcher, err := auth.NewFetcher(auth.FetcherConfig{MinRefreshInterval: 2 * time.Second})
@@ -153,7 +164,7 @@ func (s *cpSync) jwksURL(tenant string) string {
 	if !s.tenants[tenant] {
 		return ""
 	}
-	return s.base + "/v1/tenants/" + url.PathEscape(tenant) + "/.well-known/jwks.json"
+	return s.cp.URL() + "/v1/tenants/" + url.PathEscape(tenant) + "/.well-known/jwks.json"
 }
 
 // run follows the control plane until ctx ends, retrying with backoff.
@@ -182,8 +193,8 @@ func (s *cpSync) run(ctx context.Context, synced chan<- struct{}) {
 }
 
 func (s *cpSync) loadSnapshot(ctx context.Context) (int64, error) {
-	var snap controlplane.Snapshot
-	if err := s.get(ctx, "/v1/snapshot", &snap); err != nil {
+	var snap api.Snapshot
+	if err := s.cp.Do(ctx, http.MethodGet, "/v1/snapshot", nil, &snap); err != nil {
 		return 0, err
 	}
 	s.mu.Lock()
@@ -201,14 +212,13 @@ func (s *cpSync) loadSnapshot(ctx context.Context) (int64, error) {
 	return snap.Revision, nil
 }
 
-// errResync: the feed no longer holds our cursor; start from a snapshot.
-var errResync = errors.New("control plane: resync")
-
 func (s *cpSync) follow(ctx context.Context, cursor int64) error {
 	for ctx.Err() == nil {
-		var page controlplane.ChangesPage
-		err := s.get(ctx, fmt.Sprintf("/v1/changes?cursor=%d&wait=30s", cursor), &page)
-		if err != nil {
+		// A 410 (api.ErrResync: the feed no longer holds the cursor) ends
+		// this and run starts again from a snapshot.
+		var page api.ChangesPage
+		path := fmt.Sprintf("/v1/changes?cursor=%d&wait=%s", cursor, cpFeedWait)
+		if err := s.cp.Poll(ctx, path, cpFeedWait, &page); err != nil {
 			return err
 		}
 		for _, ch := range page.Changes {
@@ -219,12 +229,12 @@ func (s *cpSync) follow(ctx context.Context, cursor int64) error {
 	return ctx.Err()
 }
 
-func (s *cpSync) apply(ch controlplane.Change) {
-	if ch.Op != controlplane.OpCreated {
+func (s *cpSync) apply(ch api.Change) {
+	if ch.Op != api.OpCreated {
 		// Deleting a stream a broker serves needs draining its
 		// subscribers; until that exists the broker keeps serving it.
 		s.log.Warn("control plane: deletion not applied until restart", "kind", ch.Kind, "key", ch.Path)
-		if ch.Kind == controlplane.KindTenant {
+		if ch.Kind == api.KindTenant {
 			s.mu.Lock()
 			delete(s.tenants, ch.Path)
 			s.mu.Unlock()
@@ -233,20 +243,20 @@ func (s *cpSync) apply(ch controlplane.Change) {
 	}
 	var err error
 	switch ch.Kind {
-	case controlplane.KindTenant:
-		var t controlplane.Tenant
+	case api.KindTenant:
+		var t api.Tenant
 		if err = json.Unmarshal(ch.Object, &t); err == nil {
 			s.mu.Lock()
 			s.tenants[t.Tenant] = true
 			s.mu.Unlock()
 		}
-	case controlplane.KindStream:
-		var st controlplane.Stream
+	case api.KindStream:
+		var st api.Stream
 		if err = json.Unmarshal(ch.Object, &st); err == nil {
 			s.applyStream(st)
 		}
-	case controlplane.KindCache:
-		var c controlplane.Cache
+	case api.KindCache:
+		var c api.Cache
 		if err = json.Unmarshal(ch.Object, &c); err == nil {
 			s.applyCache(c)
 		}
@@ -256,7 +266,7 @@ func (s *cpSync) apply(ch controlplane.Change) {
 	}
 }
 
-func (s *cpSync) applyStream(st controlplane.Stream) {
+func (s *cpSync) applyStream(st api.Stream) {
 	spec := broker.StreamSpec{StreamKey: broker.StreamKey{Tenant: st.Tenant, Namespace: st.Namespace, Stream: st.Stream},
 		Shards: st.Shards, Durable: st.Durable, Fsync: st.Fsync}
 	if err := s.b.CreateStream(spec); err != nil && !errors.Is(err, broker.ErrStreamExists) {
@@ -264,37 +274,10 @@ func (s *cpSync) applyStream(st controlplane.Stream) {
 	}
 }
 
-func (s *cpSync) applyCache(c controlplane.Cache) {
+func (s *cpSync) applyCache(c api.Cache) {
 	spec := broker.CacheSpec{CacheKey: broker.CacheKey{Tenant: c.Tenant, Namespace: c.Namespace, Cache: c.Cache},
 		Durable: c.Durable, Fsync: c.Fsync, MaxEntries: int(c.MaxEntries), MaxBytes: c.MaxBytes}
 	if err := s.b.CreateCache(spec); err != nil && !errors.Is(err, broker.ErrCacheExists) {
 		s.log.Error("control plane: cannot serve cache", "cache", spec.CacheKey, "err", err)
 	}
-}
-
-// get fetches path into out; a 410 is errResync.
-func (s *cpSync) get(ctx context.Context, path string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.base+path, nil)
-	if err != nil {
-		return err
-	}
-	if tok := s.cred.Token(); tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
-	}
-	resp, err := s.http.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return err
-	}
-	switch resp.StatusCode {
-	case http.StatusOK:
-		return json.Unmarshal(body, out)
-	case http.StatusGone:
-		return errResync
-	}
-	return fmt.Errorf("control plane %s: HTTP %d: %s", path, resp.StatusCode, strings.TrimSpace(string(body)))
 }

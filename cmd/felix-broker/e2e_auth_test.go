@@ -22,6 +22,7 @@ import (
 	"github.com/felixmq/felix/auth"
 	"github.com/felixmq/felix/client"
 	"github.com/felixmq/felix/controlplane"
+	"github.com/felixmq/felix/controlplane/api"
 	"github.com/felixmq/felix/internal/devtls"
 )
 
@@ -58,7 +59,7 @@ func (p *rsaIdP) token(t *testing.T, sub string, roles ...string) string {
 	return raw
 }
 
-// TestEndToEndAuth is issue 8's end-to-end check on the real broker binary
+// TestEndToEndAuth is the auth path end to end on the real broker binary
 // following a real control plane, with a real identity provider: IdP token
 // exchanged for a Felix token; publish and subscribe allowed by role; an
 // operation outside the role refused with forbidden; a live stream closed
@@ -101,7 +102,7 @@ func TestEndToEndAuth(t *testing.T) {
 	exchange := func(tenant, idpToken string) string {
 		code, body := call(http.MethodPost, "/v1/token/exchange", `{"tenant":"`+tenant+`","idp_token":"`+idpToken+`"}`, "")
 		require.Equal(t, http.StatusOK, code, body)
-		var r controlplane.ExchangeResponse
+		var r api.ExchangeResponse
 		require.NoError(t, json.Unmarshal([]byte(body), &r))
 		return r.Token
 	}

@@ -6,21 +6,21 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
-	"strings"
 	"time"
 
 	"github.com/felixmq/felix/auth"
 	"github.com/felixmq/felix/broker"
 	"github.com/felixmq/felix/controlplane"
+	"github.com/felixmq/felix/controlplane/api"
 	"github.com/felixmq/felix/internal/devdir"
 	"github.com/felixmq/felix/internal/knob"
+	"github.com/felixmq/felix/internal/netaddr"
 )
 
 // The embedded control plane's tenant, namespace and dev token. The tenant
@@ -49,20 +49,14 @@ type embeddedCP struct {
 	feedToken string
 	dir       string
 	log       *slog.Logger
-	api       *controlplane.Server
+	server    *controlplane.Server
 	http      *http.Server
+	cp        *api.Client // the server's own API, with feedToken
 	store     controlplane.Store
 	tokens    *controlplane.Tokens
 	stop      chan struct{} // ends the token refresher
 	done      chan struct{} // closed when the refresher has returned
 	served    chan struct{} // closed when http.Serve has returned
-}
-
-// loopback reports whether a listen address accepts local peers only.
-func loopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	ip := net.ParseIP(host)
-	return err == nil && (host == "localhost" || ip != nil && ip.IsLoopback())
 }
 
 func checkEmbeddedBind(s string) error {
@@ -72,7 +66,7 @@ func checkEmbeddedBind(s string) error {
 	if err := knob.CheckHostPort(s); err != nil {
 		return err
 	}
-	if !loopback(s) {
+	if !netaddr.Loopback(s) {
 		return errors.New("not a loopback address (the embedded control plane is for make run)")
 	}
 	return nil
@@ -87,7 +81,7 @@ func startEmbeddedCP(vals *knob.Values, log *slog.Logger) (*embeddedCP, error) {
 	switch {
 	case knobControlPlane.Get(vals) != "", bind == "off":
 		return nil, nil
-	case !loopback(knobQUICBind.Get(vals)) || !loopback(knobAdminBind.Get(vals)):
+	case !netaddr.Loopback(knobQUICBind.Get(vals)) || !netaddr.Loopback(knobAdminBind.Get(vals)):
 		log.Info("embedded control plane not started: the broker listens beyond loopback")
 		return nil, nil
 	}
@@ -129,7 +123,7 @@ func (e *embeddedCP) open(bind string) error {
 	if err != nil {
 		return err
 	}
-	if e.api, err = controlplane.New(controlplane.Config{Store: st, Authorizer: controlplane.AnyOf{boot, felix},
+	if e.server, err = controlplane.New(controlplane.Config{Store: st, Authorizer: controlplane.AnyOf{boot, felix},
 		Tokens: e.tokens, Logger: e.log}); err != nil {
 		return err
 	}
@@ -138,7 +132,11 @@ func (e *embeddedCP) open(bind string) error {
 		return fmt.Errorf("%w: FELIX_EMBEDDED_CONTROLPLANE_BIND: %v", errConfig, err)
 	}
 	e.url = "http://" + ln.Addr().String()
-	e.http = &http.Server{Handler: e.api, ReadHeaderTimeout: 5 * time.Second,
+	if e.cp, err = api.NewClient(api.ClientConfig{URL: e.url, Token: func() string { return e.feedToken }}); err != nil {
+		ln.Close()
+		return err
+	}
+	e.http = &http.Server{Handler: e.server, ReadHeaderTimeout: 5 * time.Second,
 		ErrorLog: slog.NewLogLogger(e.log.Handler(), slog.LevelWarn)}
 	e.served = make(chan struct{})
 	go func() {
@@ -188,16 +186,16 @@ func (e *embeddedCP) register(streams []broker.StreamSpec, caches []broker.Cache
 	}
 	for _, s := range streams {
 		p := scope(s.Tenant, s.Namespace) + "/streams"
-		reqs = append(reqs, [2]string{p, jsonBody(controlplane.Stream{Tenant: s.Tenant, Namespace: s.Namespace, Stream: s.Stream,
+		reqs = append(reqs, [2]string{p, jsonBody(api.Stream{Tenant: s.Tenant, Namespace: s.Namespace, Stream: s.Stream,
 			Shards: s.Shards, Durable: s.Durable, Fsync: s.Fsync})})
 	}
 	for _, c := range caches {
 		p := scope(c.Tenant, c.Namespace) + "/caches"
-		reqs = append(reqs, [2]string{p, jsonBody(controlplane.Cache{Tenant: c.Tenant, Namespace: c.Namespace, Cache: c.Cache,
+		reqs = append(reqs, [2]string{p, jsonBody(api.Cache{Tenant: c.Tenant, Namespace: c.Namespace, Cache: c.Cache,
 			Durable: c.Durable, Fsync: c.Fsync, MaxEntries: int64(c.MaxEntries), MaxBytes: c.MaxBytes})})
 	}
 	for _, r := range reqs {
-		if err := e.post(r[0], r[1]); err != nil && !errors.Is(err, errExists) {
+		if err := e.post(r[0], r[1]); err != nil && !errors.Is(err, api.ErrConflict) {
 			return fmt.Errorf("embedded control plane: %w", err)
 		}
 	}
@@ -209,29 +207,10 @@ func jsonBody(v any) string {
 	return string(b)
 }
 
-// errExists is a create answered 409: the resource is there already.
-var errExists = errors.New("already exists")
-
+// post creates a resource; one that exists already is refused with an
+// error matching api.ErrConflict.
 func (e *embeddedCP) post(path, body string) error {
-	req, err := http.NewRequest(http.MethodPost, e.url+path, strings.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+e.feedToken)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		err := fmt.Errorf("POST %s: HTTP %d: %s", path, resp.StatusCode, strings.TrimSpace(string(msg)))
-		if resp.StatusCode == http.StatusConflict {
-			err = fmt.Errorf("%w: %w", errExists, err)
-		}
-		return err
-	}
-	return nil
+	return e.cp.Do(context.Background(), http.MethodPost, path, json.RawMessage(body), nil)
 }
 
 // writeFiles writes the token (0600) and the URL into the dev directory.
@@ -303,8 +282,8 @@ func (e *embeddedCP) Close() {
 }
 
 func (e *embeddedCP) closeServer() {
-	if e.api != nil {
-		e.api.Close()
+	if e.server != nil {
+		e.server.Close()
 	}
 	if e.http != nil {
 		e.http.Close()

@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/felixmq/felix/internal/knob"
-	"github.com/felixmq/felix/internal/netknobs"
+	"github.com/felixmq/felix/udp/netknobs"
 )
 
 // registry declares every FELIX_* knob the broker reads. Each is declared
@@ -29,7 +29,7 @@ var (
 		"where the broker writes, for local clients, cert.pem (self-signed certificate) and token and controlplane.url (embedded control plane)", nil)
 )
 
-// Cluster mode (issue 9).
+// Cluster mode (docs/cluster.md).
 var (
 	knobNodeID = registry.String("FELIX_NODE_ID", "", "a member id ([A-Za-z0-9._-], at most 64 bytes), or empty",
 		"this broker's cluster member id; with FELIX_CONTROLPLANE_URL it registers and serves only the shards placed on it, forwarding the rest; empty: single-broker mode", checkNodeID)

@@ -105,7 +105,7 @@ func publishUntilClosed(ctx context.Context, pub *client.Publisher, log *ackLog)
 	}
 }
 
-// Issue 3 acceptance (d): a real SIGTERM to a broker process under load: it
+// Drain: a real SIGTERM to a broker process under load: it
 // exits 0 within the drain budget and no acked publish is missing at a
 // subscriber that stayed connected.
 func TestSIGTERMUnderLoadLosesNoAckedPublish(t *testing.T) {

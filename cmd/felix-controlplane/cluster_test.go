@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/felixmq/felix/cluster"
+	"github.com/felixmq/felix/controlplane/api"
 	"github.com/felixmq/felix/internal/testutil"
 )
 
@@ -17,21 +18,21 @@ import (
 // FELIX_CP_MEMBER_LEASE_MS, and the placement a Watcher follows there
 // shows it, then loses it when it leaves.
 func TestNodeCredentialRegistersBroker(t *testing.T) {
-	_, api, boot := startWithBootstrap(t, "FELIX_CP_OPERATOR_TENANT=ops", "FELIX_CP_MEMBER_LEASE_MS=1500")
+	_, mainURL, boot := startWithBootstrap(t, "FELIX_CP_OPERATOR_TENANT=ops", "FELIX_CP_MEMBER_LEASE_MS=1500")
 	post := func(url, body string) string {
 		code, raw := testutil.Call(t, "POST", url, body, token)
 		require.Less(t, code, 300, "%s: %s", url, raw)
 		return raw
 	}
 	post(boot+"/v1/tenants", `{"tenant":"ops"}`)
-	var node cluster.NodeTokenResponse
+	var node api.NodeTokenResponse
 	require.NoError(t, json.Unmarshal([]byte(post(boot+"/v1/token/node", `{"subject":"broker-1"}`)), &node))
 
-	a, err := cluster.NewAgent(context.Background(), cluster.AgentConfig{URL: api, Token: node.Token, RenewToken: true,
+	a, err := api.NewAgent(context.Background(), api.AgentConfig{URL: mainURL, Token: node.Token, RenewToken: true,
 		Member: cluster.Member{ID: "broker-1", QUICAddr: "127.0.0.1:7443"}})
 	require.NoError(t, err)
 	require.Equal(t, 1500*time.Millisecond, a.LeaseTTL())
-	w, err := cluster.NewWatcher(cluster.WatcherConfig{URL: api, TokenFunc: a.Token, Wait: 2 * time.Second})
+	w, err := api.NewWatcher(api.WatcherConfig{URL: mainURL, TokenFunc: a.Token, Wait: 2 * time.Second})
 	require.NoError(t, err)
 	defer w.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -17,7 +17,7 @@ import (
 	"github.com/felixmq/felix/internal/testutil"
 )
 
-// TestEtcdTwoControlPlanesAndABroker is issue 8's etcd check on real
+// TestEtcdTwoControlPlanesAndABroker is the etcd check on real
 // processes: two felix-controlplane processes on one (embedded) etcd see
 // each other's writes, and a felix-broker process following control plane
 // B serves a stream created through control plane A within 1 s of the

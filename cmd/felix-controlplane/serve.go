@@ -14,6 +14,7 @@ import (
 	"github.com/felixmq/felix/auth"
 	"github.com/felixmq/felix/controlplane"
 	"github.com/felixmq/felix/internal/knob"
+	"github.com/felixmq/felix/internal/netaddr"
 )
 
 // errConfig marks failures that a deployment change fixes; they exit 2.
@@ -36,7 +37,7 @@ func serve(ctx context.Context, vals *knob.Values, log *slog.Logger) error {
 		return err
 	}
 	bind := knobBind.Get(vals)
-	if boot == nil && !isLoopback(bind) {
+	if boot == nil && !netaddr.Loopback(bind) {
 		return fmt.Errorf("%w: FELIX_CP_BIND=%s is not a loopback address and FELIX_CP_BOOTSTRAP_TOKEN_FILE is not set: "+
 			"refusing to expose the control plane without authentication configured", errConfig, bind)
 	}
@@ -180,18 +181,4 @@ func openStore(ctx context.Context, vals *knob.Values) (controlplane.Store, erro
 		return nil, fmt.Errorf("etcd %s: %w", strings.Join(eps, ","), err)
 	}
 	return st, nil
-}
-
-// isLoopback reports whether a listen address only accepts local peers. An
-// empty host or a name other than localhost listens beyond the machine.
-func isLoopback(hostport string) bool {
-	host, _, err := net.SplitHostPort(hostport)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

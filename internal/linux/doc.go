@@ -4,7 +4,7 @@
 // fallocate(2), msync(2), fdatasync(2), madvise(2), lseek(2) SEEK_DATA/SEEK_HOLE — with signatures that are
 // identical on every platform, so that callers hold no build-tagged code of
 // their own. On Linux each function is the raw call. Elsewhere the fallback is
-// honest (STYLE.md, "Linux-only syscalls vs portable code"): it returns an
+// honest (docs/design.md, "House style", platform code): it returns an
 // error wrapping ErrNotSupported and the caller takes its portable path
 // (Truncate instead of Fallocate, (*os.File).Sync instead of Msync or
 // Fdatasync, a full scan instead of SeekData/SeekHole); Madvise, being

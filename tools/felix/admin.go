@@ -8,7 +8,7 @@ import (
 	"os"
 	"slices"
 
-	"github.com/felixmq/felix/controlplane"
+	"github.com/felixmq/felix/controlplane/api"
 )
 
 const adminUsage = `usage: felix admin KIND VERB [NAME] [flags]
@@ -72,25 +72,25 @@ func (f *adminFlags) collection(kind string) (string, error) {
 func (f *adminFlags) body(kind, name string) (any, error) {
 	switch kind {
 	case "tenant":
-		t := controlplane.Tenant{Tenant: name, DisplayName: f.displayName}
+		t := api.Tenant{Tenant: name, DisplayName: f.displayName}
 		if f.idpFile != "" {
 			raw, err := os.ReadFile(f.idpFile)
 			if err != nil {
 				return nil, fmt.Errorf("--idp-file: %w", err)
 			}
-			t.IdP = new(controlplane.TenantIdP)
+			t.IdP = new(api.TenantIdP)
 			if err := json.Unmarshal(raw, t.IdP); err != nil {
 				return nil, fmt.Errorf("--idp-file %s: %w", f.idpFile, err)
 			}
 		}
 		return t, nil
 	case "namespace":
-		return controlplane.Namespace{Namespace: name, DisplayName: f.displayName}, nil
+		return api.Namespace{Namespace: name, DisplayName: f.displayName}, nil
 	case "stream":
-		return controlplane.Stream{Stream: name, Shards: f.shards, Durable: f.durable, Fsync: f.fsync,
+		return api.Stream{Stream: name, Shards: f.shards, Durable: f.durable, Fsync: f.fsync,
 			RetentionBytes: f.retBytes, RetentionMS: f.retMS}, nil
 	}
-	return controlplane.Cache{Cache: name, Durable: f.durable, Fsync: f.fsync, MaxEntries: f.maxEnt, MaxBytes: f.maxByt}, nil
+	return api.Cache{Cache: name, Durable: f.durable, Fsync: f.fsync, MaxEntries: f.maxEnt, MaxBytes: f.maxByt}, nil
 }
 
 func runAdmin(args []string, stdout, stderr io.Writer) int {

@@ -16,7 +16,7 @@ import (
 	"github.com/felixmq/felix/client"
 	"github.com/felixmq/felix/internal/devdir"
 	"github.com/felixmq/felix/internal/devtls"
-	"github.com/felixmq/felix/internal/netknobs"
+	"github.com/felixmq/felix/udp/netknobs"
 )
 
 // defaultCAFile and defaultTokenFile are where `make run` writes its

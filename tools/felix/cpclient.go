@@ -1,20 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"strings"
 	"time"
 
-	"github.com/felixmq/felix/controlplane"
+	"github.com/felixmq/felix/controlplane/api"
 	"github.com/felixmq/felix/internal/devdir"
 )
 
@@ -49,59 +45,33 @@ func (f *cpFlags) check() error {
 	return nil
 }
 
-// cpError is a refusal by the control plane: its JSON error body.
-type cpError struct {
-	status int
-	body   controlplane.ErrorBody
-}
-
-func (e *cpError) Error() string {
-	return fmt.Sprintf("control plane: %d %s: %s (request %s)", e.status, e.body.Code, e.body.Message, e.body.RequestID)
-}
-
 // call sends a request and decodes a 2xx JSON answer into out (raw JSON if
-// out is *json.RawMessage). Refusals become *cpError with the server's code.
+// out is *json.RawMessage). Refusals are *api.Error with the server's code.
 func (f *cpFlags) call(method, path string, body any, out any) error {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(b)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(f.url, "/")+path, rd)
+	tok, err := f.bearer()
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", "application/json")
+	cp, err := api.NewClient(api.ClientConfig{URL: f.url, RequestTimeout: f.timeout, Token: func() string { return tok }})
+	if err != nil {
+		return err
+	}
+	return cp.Do(context.Background(), method, path, body, out)
+}
+
+// bearer is the credential to send: --token-file's, else (for commands
+// that take one) $FELIX_TOKEN or make run's token, else none; without one
+// the control plane answers 401 and says what it wants.
+func (f *cpFlags) bearer() (string, error) {
 	if f.tokenFile != "" {
 		tok, err := os.ReadFile(f.tokenFile)
 		if err != nil {
-			return fmt.Errorf("--token-file: %w", err)
+			return "", fmt.Errorf("--token-file: %w", err)
 		}
-		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
-	} else if tok, err := devdir.Token("", os.LookupEnv, defaultTokenFile); f.devToken && err == nil {
-		// Without one the control plane answers 401 and says what it wants.
-		req.Header.Set("Authorization", "Bearer "+tok)
+		return strings.TrimSpace(string(tok)), nil
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("control plane %s unreachable: %w", f.url, err)
+	if tok, err := devdir.Token("", os.LookupEnv, defaultTokenFile); f.devToken && err == nil {
+		return tok, nil
 	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode/100 != 2 {
-		e := &cpError{status: resp.StatusCode}
-		if json.Unmarshal(raw, &e.body) != nil || e.body.Code == "" {
-			e.body.Code, e.body.Message = "http_"+fmt.Sprint(resp.StatusCode), strings.TrimSpace(string(raw))
-		}
-		return e
-	}
-	return json.Unmarshal(raw, out)
+	return "", nil
 }

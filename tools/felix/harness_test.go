@@ -3,11 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"io"
-	"net"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/felixmq/felix/broker"
+	"github.com/felixmq/felix/broker/brokertest"
 	"github.com/felixmq/felix/client"
-	"github.com/felixmq/felix/internal/devtls"
 	"github.com/felixmq/felix/internal/testutil"
 )
 
@@ -24,10 +21,11 @@ import (
 // brokers run the dev verifier).
 func TestMain(m *testing.M) { os.Exit(testutil.RunWithDevToken(m, &defaultTokenFile)) }
 
-// testBroker is a broker serving real QUIC on 127.0.0.1 in this process,
-// started the way broker/harness_test.go does, with its certificate written
-// where --ca can read it.
+// testBroker is a broker serving real QUIC on 127.0.0.1 in this process
+// (brokertest), with its certificate where --ca can read it and cache
+// t1/default/demo.
 type testBroker struct {
+	bt          *brokertest.Broker
 	b           *broker.Broker
 	addr        string
 	caFile      string
@@ -41,42 +39,12 @@ func startBroker(t *testing.T) *testBroker {
 	})
 }
 
-// startBrokerWith starts a broker with cfg (TLS and listen address filled
-// in) and the given streams.
+// startBrokerWith starts a broker with cfg and the given streams.
 func startBrokerWith(t *testing.T, cfg broker.Config, streams ...broker.StreamSpec) *testBroker {
 	t.Helper()
-	cert, err := devtls.SelfSigned()
-	require.NoError(t, err)
-	caFile := filepath.Join(t.TempDir(), "cert.pem")
-	require.NoError(t, os.WriteFile(caFile, cert.PEM, 0o644))
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	require.NoError(t, err)
-	cfg.TLS = &tls.Config{Certificates: []tls.Certificate{cert.TLS}}
-	cfg.ListenAddrs = []string{pc.LocalAddr().String()}
-	b, err := broker.New(cfg)
-	require.NoError(t, err)
-	for _, s := range streams {
-		require.NoError(t, b.CreateStream(s))
-	}
-	require.NoError(t, b.CreateCache(broker.CacheSpec{CacheKey: broker.CacheKey{Tenant: "t1", Namespace: "default", Cache: "demo"}}))
-	served := make(chan error, 1)
-	go func() { served <- b.Serve(pc) }()
-	select {
-	case <-b.Listening():
-	case err := <-served:
-		t.Fatalf("Serve: %v", err)
-	}
-	t.Cleanup(func() {
-		require.NoError(t, b.Close())
-		select {
-		case err := <-served:
-			require.NoError(t, err)
-		case <-time.After(10 * time.Second):
-			t.Error("Serve did not return after Close")
-		}
-		pc.Close()
-	})
-	return &testBroker{b: b, addr: pc.LocalAddr().String(), caFile: caFile, fingerprint: cert.Fingerprint}
+	bt := brokertest.Start(t, cfg, brokertest.Options{Streams: streams,
+		Caches: []broker.CacheSpec{{CacheKey: broker.CacheKey{Tenant: "t1", Namespace: "default", Cache: "demo"}}}})
+	return &testBroker{bt: bt, b: bt.Broker, addr: bt.Addr, caFile: bt.CAFile, fingerprint: bt.Cert.Fingerprint}
 }
 
 // args puts the connection flags for this broker before extra.
@@ -124,11 +92,7 @@ func (w cancelOnWrite) Write(p []byte) (int, error) {
 // dialTest dials tb with cfg (tenant, token and TLS filled in).
 func dialTest(t *testing.T, tb *testBroker, cfg client.Config) *client.Client {
 	t.Helper()
-	pemBytes, err := os.ReadFile(tb.caFile)
-	require.NoError(t, err)
-	pool, err := devtls.Pool(pemBytes)
-	require.NoError(t, err)
-	cfg.Tenant, cfg.Token, cfg.TLS = "t1", "dev", &tls.Config{RootCAs: pool}
+	cfg.Tenant, cfg.Token, cfg.TLS = "t1", "dev", tb.bt.ClientTLS
 	c, err := client.Dial(ctxT(t), tb.addr, cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })

@@ -339,6 +339,11 @@ func (f *readOnlyFS) Remove(name string) error {
 	return nil
 }
 
+func (f *readOnlyFS) Rename(oldpath, newpath string) error {
+	f.record(newpath, "rename %s to %s", oldpath, newpath)
+	return nil
+}
+
 func (f *readOnlyFS) ReadDir(dir string) ([]string, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {

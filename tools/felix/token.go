@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/felixmq/felix/auth"
-	"github.com/felixmq/felix/controlplane"
+	"github.com/felixmq/felix/controlplane/api"
 )
 
 const tokenUsage = `usage: felix token exchange --controlplane URL --tenant T --idp-token FILE [--out FILE] [--actions a,b]
@@ -46,11 +46,11 @@ func runToken(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "felix token exchange: --idp-token:", err)
 		return exitFail
 	}
-	req := controlplane.ExchangeRequest{Tenant: *tenant, IdPToken: idp}
+	req := api.ExchangeRequest{Tenant: *tenant, IdPToken: idp}
 	for _, a := range splitComma(*actions) {
 		req.Actions = append(req.Actions, auth.Action(a))
 	}
-	var resp controlplane.ExchangeResponse
+	var resp api.ExchangeResponse
 	if err := cp.call("POST", "/v1/token/exchange", req, &resp); err != nil {
 		fmt.Fprintln(stderr, "felix token exchange:", err)
 		return exitFail

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/felixmq/felix/controlplane"
+	"github.com/felixmq/felix/controlplane/api"
 )
 
 const cpBootstrapToken = "bootstrap-token-for-cli-tests-0123"
@@ -101,7 +102,7 @@ func TestTokenExchangeAndAdmin(t *testing.T) {
 	require.Equal(t, exitOK, code, stderr)
 	code, out, stderr = runCLI("admin", "stream", "list", "--tenant", "t1", "--namespace", "default", "--controlplane", cp, "--token-file", felixFile)
 	require.Equal(t, exitOK, code, stderr)
-	var list struct{ Streams []controlplane.Stream }
+	var list struct{ Streams []api.Stream }
 	require.NoError(t, json.Unmarshal([]byte(out), &list))
 	require.Len(t, list.Streams, 1)
 	require.Equal(t, 4, list.Streams[0].Shards)

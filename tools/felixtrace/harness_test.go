@@ -16,15 +16,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/felixmq/felix/broker"
+	"github.com/felixmq/felix/broker/brokertest"
 	"github.com/felixmq/felix/client"
 	"github.com/felixmq/felix/internal/devtls"
 	"github.com/felixmq/felix/internal/impair"
 	"github.com/felixmq/felix/udp"
 )
 
-// testBroker is a broker serving real QUIC on 127.0.0.1 in this process (as
-// broker/harness_test.go starts one) with its admin handler on a real
-// listener, as felix-broker serves FELIX_ADMIN_BIND.
+// testBroker is a broker serving real QUIC on 127.0.0.1 in this process
+// (brokertest) with its admin API on a real listener, as felix-broker
+// serves FELIX_ADMIN_BIND.
 type testBroker struct {
 	addr      string // QUIC
 	admin     string // HOST:PORT of the admin HTTP server
@@ -33,43 +34,15 @@ type testBroker struct {
 
 func startBroker(t *testing.T, cfg broker.Config, streams ...broker.StreamSpec) *testBroker {
 	t.Helper()
-	cert, err := devtls.SelfSigned()
-	require.NoError(t, err)
-	return startBrokerWithCert(t, cfg, cert, streams...)
+	return startBrokerWithCert(t, cfg, nil, streams...)
 }
 
 // startBrokerWithCert is startBroker with a given certificate, for a
 // client in another process that needs its PEM.
 func startBrokerWithCert(t *testing.T, cfg broker.Config, cert *devtls.Cert, streams ...broker.StreamSpec) *testBroker {
 	t.Helper()
-	pool, err := devtls.Pool(cert.PEM)
-	require.NoError(t, err)
-	pc, err := udp.Listen("udp", "127.0.0.1:0", udp.Config{})
-	require.NoError(t, err)
-	cfg.TLS = &tls.Config{Certificates: []tls.Certificate{cert.TLS}}
-	cfg.ListenAddrs = []string{pc.LocalAddr().String()}
-	b, err := broker.New(cfg)
-	require.NoError(t, err)
-	for _, s := range streams {
-		require.NoError(t, b.CreateStream(s))
-	}
-	served := make(chan error, 1)
-	go func() { served <- b.Serve(pc) }()
-	<-b.Listening()
-	admin := httptest.NewServer(b.AdminHandler())
-	t.Cleanup(func() {
-		admin.Close()
-		require.NoError(t, b.Close())
-		select {
-		case err := <-served:
-			require.NoError(t, err)
-		case <-time.After(10 * time.Second):
-			t.Error("Serve did not return after Close")
-		}
-		pc.Close()
-	})
-	return &testBroker{addr: pc.LocalAddr().String(), admin: admin.Listener.Addr().String(),
-		clientTLS: &tls.Config{RootCAs: pool}}
+	bt := brokertest.Start(t, cfg, brokertest.Options{Streams: streams, Cert: cert, Admin: true})
+	return &testBroker{addr: bt.Addr, admin: bt.Admin, clientTLS: bt.ClientTLS}
 }
 
 // dial connects to addr (the broker's or a relay's); tenant, token and TLS

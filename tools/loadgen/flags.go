@@ -14,7 +14,7 @@ import (
 
 	"github.com/felixmq/felix/internal/devdir"
 	"github.com/felixmq/felix/internal/knob"
-	"github.com/felixmq/felix/internal/netknobs"
+	"github.com/felixmq/felix/udp/netknobs"
 )
 
 // logger is where the clients' connection stats and warnings go: the

@@ -38,7 +38,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/felixmq/felix/internal/netknobs"
+	"github.com/felixmq/felix/udp/netknobs"
 )
 
 const (

@@ -88,7 +88,7 @@ func TestLatencyRunEndToEndWritesJSON(t *testing.T) {
 	}
 }
 
-// DESIGN.md section 3, subscribe: a full per-subscriber queue drops and the
+// docs/design.md, "Semantics", subscribe: a full per-subscriber queue drops and the
 // drop is reported, never silent. With a 4-event queue and a slow
 // subscriber behind a small window the broker drops, and the loadgen's
 // accounting still closes exactly for every subscriber.

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// The scenarios besides pubsub (issue 7): each lives in scenario_<name>.go
+// The scenarios besides pubsub: each lives in scenario_<name>.go
 // as one function that runs a round. This file holds what they share: the
 // round's clock and bounds, per-op histograms, accounting checks, the
 // progress line and the rounds loop; scenario_result.go and

@@ -8,7 +8,7 @@ import (
 	"github.com/felixmq/felix/broker"
 )
 
-// Issue 7, cache: every get after a put of the same key by the same worker
+// Cache: every get after a put of the same key by the same worker
 // returns that value, under each --op, with workers sharing the cache.
 func TestCacheScenarioGetsReturnTheWorkersLastPut(t *testing.T) {
 	tb := startBroker(t, broker.Config{})

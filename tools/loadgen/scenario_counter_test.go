@@ -8,7 +8,7 @@ import (
 	"github.com/felixmq/felix/broker"
 )
 
-// Issue 7, counters: concurrent counter_adds on shared keys are neither
+// Counters: concurrent counter_adds on shared keys are neither
 // lost nor applied twice: each key reads the sum of the acked deltas.
 func TestCounterScenarioSumsMatchTheAckedDeltas(t *testing.T) {
 	tb := startBroker(t, broker.Config{})

@@ -9,7 +9,7 @@ import (
 	"github.com/felixmq/felix/client"
 )
 
-// Issue 7, queues: K consumers of one group drain a durable on_commit
+// Queues: K consumers of one group drain a durable on_commit
 // stream; every record is acked, none twice without a redelivery, and the
 // group position ends at the record count.
 func TestQueueScenarioAcksEveryRecordOnce(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"github.com/felixmq/felix/broker"
 )
 
-// Issue 7, roster: a late joiner's snapshot is the true member set,
+// Roster: a late joiner's snapshot is the true member set,
 // members spread over several connections.
 func TestRosterScenarioLateJoinerSeesEveryMember(t *testing.T) {
 	tb := startBroker(t, broker.Config{})

@@ -8,7 +8,7 @@ import (
 	"github.com/felixmq/felix/fanout"
 )
 
-// Issue 7, keyed watch: every acked put reaches every watcher in order,
+// Keyed watch: every acked put reaches every watcher in order,
 // delivered or reported dropped.
 func TestWatchScenarioAccountsForEveryPut(t *testing.T) {
 	tb := startBroker(t, latencyBroker)

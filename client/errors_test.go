@@ -1,0 +1,92 @@
+package client
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/felixmq/felix/udp"
+	"github.com/felixmq/felix/wire"
+)
+
+// The broker's cluster refusals lead their message with the error code;
+// BrokerError maps them onto ErrNotOwner and ErrOwnerUnavailable, and
+// nothing else onto either, through any wrapping.
+func TestBrokerErrorMapsClusterCodes(t *testing.T) {
+	for _, tc := range []struct {
+		message string
+		want    error
+	}{
+		{"not_owner: shard t/ns/s#1 is owned by b2 (b2:5000)", ErrNotOwner},
+		{"owner_unavailable: shard t/ns/s#0: owner b1 (b1:5000) is not live", ErrOwnerUnavailable},
+		{"forbidden: stream.publish on t/ns/s", nil},
+		{"invalid request: not_owner appears later", nil},
+		{"", nil},
+	} {
+		t.Run(tc.message, func(t *testing.T) {
+			err := fmt.Errorf("publish: %w", &BrokerError{Message: tc.message})
+			for _, sentinel := range []error{ErrNotOwner, ErrOwnerUnavailable} {
+				require.Equal(t, sentinel == tc.want, errors.Is(err, sentinel), "%v", sentinel)
+			}
+			var be *BrokerError
+			require.ErrorAs(t, err, &be)
+			require.Equal(t, "broker: "+tc.message, be.Error())
+		})
+	}
+}
+
+// A subscribe start the broker refuses says why and what is available.
+func TestCursorErrorSaysWhy(t *testing.T) {
+	err := error(&CursorError{Reason: "too_old", Requested: 3, Available: 100})
+	require.Equal(t, "broker: subscribe cursor too_old: requested 3, available 100", err.Error())
+	var ce *CursorError
+	require.ErrorAs(t, fmt.Errorf("subscribe: %w", err), &ce)
+	require.Equal(t, uint64(100), ce.Available)
+}
+
+// The zero Config is the documented defaults; one without TLS or a tenant,
+// or with a negative stats interval, is refused with ErrInvalidConfig.
+func TestConfigDefaultsAndValidation(t *testing.T) {
+	c := Config{}.withDefaults()
+	require.Equal(t, wire.KnownCapabilities, c.Flags)
+	require.Equal(t, uint32(wire.DefaultMaxFrameBytes), c.MaxFrameBytes)
+	require.Equal(t, uint64(16<<20), c.StreamReceiveWindow)
+	require.Equal(t, uint64(64<<20), c.ConnectionReceiveWindow)
+	require.Equal(t, int64(4096), c.MaxSubscriptions)
+	require.Equal(t, 64, c.SubscriptionBuffer)
+	require.Equal(t, udp.DefaultBlackHoleCooldown, c.BlackHoleCooldown)
+	require.NotNil(t, c.Logger)
+	require.Equal(t, time.Duration(-1), Config{BlackHoleCooldown: -1}.withDefaults().BlackHoleCooldown, "negative: stall redials off")
+
+	ok := Config{Tenant: "t", TLS: &tls.Config{}}
+	require.NoError(t, ok.validate())
+	for name, bad := range map[string]Config{
+		"no TLS":            {Tenant: "t"},
+		"no tenant":         {TLS: &tls.Config{}},
+		"negative interval": {Tenant: "t", TLS: &tls.Config{}, ConnStatsInterval: -time.Second},
+	} {
+		require.ErrorIs(t, bad.validate(), ErrInvalidConfig, name)
+	}
+}
+
+// TokenFunc, when set, is asked at each auth frame instead of Token, so a
+// renewed credential is used from then on.
+func TestConfigToken(t *testing.T) {
+	c := Config{Token: "static"}
+	require.Equal(t, "static", c.token())
+	n := 0
+	c.TokenFunc = func() string { n++; return fmt.Sprint("renewed-", n) }
+	require.Equal(t, "renewed-1", c.token())
+	require.Equal(t, "renewed-2", c.token())
+}
+
+// A reply of the wrong kind names what came and what it answered.
+func TestUnexpectedReplyIsAProtocolError(t *testing.T) {
+	err := unexpected(&wire.RosterOK{})
+	require.ErrorIs(t, err, ErrProtocol)
+	require.ErrorContains(t, err, "roster_ok in reply to a cache request")
+}

@@ -1,0 +1,126 @@
+package client
+
+import (
+	"errors"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/felixmq/felix/udp"
+)
+
+// look is one look of the watchdog in TestStallWatch.
+type look struct {
+	at       time.Duration // since the session started
+	received uint64
+	pto      bool // udp.Stalled
+	probe    bool
+	stalled  bool
+}
+
+// The watchdog redials only when probe timeouts pile up and the broker has
+// gone quiet for stallQuietChecks looks in a row: probe timeouts with
+// packets still arriving are a peer starved of CPU, not a black hole, and
+// looks that come late show this client starved. It probes a broker silent
+// for probeAfter, then every probeAfter.
+func TestStallWatch(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	for _, tc := range []struct {
+		name  string
+		looks []look
+	}{
+		{name: "traffic keeps it alive", looks: []look{
+			{at: 50 * time.Millisecond, received: 1},
+			{at: 100 * time.Millisecond, received: 2, pto: true},
+			{at: 150 * time.Millisecond, received: 3, pto: true},
+			{at: 200 * time.Millisecond, received: 4, pto: true},
+		}},
+		{name: "probe timeouts while quiet: stalled after two quiet looks", looks: []look{
+			{at: 50 * time.Millisecond, received: 5},
+			{at: 100 * time.Millisecond, received: 5, pto: true},
+			{at: 150 * time.Millisecond, received: 5, pto: true, stalled: true},
+			{at: 200 * time.Millisecond, received: 6, pto: true},
+		}},
+		{name: "quiet without probe timeouts is not a stall", looks: []look{
+			{at: 50 * time.Millisecond},
+			{at: 100 * time.Millisecond},
+			{at: 150 * time.Millisecond},
+		}},
+		{name: "a silent broker is probed every probeAfter", looks: silentLooks()},
+		{name: "late looks are a starved client, not a stall", looks: []look{
+			{at: 50 * time.Millisecond, received: 5},
+			{at: 250 * time.Millisecond, received: 5, pto: true},
+			{at: 450 * time.Millisecond, received: 5, pto: true},
+			{at: 650 * time.Millisecond, received: 5, pto: true},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := stallWatch{heardAt: t0}
+			for i, l := range tc.looks {
+				probe, stalled := w.look(t0.Add(l.at), l.received, l.pto)
+				require.Equal(t, l.probe, probe, "look %d: probe", i)
+				require.Equal(t, l.stalled, stalled, "look %d: stalled", i)
+			}
+		})
+	}
+}
+
+// silentLooks looks every stallCheck at a broker that sends one packet
+// just after the second probe: probes at probeAfter and 2×probeAfter, then
+// probeAfter after it was heard.
+func silentLooks() []look {
+	var looks []look
+	heard := 2*probeAfter + 50*time.Millisecond
+	for at := stallCheck; at <= 3*probeAfter+50*time.Millisecond; at += stallCheck {
+		l := look{at: at}
+		if at >= heard {
+			l.received = 1
+		}
+		l.probe = at == probeAfter || at == 2*probeAfter || at == heard+probeAfter
+		looks = append(looks, l)
+	}
+	return looks
+}
+
+// A redial within the cooldown of the last stall uses the black-hole size
+// without discovery; later ones, and any without a stall, the normal policy.
+func TestRedialMTU(t *testing.T) {
+	normal := udp.MTUSettings{InitialPacketSize: 1452, DisablePathMTUDiscovery: true}
+	hole := udp.MTUSettings{InitialPacketSize: udp.BlackHolePacketSize, DisablePathMTUDiscovery: true}
+	for _, tc := range []struct {
+		name      string
+		lastStall time.Duration // before now; 0: never stalled
+		cooldown  time.Duration
+		want      udp.MTUSettings
+	}{
+		{name: "never stalled", cooldown: time.Minute, want: normal},
+		{name: "stalled just now", lastStall: time.Millisecond, cooldown: time.Minute, want: hole},
+		{name: "stalled before the cooldown", lastStall: 2 * time.Minute, cooldown: time.Minute, want: normal},
+		{name: "stall redials off", lastStall: time.Millisecond, cooldown: -1, want: normal},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &Client{cfg: Config{BlackHoleCooldown: tc.cooldown}, normal: normal}
+			if tc.lastStall > 0 {
+				c.mu.lastStall = time.Now().Add(-tc.lastStall)
+			}
+			require.Equal(t, tc.want, c.redialMTU())
+		})
+	}
+}
+
+// Errors of a session the watchdog closed say ErrPathStalled (the caller
+// reopens, resuming by offset) and keep their cause; other sessions' errors
+// pass unchanged.
+func TestSessionWrapMarksStalledErrors(t *testing.T) {
+	s := &session{}
+	require.NoError(t, s.wrap(nil))
+	require.Same(t, io.EOF, s.wrap(io.EOF))
+	s.stalled.Store(true)
+	err := s.wrap(io.EOF)
+	require.ErrorIs(t, err, ErrPathStalled)
+	require.ErrorIs(t, err, io.EOF)
+	require.NoError(t, s.wrap(nil))
+	require.False(t, errors.Is(s.wrap(ErrClosed), io.EOF))
+}

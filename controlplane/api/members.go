@@ -1,0 +1,42 @@
+package api
+
+import "github.com/felixmq/felix/cluster"
+
+// The bodies of membership and placement (GET /v1/placement answers a
+// cluster.Placement); docs/cluster.md has the rules.
+
+// RegisterRequest is the body of POST /v1/members.
+type RegisterRequest struct {
+	ID        string `json:"id"`
+	QUICAddr  string `json:"quic_addr"`
+	AdminAddr string `json:"admin_addr,omitempty"`
+}
+
+// RegisterResponse answers POST /v1/members.
+type RegisterResponse struct {
+	Member     cluster.Member `json:"member"`
+	LeaseTTLMS int64          `json:"lease_ttl_ms"`
+}
+
+// KeepAliveRequest is the optional body of POST /v1/members/{id}/keepalive:
+// the broker's observed load, replacing its previous report ([] reports
+// that it owns nothing busy). An empty body (brokers before load reports),
+// no "load" or null reports nothing and keeps the previous report.
+type KeepAliveRequest struct {
+	Load []cluster.ShardLoad `json:"load"`
+}
+
+// KeepAliveResponse answers POST /v1/members/{id}/keepalive.
+type KeepAliveResponse struct {
+	LeaseTTLMS int64 `json:"lease_ttl_ms"`
+}
+
+// LeaveResponse answers DELETE /v1/members/{id}.
+type LeaveResponse struct {
+	ID string `json:"id"`
+}
+
+// MembersResponse answers GET /v1/members.
+type MembersResponse struct {
+	Members []cluster.Member `json:"members"`
+}
