@@ -114,6 +114,10 @@ bench-codec: ## docs/BENCHMARKS.md, codec: wire encode/decode, 5 fresh processes
 bench-pubsub: ## docs/BENCHMARKS.md, pub/sub: latency, throughput vs the relay, fanout, isolation (~6 min)
 	scripts/bench-broker.sh 5
 
+.PHONY: bench-delivery
+bench-delivery: ## docs/BENCHMARKS.md, delivery: catch-up vs block, a paused and slow subscribers, 500 subscribers (~25 min)
+	scripts/bench-delivery.sh 5
+
 .PHONY: bench-durable
 bench-durable: ## docs/BENCHMARKS.md, durable storage: device, append matrix, durable vs ephemeral, recovery (~15 min)
 	scripts/bench-durable.sh 3
