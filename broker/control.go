@@ -14,9 +14,9 @@ import (
 	"github.com/felixmq/felix/wire"
 )
 
-// ServerFlags are the capabilities this broker advertises in auth_ok; with
-// wire.CapForwarded it tells a forwarding broker that forwarded publishes
-// are never forwarded again.
+// ServerFlags are the frame flags and capabilities this broker advertises
+// in auth_ok; with wire.CapForwarded it tells a forwarding broker that
+// forwarded publishes are never forwarded again.
 const ServerFlags = wire.KnownCapabilities | wire.CapForwarded
 
 // control serves one client-opened bidirectional stream: auth, then any mix
@@ -26,7 +26,7 @@ type control struct {
 	str  *quic.Stream
 	fr   *frameio.Reader
 	out  *replyWriter
-	peer wire.Flags // capabilities the client advertised
+	peer wire.Flags // frame flags and capabilities the client advertised
 	// ownerAcks: the client advertised wire.CapOwner, so acks and
 	// not_owner refusals name the shard's owner (in cluster mode).
 	ownerAcks bool
@@ -115,16 +115,25 @@ func (ct *control) authenticate() bool {
 	}
 	ct.principal = p
 	ct.stopExpiry = atExpiry(p, ct.expire)
-	ct.peer = wire.PeerFlags(auth.ClientFlags)
+	ct.peer = wire.PeerSet(auth.ClientFlags, auth.ClientCaps)
 	ct.ownerAcks = wire.Supports(ct.peer, wire.CapOwner)
 	ct.forwarded = wire.Supports(ct.peer, wire.CapForwarded)
-	ct.out.send(func(b []byte) []byte {
-		if auth.ClientFlags == nil {
-			return wire.AppendJSONFrame(b, &wire.OK{})
-		}
-		return wire.AppendJSONFrame(b, &wire.AuthOK{ServerFlags: uint16(ServerFlags)})
-	})
+	ct.out.send(func(b []byte) []byte { return wire.AppendJSONFrame(b, authReply(auth)) })
 	return true
+}
+
+// authReply is auth_ok with this broker's words, each sent only when the
+// client sent its own (plain ok without client_flags, as wire v1 says).
+func authReply(auth *wire.Auth) wire.Message {
+	if auth.ClientFlags == nil {
+		return &wire.OK{}
+	}
+	ok := &wire.AuthOK{ServerFlags: ServerFlags.FrameFlags()}
+	if auth.ClientCaps != nil {
+		caps := ServerFlags.Caps()
+		ok.ServerCaps = &caps
+	}
+	return ok
 }
 
 func decodeJSON(h wire.Header, payload []byte) (wire.Message, error) {
@@ -221,7 +230,7 @@ func streamKey(t, ns, s string) StreamKey { return StreamKey{Tenant: t, Namespac
 // jsonPublish handles publish and publish_batch. On a control stream an
 // absent ack means acked (the published broker's behaviour), and an acked
 // publish needs a request_id to be answerable.
-func (ct *control) jsonPublish(k StreamKey, key *string, shard int, payloads [][]byte, reqID *uint64, ack *wire.AckMode, def wire.AckMode) bool {
+func (ct *control) jsonPublish(k StreamKey, key []byte, shard int, payloads [][]byte, reqID *uint64, ack *wire.AckMode, def wire.AckMode) bool {
 	mode := def
 	if ack != nil {
 		mode = *ack
@@ -232,22 +241,14 @@ func (ct *control) jsonPublish(k StreamKey, key *string, shard int, payloads [][
 		return true
 	}
 	if !acked {
-		return ct.publishUnacked(k, keyBytes(key), shard, payloads)
+		return ct.publishUnacked(k, key, shard, payloads)
 	}
 	id := *reqID
-	reply := func(_ uint64, own *wire.Owner, err error) {
-		if !ct.ownerAcks {
-			own = nil
-		}
-		ct.out.send(func(b []byte) []byte {
-			if err != nil {
-				return wire.AppendJSONFrame(b, &wire.PublishError{RequestID: id, Message: err.Error(), Owner: own})
-			}
-			return wire.AppendJSONFrame(b, &wire.PublishOK{RequestID: id, Owner: own})
-		})
+	reply := func(res publishResult, err error) {
+		ct.out.send(func(b []byte) []byte { return wire.AppendJSONFrame(b, ct.jsonAnswer(id, res, err)) })
 	}
-	if err := ct.publish(k, keyBytes(key), shard, payloads, true, reply); err != nil {
-		reply(0, nil, err)
+	if err := ct.publish(k, key, shard, payloads, true, reply); err != nil {
+		reply(noShard, err)
 		return !errors.Is(err, ErrForbidden)
 	}
 	return true
@@ -257,7 +258,7 @@ func (ct *control) jsonPublish(k StreamKey, key *string, shard int, payloads [][
 // answered per request, so the stream gets an uncorrelated error message
 // (whenever the outcome is known); authorisation failures end the stream.
 func (ct *control) publishUnacked(k StreamKey, key []byte, shard int, payloads [][]byte) bool {
-	err := ct.publish(k, key, shard, payloads, false, func(_ uint64, _ *wire.Owner, err error) {
+	err := ct.publish(k, key, shard, payloads, false, func(_ publishResult, err error) {
 		if err != nil {
 			ct.fail(err.Error())
 		}
@@ -282,7 +283,7 @@ func (ct *control) binaryPublish(flags wire.Flags, payload []byte) bool {
 		return true
 	}
 	b := &ct.batch
-	return ct.publishUnacked(streamKey(b.TenantID, b.Namespace, b.Stream), nil, batchShard(b), b.Payloads)
+	return ct.publishUnacked(streamKey(b.TenantID, b.Namespace, b.Stream), batchKey(b), batchShard(b), b.Payloads)
 }
 
 // shardArg is the publish's explicit shard, -1 for none; a value past
@@ -301,6 +302,17 @@ func batchShard(b *wire.PublishBatch) int {
 	return int(min(b.Shard, MaxShards))
 }
 
+// batchKey is a keyed publish's key, nil for none (an empty key is a key).
+func batchKey(b *wire.PublishBatch) []byte {
+	if !b.HasKey {
+		return nil
+	}
+	if b.Key == nil {
+		return []byte{}
+	}
+	return b.Key
+}
+
 // binaryAckedPublish answers with a binary ack. The request id is decoded
 // before the body so that even a malformed body gets a correlated error ack.
 func (ct *control) binaryAckedPublish(flags wire.Flags, payload []byte) bool {
@@ -310,14 +322,8 @@ func (ct *control) binaryAckedPublish(flags wire.Flags, payload []byte) bool {
 		return true
 	}
 	id := ct.acked.RequestID
-	reply := func(_ uint64, own *wire.Owner, err error) {
-		ack := wire.PublishAck{Status: wire.AckOK, RequestID: id}
-		if own != nil && ct.ownerAcks {
-			ack.Owner, ack.HasOwner = *own, true
-		}
-		if err != nil {
-			ack.Status, ack.Message = wire.AckError, err.Error()
-		}
+	reply := func(res publishResult, err error) {
+		ack := ct.binaryAnswer(id, res, err)
 		ct.out.send(func(b []byte) []byte {
 			out, aerr := wire.AppendPublishAckFrame(b, ack)
 			if aerr != nil { // a message over 64 KiB: send it cut
@@ -328,12 +334,12 @@ func (ct *control) binaryAckedPublish(flags wire.Flags, payload []byte) bool {
 		})
 	}
 	if derr != nil {
-		reply(0, nil, errors.New("malformed publish batch: "+derr.Error()))
+		reply(noShard, errors.New("malformed publish batch: "+derr.Error()))
 		return true
 	}
 	pb := &ct.acked.PublishBatch
-	if err := ct.publish(streamKey(pb.TenantID, pb.Namespace, pb.Stream), nil, batchShard(pb), pb.Payloads, true, reply); err != nil {
-		reply(0, nil, err)
+	if err := ct.publish(streamKey(pb.TenantID, pb.Namespace, pb.Stream), batchKey(pb), batchShard(pb), pb.Payloads, true, reply); err != nil {
+		reply(noShard, err)
 		return !errors.Is(err, ErrForbidden)
 	}
 	return true

@@ -83,7 +83,7 @@ func (ct *control) queueGroupsFor(tenant, ns, stream, group string) (gs []*queue
 	}
 	if len(st.shards) > 1 && !wire.Supports(ct.peer, wire.CapQueueShards) {
 		ct.fail(fmt.Sprintf("%v: queue: stream %s has %d shards; a client without capability 0x%04x (multi-shard queues) needs a single-shard stream",
-			ErrInvalidRequest, st.spec.StreamKey, len(st.shards), uint16(wire.CapQueueShards)))
+			ErrInvalidRequest, st.spec.StreamKey, len(st.shards), wire.CapQueueShards.Caps()))
 		return nil, true
 	}
 	var lastErr error

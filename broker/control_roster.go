@@ -16,7 +16,7 @@ func (ct *control) requireCap(bit wire.Flags, what string) bool {
 	if wire.Supports(ct.peer, bit) {
 		return true
 	}
-	ct.fail(fmt.Sprintf("%v: %s needs capability 0x%04x in auth client_flags", ErrNotNegotiated, what, uint16(bit)))
+	ct.fail(fmt.Sprintf("%v: %s needs capability 0x%04x in auth client_caps", ErrNotNegotiated, what, bit.Caps()))
 	return false
 }
 

@@ -54,19 +54,30 @@ func (p *publisher) resolve(k StreamKey, action Action) (*stream, error) {
 
 var errTenantMismatch = fmt.Errorf("%w: tenant mismatch", ErrForbidden)
 
+// publishResult is what the answer to a publish carries.
+type publishResult struct {
+	offset   uint64      // the batch's first record, on success
+	noOffset bool        // offset unknown: a forward whose owner did not say
+	shard    int         // the shard it went to; -1 before one was picked
+	owner    *wire.Owner // the shard's owner, in cluster mode
+}
+
+// noShard is the result of a publish refused before it had a shard.
+var noShard = publishResult{shard: -1}
+
 // publish hands payloads to the stream's shard: shard when it is >= 0 (a
 // shard-addressed publish), else the shard for key (nil: the sticky shard).
 // It returns an error without calling done when the publish cannot start
 // (draining, tenant, permission, unknown stream or shard); otherwise it
 // returns nil and done is called exactly once with the outcome, before
 // publish returns for ephemeral streams, from the commit completer goroutine
-// for durable ones, from the forwarder for shards of another broker. done's
-// owner is nil in single-broker mode.
+// for durable ones, from the forwarder for shards of another broker. The
+// result's owner is nil in single-broker mode.
 //
 // Acked publishes wait at most AdmitTimeout for Block subscribers;
 // fire-and-forget ones wait as long as the connection lives (backpressure)
 // unless IngressDrop selects an immediate, counted drop.
-func (p *publisher) publish(k StreamKey, key []byte, shard int, payloads [][]byte, acked bool, done func(uint64, *wire.Owner, error)) error {
+func (p *publisher) publish(k StreamKey, key []byte, shard int, payloads [][]byte, acked bool, done func(publishResult, error)) error {
 	b := p.c.b
 	// Drain waits for inflight to reach zero after setting draining, so a
 	// publish either sees draining or is waited for until done: none can
@@ -91,13 +102,13 @@ func (p *publisher) publish(k StreamKey, key []byte, shard int, payloads [][]byt
 		b.inflight.Add(-1)
 		return err
 	}
-	var own *wire.Owner
+	res := publishResult{shard: sh.id}
 	if r != nil {
 		if !r.self {
 			p.forward(r, payloads, acked, done)
 			return nil
 		}
-		own = &r.owner
+		res.owner = &r.owner
 	}
 	admit := p.c.ctx
 	switch {
@@ -124,7 +135,8 @@ func (p *publisher) publish(k StreamKey, key []byte, shard int, payloads [][]byt
 		if acked {
 			b.metrics.ackLatency.Observe(time.Since(start).Seconds())
 		}
-		done(base, own, err)
+		res.offset = base
+		done(res, err)
 		b.inflight.Add(-1)
 	})
 	return nil

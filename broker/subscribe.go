@@ -162,7 +162,7 @@ func (ct *control) replySubscribed(ctx context.Context, id uint64, run func()) {
 func (ct *control) refuseNotOwner(r *route) {
 	msg := &wire.ErrorMessage{Message: notOwner(r).Error()}
 	if ct.ownerAcks {
-		msg.Owner = &r.owner
+		msg.Shard, msg.Owner = ct.placed(r.result(0))
 	}
 	ct.out.send(func(b []byte) []byte { return wire.AppendJSONFrame(b, msg) })
 }

@@ -175,8 +175,8 @@ func (c *Client) openControl(ctx context.Context) (*control, error) {
 	if err != nil {
 		return nil, sess.wrap(fmt.Errorf("client: open stream: %w", err))
 	}
-	flags := uint16(c.cfg.Flags)
-	auth := wire.AppendJSONFrame(nil, &wire.Auth{TenantID: c.cfg.Tenant, Token: c.cfg.token(), ClientFlags: &flags})
+	flags, caps := c.cfg.Flags.FrameFlags(), c.cfg.Flags.Caps()
+	auth := wire.AppendJSONFrame(nil, &wire.Auth{TenantID: c.cfg.Tenant, Token: c.cfg.token(), ClientFlags: &flags, ClientCaps: &caps})
 	if _, err := str.Write(auth); err != nil {
 		return nil, sess.wrap(fmt.Errorf("client: write auth: %w", err))
 	}
@@ -189,7 +189,7 @@ func (c *Client) openControl(ctx context.Context) (*control, error) {
 	}
 	switch m := m.(type) {
 	case *wire.AuthOK:
-		ct.flags = wire.Negotiate(c.cfg.Flags, wire.Flags(m.ServerFlags))
+		ct.flags = wire.Negotiate(c.cfg.Flags, wire.PeerSet(&m.ServerFlags, m.ServerCaps))
 	case *wire.OK:
 		ct.flags = wire.Negotiate(c.cfg.Flags, wire.OriginalV1Flags)
 	case *wire.ErrorMessage:

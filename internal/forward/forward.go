@@ -87,20 +87,20 @@ func New(cfg Config) *Forwarder {
 }
 
 // Forward implements broker.Forwarder.
-func (f *Forwarder) Forward(owner cluster.Member, s cluster.Shard, payloads [][]byte, acked bool, done func(error)) {
+func (f *Forwarder) Forward(owner cluster.Member, s cluster.Shard, payloads [][]byte, acked bool, done func(uint64, bool, error)) {
 	k := pubKey{connKey{owner.QUICAddr, s.Tenant}, s.Namespace, s.Stream}
 	pub, err := f.publisher(k)
 	if err != nil {
-		done(unavailable(owner, err))
+		done(0, false, unavailable(owner, err))
 		return
 	}
 	if !acked {
 		if err := pub.SendShard(uint32(s.Shard), payloads); err != nil {
 			f.drop(k, pub)
-			done(unavailable(owner, err))
+			done(0, false, unavailable(owner, err))
 			return
 		}
-		done(nil)
+		done(0, false, nil)
 		return
 	}
 	pa := pub.PublishShardAsync(uint32(s.Shard), payloads)
@@ -109,12 +109,13 @@ func (f *Forwarder) Forward(owner cluster.Member, s cluster.Shard, payloads [][]
 		var be *client.BrokerError
 		switch {
 		case err == nil:
-			done(nil)
+			res := pa.Result()
+			done(res.Offset, res.HasOffset, nil)
 		case errors.As(err, &be):
-			done(relayed(be.Message)) // the owner's answer, as it gave it
+			done(0, false, relayed(be.Message)) // the owner's answer, as it gave it
 		default:
 			f.drop(k, pub)
-			done(unavailable(owner, err))
+			done(0, false, unavailable(owner, err))
 		}
 	}()
 }
