@@ -24,20 +24,20 @@ const (
 func (ct *control) queueStreamFor(tenant, ns, stream, group string) (st *stream, keep bool) {
 	k := streamKey(tenant, ns, stream)
 	if err := ct.authorize(k.Tenant, ActionQueueConsume, "queue:"+k.Tenant+"/"+k.Namespace+"/"+k.Stream); err != nil {
-		ct.fail(err.Error())
+		ct.fail(err)
 		return nil, false
 	}
 	if err := validRosterName("group", group, maxGroupBytes); err != nil {
-		ct.fail(err.Error())
+		ct.fail(err)
 		return nil, true
 	}
 	st, err := ct.c.b.streams.lookup(k)
 	if err != nil {
-		ct.fail(err.Error())
+		ct.fail(err)
 		return nil, true
 	}
 	if !st.spec.Durable {
-		ct.fail(fmt.Sprintf("%v: queue: stream %s is not durable (queues read the stream's log)", ErrInvalidRequest, k))
+		ct.fail(fmt.Errorf("%w: queue: stream %s is not durable (queues read the stream's log)", ErrInvalidRequest, k))
 		return nil, true
 	}
 	return st, true
@@ -82,7 +82,7 @@ func (ct *control) queueGroupsFor(tenant, ns, stream, group string) (gs []*queue
 		return nil, keep
 	}
 	if len(st.shards) > 1 && !wire.Supports(ct.peer, wire.CapQueueShards) {
-		ct.fail(fmt.Sprintf("%v: queue: stream %s has %d shards; a client without capability 0x%04x (multi-shard queues) needs a single-shard stream",
+		ct.fail(fmt.Errorf("%w: queue: stream %s has %d shards; a client without capability 0x%04x (multi-shard queues) needs a single-shard stream",
 			ErrInvalidRequest, st.spec.StreamKey, len(st.shards), wire.CapQueueShards.Caps()))
 		return nil, true
 	}
@@ -92,20 +92,20 @@ func (ct *control) queueGroupsFor(tenant, ns, stream, group string) (gs []*queue
 			if errors.Is(lastErr, ErrOwnerUnavailable) {
 				// Not placed yet: a member joining now would never take
 				// this shard, so it waits for the placement (retry).
-				ct.fail("queue: " + lastErr.Error())
+				ct.fail(fmt.Errorf("queue: %w", lastErr))
 				return nil, true
 			}
 			continue
 		}
 		g, err := ct.openQueueGroup(st, uint32(i), group)
 		if err != nil {
-			ct.fail(err.Error())
+			ct.fail(err)
 			return nil, true
 		}
 		gs = append(gs, g)
 	}
 	if len(gs) == 0 {
-		ct.fail(fmt.Sprintf("queue: no shard of %s is served by this broker (%v); connect a member to each owner", st.spec.StreamKey, lastErr))
+		ct.fail(fmt.Errorf("queue: no shard of %s is served by this broker (%w); connect a member to each owner", st.spec.StreamKey, lastErr))
 		return nil, true
 	}
 	return gs, true
@@ -131,7 +131,7 @@ func (ct *control) queueConsume(m *wire.QueueConsume) bool {
 		return true
 	}
 	if ct.c.b.draining.Load() {
-		ct.fail(ErrDraining.Error())
+		ct.fail(ErrDraining)
 		return true
 	}
 	maxInflight, visibility, err := consumeLimits(m)
@@ -139,7 +139,7 @@ func (ct *control) queueConsume(m *wire.QueueConsume) bool {
 		err = validRosterName("member", m.Member, maxMemberBytes)
 	}
 	if err != nil {
-		ct.fail(err.Error())
+		ct.fail(err)
 		return true
 	}
 	gs, keep := ct.queueGroupsFor(m.TenantID, m.Namespace, m.Stream, m.Group)
@@ -151,7 +151,7 @@ func (ct *control) queueConsume(m *wire.QueueConsume) bool {
 		maxInflight: maxInflight, visibility: visibility, ctx: ctx, cancel: cancel}
 	if err := ct.c.addExtra(c.id, c); err != nil {
 		cancel()
-		ct.fail(err.Error())
+		ct.fail(err)
 		return true
 	}
 	out, err := ct.openEventStream(ctx, c.id)
@@ -237,7 +237,7 @@ func (ct *control) queueOffsets(what, tenant, ns, stream, group string, shard *u
 	if reqID != nil {
 		ct.queueReply(*reqID, err)
 	} else {
-		ct.fail(err.Error())
+		ct.fail(err)
 	}
 	return !errors.Is(err, ErrForbidden)
 }
@@ -259,7 +259,7 @@ func queueShard(what string, st *stream, shard *uint32) (uint32, error) {
 func (ct *control) queueReply(id uint64, err error) {
 	ct.out.send(func(b []byte) []byte {
 		if err != nil {
-			return wire.AppendJSONFrame(b, &wire.QueueError{RequestID: id, Message: err.Error()})
+			return wire.AppendJSONFrame(b, &wire.QueueError{RequestID: id, Message: err.Error(), Err: ct.typed(err)})
 		}
 		return wire.AppendJSONFrame(b, &wire.QueueOK{RequestID: id})
 	})

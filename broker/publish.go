@@ -78,28 +78,8 @@ var noShard = publishResult{shard: -1}
 // fire-and-forget ones wait as long as the connection lives (backpressure)
 // unless IngressDrop selects an immediate, counted drop.
 func (p *publisher) publish(k StreamKey, key []byte, shard int, payloads [][]byte, acked bool, done func(publishResult, error)) error {
-	b := p.c.b
-	// Drain waits for inflight to reach zero after setting draining, so a
-	// publish either sees draining or is waited for until done: none can
-	// reach a subscriber queue after that queue was flushed, and be acked.
-	b.inflight.Add(1)
-	if b.draining.Load() {
-		b.inflight.Add(-1)
-		return ErrDraining
-	}
-	st, err := p.resolve(k, ActionPublish)
+	sh, r, err := p.begin(k, key, shard, p.hint)
 	if err != nil {
-		b.inflight.Add(-1)
-		return err
-	}
-	sh, err := st.pick(key, shard, p.hint)
-	if err != nil {
-		b.inflight.Add(-1)
-		return err
-	}
-	r, err := b.routeOf(k, sh.id)
-	if err != nil {
-		b.inflight.Add(-1)
 		return err
 	}
 	res := publishResult{shard: sh.id}
@@ -110,6 +90,51 @@ func (p *publisher) publish(k StreamKey, key []byte, shard int, payloads [][]byt
 		}
 		res.owner = &r.owner
 	}
+	p.local(sh, res, payloads, acked, done, func(admit context.Context, done func(uint64, error)) {
+		sh.publish(admit, payloads, nil, done)
+	})
+	return nil
+}
+
+// begin does what every publish does first: it counts the publish in
+// flight, then checks draining, the tenant, the permission, the stream and
+// the shard (hint picks an unkeyed, unaddressed one), and routes it. On an
+// error nothing stays in flight; otherwise the caller's done ends it.
+func (p *publisher) begin(k StreamKey, key []byte, shard int, hint uint32) (*shard, *route, error) {
+	b := p.c.b
+	// Drain waits for inflight to reach zero after setting draining, so a
+	// publish either sees draining or is waited for until done: none can
+	// reach a subscriber queue after that queue was flushed, and be acked.
+	b.inflight.Add(1)
+	if b.draining.Load() {
+		b.inflight.Add(-1)
+		return nil, nil, ErrDraining
+	}
+	st, err := p.resolve(k, ActionPublish)
+	if err != nil {
+		b.inflight.Add(-1)
+		return nil, nil, err
+	}
+	sh, err := st.pick(key, shard, hint)
+	if err != nil {
+		b.inflight.Add(-1)
+		return nil, nil, err
+	}
+	r, err := b.routeOf(k, sh.id)
+	if err != nil {
+		b.inflight.Add(-1)
+		return nil, nil, err
+	}
+	return sh, r, nil
+}
+
+// local runs a publish on a shard this broker serves: run appends it (with
+// an admission context bounding how long it may wait for Block
+// subscribers), then the outcome is counted and answered, and the publish
+// leaves the in-flight count.
+func (p *publisher) local(sh *shard, res publishResult, payloads [][]byte, acked bool, done func(publishResult, error),
+	run func(admit context.Context, done func(uint64, error))) {
+	b := p.c.b
 	admit := p.c.ctx
 	switch {
 	case b.cfg.Queue.Policy != fanout.Block:
@@ -117,7 +142,7 @@ func (p *publisher) publish(k StreamKey, key []byte, shard int, payloads [][]byt
 	case acked:
 		var cancel context.CancelFunc
 		admit, cancel = context.WithTimeout(p.c.ctx, b.cfg.AdmitTimeout)
-		defer cancel() // admission completes before shard.publish returns
+		defer cancel() // admission completes before run returns
 	case b.cfg.IngressDrop:
 		admit = expired
 	}
@@ -127,7 +152,7 @@ func (p *publisher) publish(k StreamKey, key []byte, shard int, payloads [][]byt
 	}
 	events := len(payloads)
 	bytes := payloadBytes(payloads)
-	sh.publish(admit, payloads, func(base uint64, err error) {
+	run(admit, func(base uint64, err error) {
 		b.metrics.published(events, bytes, acked, err)
 		if err == nil {
 			sh.bytesIn.Add(uint64(bytes))
@@ -139,7 +164,6 @@ func (p *publisher) publish(k StreamKey, key []byte, shard int, payloads [][]byt
 		done(res, err)
 		b.inflight.Add(-1)
 	})
-	return nil
 }
 
 func payloadBytes(payloads [][]byte) int {

@@ -35,7 +35,10 @@ type Stream struct {
 	// stream; 0 keeps everything.
 	RetentionBytes int64 `json:"retention_bytes,omitempty"`
 	RetentionMS    int64 `json:"retention_ms,omitempty"`
-	Revision       int64 `json:"revision,omitempty"`
+	// Routing maps publish keys to shards: "modulo" (the default, also
+	// empty) or "jump_hash". Fixed at creation: streams are never updated.
+	Routing  string `json:"routing,omitempty"`
+	Revision int64  `json:"revision,omitempty"`
 }
 
 // Cache is a key/value cache's specification.
@@ -147,6 +150,9 @@ func (s *Stream) validate() error {
 	}
 	if !s.Durable && (s.RetentionBytes != 0 || s.RetentionMS != 0) {
 		return invalid("retention_bytes and retention_ms apply to durable streams only (set durable: true)")
+	}
+	if s.Routing != "" && s.Routing != "modulo" && s.Routing != "jump_hash" {
+		return invalid("routing %q: want modulo or jump_hash", s.Routing)
 	}
 	if err := nonNegative("retention_bytes", s.RetentionBytes); err != nil {
 		return err
