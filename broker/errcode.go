@@ -77,9 +77,18 @@ var wireErrors = []error{
 	wire.ErrUnknownFlags, wire.ErrInvalidFlags, wire.ErrNameTooLong,
 }
 
+// typedCarrier is an error that brings its typed error along: an owner's
+// answer a forwarder relays.
+type typedCarrier interface{ TypedError() *wire.TypedError }
+
 // typedError is err's code, retry class and detail. An error the broker
 // does not know is internal, whose outcome is unknown.
 func typedError(err error) *wire.TypedError {
+	var tc typedCarrier
+	if errors.As(err, &tc) && tc.TypedError() != nil {
+		t := *tc.TypedError()
+		return &t
+	}
 	var ce *codedError
 	if errors.As(err, &ce) {
 		e := wire.NewTypedError(ce.code)

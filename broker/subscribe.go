@@ -160,7 +160,8 @@ func (ct *control) replySubscribed(ctx context.Context, id uint64, run func()) {
 // advertised wire.CapOwner). Subscribes are not proxied: events would cross
 // two hops and the client can reach the owner itself (docs/protocol.md).
 func (ct *control) refuseNotOwner(r *route) {
-	msg := &wire.ErrorMessage{Message: notOwner(r).Error()}
+	err := notOwner(r)
+	msg := &wire.ErrorMessage{Message: err.Error(), Err: ct.typed(err)}
 	if ct.ownerAcks {
 		msg.Shard, msg.Owner = ct.placed(r.result(0))
 	}

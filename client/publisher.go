@@ -304,7 +304,7 @@ func (p *Publisher) reply(h wire.Header, payload []byte, ack *wire.PublishAck) e
 			Owner: ack.Owner, Named: ack.HasOwner}
 		var err error
 		if ack.Status != wire.AckOK {
-			err = &BrokerError{Message: ack.Message, Owner: ownerOf(res)}
+			err = brokerError(ack.Message, ack.Err, ownerOf(res))
 		}
 		p.complete(ack.RequestID, res, err)
 		return nil
@@ -320,10 +320,10 @@ func (p *Publisher) reply(h wire.Header, payload []byte, ack *wire.PublishAck) e
 	case *wire.PublishOK:
 		p.complete(m.RequestID, jsonAck(m.Offset, m.Shard, m.Owner), nil)
 	case *wire.PublishError:
-		p.complete(m.RequestID, jsonAck(nil, m.Shard, m.Owner), &BrokerError{Message: m.Message, Owner: m.Owner})
+		p.complete(m.RequestID, jsonAck(nil, m.Shard, m.Owner), brokerError(m.Message, m.Err, m.Owner))
 	case *wire.ErrorMessage:
 		p.mu.Lock()
-		p.mu.lastErr = &BrokerError{Message: m.Message}
+		p.mu.lastErr = brokerError(m.Message, m.Err, m.Owner)
 		p.mu.Unlock()
 		p.c.cfg.Logger.Warn("broker error on publish stream", "message", m.Message)
 	default:

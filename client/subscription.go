@@ -93,7 +93,7 @@ func (c *Client) Subscribe(ctx context.Context, namespace, stream string, opts S
 	case *wire.SubscribeCursorError:
 		return nil, &CursorError{Reason: string(m.Reason), Requested: m.Requested, Available: m.Available}
 	case *wire.ErrorMessage:
-		return nil, &BrokerError{Message: m.Message, Owner: m.Owner}
+		return nil, brokerError(m.Message, m.Err, m.Owner)
 	}
 	return nil, fmt.Errorf("%w: %s in reply to subscribe", ErrProtocol, m.Type())
 }

@@ -112,18 +112,27 @@ func (f *Forwarder) Forward(owner cluster.Member, s cluster.Shard, payloads [][]
 			res := pa.Result()
 			done(res.Offset, res.HasOffset, nil)
 		case errors.As(err, &be):
-			done(0, false, relayed(be.Message)) // the owner's answer, as it gave it
+			done(0, false, &relayed{msg: be.Message, typed: be.Err}) // the owner's answer, as it gave it
 		default:
+			// Sent, and no answer: the owner may or may not have applied it.
 			f.drop(k, pub)
-			done(0, false, unavailable(owner, err))
+			done(0, false, fmt.Errorf("%w (%w): shard owner %s (%s) lost mid-publish: %v",
+				broker.ErrOwnerUnavailable, broker.ErrUnacknowledged, owner.ID, owner.QUICAddr, err))
 		}
 	}()
 }
 
-// relayed is the owner's refusal, passed on with its message unchanged.
-type relayed string
+// relayed is the owner's refusal, passed on with its message and typed
+// error unchanged.
+type relayed struct {
+	msg   string
+	typed *wire.TypedError
+}
 
-func (r relayed) Error() string { return string(r) }
+func (r *relayed) Error() string { return r.msg }
+
+// TypedError is the owner's typed error, nil when it sent none.
+func (r *relayed) TypedError() *wire.TypedError { return r.typed }
 
 func unavailable(owner cluster.Member, err error) error {
 	return fmt.Errorf("%w: shard owner %s (%s) unreachable: %v", broker.ErrOwnerUnavailable, owner.ID, owner.QUICAddr, err)
