@@ -35,6 +35,7 @@ type configReport struct {
 	Payload      int     `json:"payload_bytes"`
 	Batch        int     `json:"batch"`
 	Ack          string  `json:"ack"`
+	Idempotent   bool    `json:"idempotent,omitempty"`
 	Inflight     int     `json:"inflight,omitempty"`
 	Rate         float64 `json:"rate_msg_per_s,omitempty"`
 	Duration     string  `json:"duration,omitempty"`
@@ -59,7 +60,7 @@ func reportConfig(c *Config) configReport {
 		Retries: c.Retries,
 	}
 	if c.Ack != "none" {
-		r.Inflight = c.Inflight
+		r.Inflight, r.Idempotent = c.Inflight, c.Idempotent
 	}
 	if c.Duration > 0 {
 		r.Duration = c.Duration.String()
@@ -93,7 +94,7 @@ type Round struct {
 	DeliveredMsgPerS       float64             `json:"delivered_msg_per_s"`
 	Dropped                uint64              `json:"dropped"`
 	Unaccounted            int64               `json:"unaccounted"` // Σ |unaccounted| over subscribers
-	OutOfOrder             uint64              `json:"out_of_order"`
+	Duplicates             uint64              `json:"duplicates"`
 	Foreign                uint64              `json:"foreign,omitempty"`
 	Retries                uint64              `json:"retries"`
 	PublishFailed          uint64              `json:"publish_failed"`
@@ -129,7 +130,7 @@ type SubscriberResult struct {
 	Delivered   uint64   `json:"delivered"`
 	Dropped     uint64   `json:"dropped"`
 	Unaccounted int64    `json:"unaccounted"`
-	OutOfOrder  uint64   `json:"out_of_order"`
+	Duplicates  uint64   `json:"duplicates"`
 	Foreign     uint64   `json:"foreign,omitempty"`
 	DeliveryP50 *float64 `json:"delivery_p50_us,omitempty"`
 	DeliveryP99 *float64 `json:"delivery_p99_us,omitempty"`
@@ -170,7 +171,7 @@ func (r *round) result(drain time.Duration, interrupted bool) Round {
 		out.Delivered += sr.Delivered
 		out.Dropped += sr.Dropped
 		out.Unaccounted += absInt(sr.Unaccounted)
-		out.OutOfOrder += sr.OutOfOrder
+		out.Duplicates += sr.Duplicates
 		out.Foreign += sr.Foreign
 		for _, rd := range w.readers {
 			out.DeliveredMeasured += rd.measured
@@ -222,7 +223,7 @@ func (r *round) subscriberResult(w *subWorker) (SubscriberResult, *Histogram, ti
 	h := &Histogram{}
 	var last time.Time
 	for _, rd := range w.readers {
-		out.OutOfOrder += rd.outOfOrder
+		out.Duplicates += rd.duplicates
 		out.Foreign += rd.foreign
 		h.Merge(&rd.hist)
 		if rd.last.After(last) {
@@ -270,6 +271,7 @@ type Summary struct {
 	DeliveryP99      *Spread `json:"delivery_p99_us,omitempty"`
 	Dropped          uint64  `json:"dropped"`
 	Unaccounted      int64   `json:"unaccounted"`
+	Duplicates       uint64  `json:"duplicates"`
 	Retries          uint64  `json:"retries"`
 	PublishFailed    uint64  `json:"publish_failed"`
 	Errors           int     `json:"errors"`
@@ -288,6 +290,7 @@ func (res *Result) summarize() {
 		}
 		s.Dropped += r.Dropped
 		s.Unaccounted += r.Unaccounted
+		s.Duplicates += r.Duplicates
 		s.Retries += r.Retries
 		s.PublishFailed += r.PublishFailed
 		s.Errors += len(r.Errors)
