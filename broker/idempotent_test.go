@@ -1,6 +1,9 @@
 package broker_test
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -10,6 +13,7 @@ import (
 	"github.com/felixmq/felix/broker"
 	"github.com/felixmq/felix/client"
 	"github.com/felixmq/felix/internal/frameio"
+	"github.com/felixmq/felix/segment"
 	"github.com/felixmq/felix/wire"
 )
 
@@ -269,4 +273,36 @@ func TestClusterIdempotentPublishIsNotForwarded(t *testing.T) {
 	require.True(t, isOK)
 	require.Equal(t, uint32(1), *ok.Shard)
 	require.Equal(t, "b2", ok.Owner.ID)
+}
+
+// TestIdempotentOnAV2Log: a shard whose log a build before format v3
+// wrote (v2 segments) opens, keeps its records, takes idempotent batches
+// (its v2 active segment is rolled before the first mark), and answers a
+// re-send after a restart.
+func TestIdempotentOnAV2Log(t *testing.T) {
+	dir := t.TempDir()
+	shardDir := filepath.Join(dir, segment.ShardDirName("t1", "default", "idem", 0))
+	require.NoError(t, os.MkdirAll(shardDir, 0o755))
+	v2 := segment.AppendSegmentHeader(nil, segment.SegmentHeader{Version: segment.FormatVersionV2})
+	for i := range 3 {
+		v2 = segment.AppendRecord(v2, uint64(i), 1, []byte(fmt.Sprintf("old %d", i)))
+	}
+	v2 = append(v2, make([]byte, 4096)...)
+	require.NoError(t, os.WriteFile(filepath.Join(shardDir, fmt.Sprintf("%020d.log", 0)), v2, 0o644))
+
+	h := serveBroker(t, broker.Config{DataDir: dir}, durableSpec("idem", "on_commit"))
+	r := openRaw(t, h, wire.KnownFeatures)
+	okAt(t, r.idem(true, "idem", 9, 0, 1, "new"), 1, 3)
+	require.NoError(t, h.b.Close())
+	h2 := serveBroker(t, broker.Config{DataDir: dir})
+	r2 := openRaw(t, h2, wire.KnownFeatures)
+	okAt(t, r2.idem(false, "idem", 9, 0, 2, "new"), 2, 3)
+	okAt(t, r2.idem(true, "idem", 9, 1, 3, "newer"), 3, 4)
+	sub, err := h2.dial(t).Subscribe(ctxT(t, 10*time.Second), "default", "idem", client.SubscribeOptions{From: client.Earliest()})
+	require.NoError(t, err)
+	for _, want := range []string{"old 0", "old 1", "old 2", "new", "newer"} {
+		ev, err := sub.Next(ctxT(t, 10*time.Second))
+		require.NoError(t, err)
+		require.Equal(t, want, string(ev.Payload))
+	}
 }
