@@ -48,9 +48,10 @@ type IdempotentPublisher struct {
 	mu struct {
 		sync.Mutex
 		w          idemWindow
-		conn       *idemConn // nil while reconnecting
-		addr       string    // where to dial next; "" is the first broker
-		err        error     // terminal
+		conn       *idemConn   // nil while reconnecting
+		dead       []*idemConn // lost connections whose writers may still run
+		addr       string      // where to dial next; "" is the first broker
+		err        error       // terminal
 		closing    bool
 		retryDelay time.Duration // backoff of consecutive retryable answers
 		spare      [][]byte      // frame buffers of answered batches, for reuse
@@ -238,6 +239,7 @@ func (p *IdempotentPublisher) PublishAsync(ctx context.Context, key []byte, payl
 	ic := p.mu.conn
 	if ic == nil {
 		p.mu.Unlock() // the pump sends it once connected again
+		notify(p.wake)
 		return pa
 	}
 	ic.wmu.Lock() // taken under mu: writes go out in sequence order
@@ -366,10 +368,28 @@ func (p *IdempotentPublisher) lost(ic *idemConn) {
 	p.mu.Lock()
 	if p.mu.conn == ic {
 		p.mu.conn = nil
+		p.mu.dead = append(p.mu.dead, ic)
 	}
 	p.mu.Unlock()
 	ic.close()
 	notify(p.wake)
+}
+
+// waitDead waits until no write runs on a lost connection any more (its
+// stream is cancelled, so they end at once): a batch's frame is patched
+// for its next send only once nothing reads it for an earlier one. No
+// write can start on a lost connection, whose writers took its lock while
+// it was the current one.
+func (p *IdempotentPublisher) waitDead() {
+	p.mu.Lock()
+	dead := p.mu.dead
+	p.mu.dead = nil
+	p.mu.Unlock()
+	for _, ic := range dead {
+		//lint:ignore SA2001 taking the lock is the wait for the writers
+		ic.wmu.Lock()
+		ic.wmu.Unlock()
+	}
 }
 
 func (ic *idemConn) close() {

@@ -154,6 +154,7 @@ func (p *IdempotentPublisher) sendDue() bool {
 		if nic == nil {
 			return false // closed
 		}
+		p.waitDead()
 		p.mu.Lock()
 		if p.mu.err != nil {
 			p.mu.Unlock()
