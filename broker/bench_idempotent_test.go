@@ -52,11 +52,13 @@ func newIdemBench(b *testing.B, ctx context.Context, fsync string) *idemBench {
 	return &idemBench{plain: plain, idem: idem}
 }
 
-// phases runs side(0) (plain) and side(1) (idempotent) alternately for the
-// case's time, swapping which goes first each pair.
-func phases(b *testing.B, side func(idem bool, until time.Time)) {
+// phases runs side(false) (plain) and side(true) (idempotent) alternately
+// in phases of at most phase, for the case's time, swapping which goes
+// first each pair: short phases, many pairs, so that both sides meet the
+// same interference on a shared machine.
+func phases(b *testing.B, phase time.Duration, side func(idem bool, until time.Time)) {
 	total := durableCaseTime(b)
-	phase := min(time.Second, total/4)
+	phase = min(phase, total/4)
 	b.ResetTimer()
 	for pair, end := 0, time.Now().Add(total); time.Now().Before(end); pair++ {
 		first := pair%2 == 1
@@ -75,7 +77,7 @@ func benchIdemThroughput(b *testing.B, fsync string, size int) {
 	}
 	var done [2]int
 	var took [2]time.Duration
-	phases(b, func(idem bool, until time.Time) {
+	phases(b, 500*time.Millisecond, func(idem bool, until time.Time) {
 		side := map[bool]int{false: 0, true: 1}[idem]
 		start := time.Now()
 		done[side] += ib.pipeline(b, ctx, idem, batch, until)
@@ -116,7 +118,7 @@ func benchIdemLatency(b *testing.B, fsync string) {
 	ib := newIdemBench(b, ctx, fsync)
 	one := [][]byte{make([]byte, 256)}
 	var lat [2][]time.Duration
-	phases(b, func(idem bool, until time.Time) {
+	phases(b, 100*time.Millisecond, func(idem bool, until time.Time) {
 		side := map[bool]int{false: 0, true: 1}[idem]
 		for time.Now().Before(until) {
 			t0 := time.Now()

@@ -341,12 +341,19 @@ func putU64(b []byte, v uint64) {
 
 func frameFlags(frame []byte) wire.Flags { return wire.Flags(uint16(frame[6])<<8 | uint16(frame[7])) }
 
-// read takes the answers of one connection until it ends.
+// read takes the answers of one connection until it ends. A publish_ok,
+// nearly every answer, is read without the JSON decoder when it has the
+// canonical form.
 func (p *IdempotentPublisher) read(ic *idemConn) {
+	var head wire.PublishOKHead
 	for {
 		h, payload, err := ic.ct.fr.Next()
 		if err == nil && h.Flags != 0 {
 			err = fmt.Errorf("%w: binary frame %s on an idempotent publisher", ErrProtocol, h.Flags)
+		}
+		if err == nil && wire.DecodePublishOKHead(payload, &head) {
+			p.acked(head.RequestID, Ack{Offset: head.Offset, HasOffset: head.HasOffset, Shard: head.Shard, HasShard: head.HasShard})
+			continue
 		}
 		var m wire.Message
 		if err == nil {

@@ -12,20 +12,7 @@ import (
 func (p *IdempotentPublisher) answer(m wire.Message) {
 	switch m := m.(type) {
 	case *wire.PublishOK:
-		p.mu.Lock()
-		b := p.mu.w.answered(m.RequestID)
-		if b == nil {
-			p.mu.Unlock()
-			return // an earlier send's answer: the batch was sent again
-		}
-		p.mu.w.done(b)
-		p.mu.retryDelay = 0
-		p.mu.spare = append(p.mu.spare, b.frame[:0])
-		p.mu.Unlock()
-		<-p.room
-		b.pa.res = jsonAck(m.Offset, m.Shard, m.Owner)
-		b.pa.rtt = time.Since(b.pa.sent)
-		b.pa.finish(nil)
+		p.acked(m.RequestID, jsonAck(m.Offset, m.Shard, m.Owner))
 	case *wire.PublishRefused:
 		p.refused(m)
 	case *wire.PublishError:
@@ -33,6 +20,24 @@ func (p *IdempotentPublisher) answer(m wire.Message) {
 	case *wire.ErrorMessage:
 		p.first.cfg.Logger.Warn("broker error on an idempotent publisher", "message", m.Message)
 	}
+}
+
+// acked completes the batch that request req was, with res.
+func (p *IdempotentPublisher) acked(req uint64, res Ack) {
+	p.mu.Lock()
+	b := p.mu.w.answered(req)
+	if b == nil {
+		p.mu.Unlock()
+		return // an earlier send's answer: the batch was sent again
+	}
+	p.mu.w.done(b)
+	p.mu.retryDelay = 0
+	p.mu.spare = append(p.mu.spare, b.frame[:0])
+	p.mu.Unlock()
+	<-p.room
+	b.pa.res = res
+	b.pa.rtt = time.Since(b.pa.sent)
+	b.pa.finish(nil)
 }
 
 // refused applies publish_refused: not_leader sends everything again to

@@ -179,6 +179,13 @@ func checkEventBatch(t *testing.T, flags wire.Flags, payload, frame []byte) {
 // point.
 func checkJSON(t *testing.T, payload []byte) {
 	m, err := wire.DecodeJSON(payload)
+	var head wire.PublishOKHead
+	if wire.DecodePublishOKHead(payload, &head) {
+		require.NoError(t, err, "the fast path took what the decoder refuses")
+		ok, isOK := m.(*wire.PublishOK)
+		require.True(t, isOK)
+		requireHeadIs(t, ok, head)
+	}
 	if err != nil {
 		requireSentinel(t, err)
 		return
