@@ -61,7 +61,8 @@ func (ct *control) cacheFail(reqID *uint64, err error) bool {
 		ce := &wire.CacheError{RequestID: reqID, Code: cacheErrorCode(err), Message: err.Error()}
 		ct.out.send(func(b []byte) []byte { return wire.AppendJSONFrame(b, ce) })
 	} else {
-		ct.out.send(func(b []byte) []byte { return wire.AppendJSONFrame(b, &wire.ErrorMessage{Message: err.Error()}) })
+		m := &wire.ErrorMessage{Message: err.Error(), Err: ct.typed(err)}
+		ct.out.send(func(b []byte) []byte { return wire.AppendJSONFrame(b, m) })
 	}
 	if errors.Is(err, ErrForbidden) {
 		return false

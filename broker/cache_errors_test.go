@@ -59,8 +59,8 @@ func TestCacheMalformedFramesOnARawStream(t *testing.T) {
 	qc := h.rawConn(t)
 	str, err := qc.OpenStreamSync(ctx)
 	require.NoError(t, err)
-	flags := uint16(wire.KnownCapabilities)
-	str.Write(wire.AppendJSONFrame(nil, &wire.Auth{TenantID: "t1", Token: "dev", ClientFlags: &flags}))
+	flags, caps := wire.KnownCapabilities.FrameFlags(), wire.KnownCapabilities.Caps()
+	str.Write(wire.AppendJSONFrame(nil, &wire.Auth{TenantID: "t1", Token: "dev", ClientFlags: &flags, ClientCaps: &caps}))
 	var frames []byte
 	for _, js := range []string{
 		`{"type":"cache_put","tenant_id":"t1","namespace":"default","cache":"c","value":"dg==","request_id":1,"ttl_ms":null}`,
@@ -85,7 +85,7 @@ func TestCacheMalformedFramesOnARawStream(t *testing.T) {
 		reply = rest
 	}
 	require.Equal(t, []string{
-		fmt.Sprintf(`{"type":"auth_ok","server_flags":%d}`, broker.ServerFlags),
+		fmt.Sprintf(`{"type":"auth_ok","server_flags":%d,"server_caps":%d}`, broker.ServerFlags.FrameFlags(), broker.ServerFlags.Caps()),
 		`{"type":"error","message":"malformed message: wire: cache_put: missing field \"key\""}`,
 		`{"type":"cache_error","request_id":2,"code":"invalid_request","message":"ttl_ms 0 not in [1, 3153600000000] (null = no expiry)"}`,
 		`{"type":"error","message":"malformed message: wire: malformed JSON field \"delta\": json: cannot unmarshal number 1.5 into Go value of type int64"}`,

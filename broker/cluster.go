@@ -38,10 +38,11 @@ type Forwarder interface {
 	// that the owner never forwards them again. It copies payloads before
 	// it returns (they alias the caller's frame buffer). done is called
 	// exactly once: with the owner's ack for an acked publish (nil, or
-	// the owner's refusal), once written for a fire-and-forget one. A
-	// failure to reach the owner wraps ErrOwnerUnavailable. Forwards to
-	// one owner and shard from one caller keep their order.
-	Forward(owner cluster.Member, s cluster.Shard, payloads [][]byte, acked bool, done func(error))
+	// the owner's refusal), once written for a fire-and-forget one. An
+	// ok ack gives the batch's first offset when the owner said it
+	// (known). A failure to reach the owner wraps ErrOwnerUnavailable.
+	// Forwards to one owner and shard from one caller keep their order.
+	Forward(owner cluster.Member, s cluster.Shard, payloads [][]byte, acked bool, done func(offset uint64, known bool, err error))
 }
 
 // route is one shard's owner as this broker sees it.
@@ -87,7 +88,7 @@ func newPlacementView(p *cluster.Placement, self string) *placementView {
 		}
 		r := &route{
 			self: a.Owner == self, live: known && m.Live, member: m, shard: a.Shard,
-			owner: wire.Owner{Shard: uint32(a.Shard.Shard), ID: m.ID, Addr: m.QUICAddr},
+			owner: wire.Owner{ID: m.ID, Addr: m.QUICAddr, Generation: uint64(max(p.Version, 0))},
 		}
 		if r.self {
 			r.live = true
@@ -157,6 +158,11 @@ func (b *Broker) takeOwned(prev, v *placementView) {
 	}
 }
 
+// result is the answer of a publish routed by r.
+func (r *route) result(offset uint64) publishResult {
+	return publishResult{offset: offset, shard: r.shard.Shard, owner: &r.owner}
+}
+
 // owns reports whether the view makes this broker the owner of shard idx
 // of k.
 func (v *placementView) owns(k StreamKey, idx int) bool {
@@ -217,7 +223,7 @@ func ownerUnavailable(r *route, why string) error {
 // forward sends a publish for r's shard to its owner, or answers why it
 // cannot: done gets the owner's outcome. It holds the broker's inflight
 // count (taken by publish) until done.
-func (p *publisher) forward(r *route, payloads [][]byte, acked bool, done func(uint64, *wire.Owner, error)) {
+func (p *publisher) forward(r *route, payloads [][]byte, acked bool, done func(publishResult, error)) {
 	b := p.c.b
 	var err error
 	switch {
@@ -230,18 +236,20 @@ func (p *publisher) forward(r *route, payloads [][]byte, acked bool, done func(u
 	}
 	if err != nil {
 		b.metrics.cluster.forwardErrors.Add(1)
-		done(0, &r.owner, err)
+		done(r.result(0), err)
 		b.inflight.Add(-1)
 		return
 	}
 	events, bytes := len(payloads), payloadBytes(payloads)
-	b.cfg.Forwarder.Forward(r.member, r.shard, payloads, acked, func(err error) {
+	b.cfg.Forwarder.Forward(r.member, r.shard, payloads, acked, func(offset uint64, known bool, err error) {
 		if err != nil {
 			b.metrics.cluster.forwardErrors.Add(1)
 		} else {
 			b.metrics.cluster.forwarded(events, bytes)
 		}
-		done(0, &r.owner, err)
+		res := r.result(offset)
+		res.noOffset = !known
+		done(res, err)
 		b.inflight.Add(-1)
 	})
 }
@@ -253,7 +261,7 @@ func (p *publisher) forward(r *route, payloads [][]byte, acked bool, done func(u
 // forwarding broker checked the client's own rights before forwarding.
 // Everything else goes to the verifier.
 func (b *Broker) verify(ctx context.Context, auth *wire.Auth) (Principal, error) {
-	if wire.Supports(wire.PeerFlags(auth.ClientFlags), wire.CapForwarded) && b.isNodeCredential(ctx, auth.Token) {
+	if wire.Supports(wire.PeerSet(auth.ClientFlags, auth.ClientCaps), wire.CapForwarded) && b.isNodeCredential(ctx, auth.Token) {
 		if auth.TenantID == "" {
 			return nil, fmt.Errorf("%w: empty tenant", ErrAuth)
 		}

@@ -113,7 +113,10 @@ func TestClusterForwardsOnceAndNamesOwner(t *testing.T) {
 			require.NoError(t, pa.Wait(ctx))
 			own, ok := pa.Owner()
 			require.True(t, ok)
-			require.Equal(t, wire.Owner{Shard: 3, ID: "b2", Addr: nodes[1].h.addr}, own)
+			require.Equal(t, wire.Owner{ID: "b2", Addr: nodes[1].h.addr, Generation: 7}, own)
+			res := pa.Result()
+			require.True(t, res.HasShard && res.HasOffset)
+			require.Equal(t, uint32(3), res.Shard)
 			require.Equal(t, before+1, nodes[0].b.ClusterStats().ForwardedPublishes)
 			ev, err := sub.Next(ctx)
 			require.NoError(t, err)
@@ -159,7 +162,7 @@ func TestClusterRefusals(t *testing.T) {
 	require.ErrorIs(t, err, client.ErrNotOwner)
 	var be *client.BrokerError
 	require.ErrorAs(t, err, &be)
-	require.Equal(t, &wire.Owner{Shard: 1, ID: "b2", Addr: nodes[1].h.addr}, be.Owner)
+	require.Equal(t, &wire.Owner{ID: "b2", Addr: nodes[1].h.addr, Generation: 3}, be.Owner)
 
 	pub, err := c1.NewPublisher(ctx, "default", "quad")
 	require.NoError(t, err)

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -14,10 +15,15 @@ import (
 	"github.com/felixmq/felix/wire"
 )
 
-// ServerFlags are the capabilities this broker advertises in auth_ok; with
-// wire.CapForwarded it tells a forwarding broker that forwarded publishes
-// are never forwarded again.
+// ServerFlags are the frame flags and capabilities this broker advertises
+// in auth_ok; with wire.CapForwarded it tells a forwarding broker that
+// forwarded publishes are never forwarded again.
 const ServerFlags = wire.KnownCapabilities | wire.CapForwarded
+
+// ServerFeatures are the published feature bits this broker advertises:
+// producer_init and idempotent publishes, typed errors, sequence_reused,
+// stream_shards.
+const ServerFeatures = wire.KnownFeatures
 
 // control serves one client-opened bidirectional stream: auth, then any mix
 // of publishes and subscribes, with replies through one replyWriter.
@@ -26,7 +32,10 @@ type control struct {
 	str  *quic.Stream
 	fr   *frameio.Reader
 	out  *replyWriter
-	peer wire.Flags // capabilities the client advertised
+	peer wire.Flags // frame flags and capabilities the client advertised
+	// features are the published feature bits the client offered
+	// (wire.FeatureErrorCodes, wire.FeatureSequenceReused, ...).
+	features wire.Features
 	// ownerAcks: the client advertised wire.CapOwner, so acks and
 	// not_owner refusals name the shard's owner (in cluster mode).
 	ownerAcks bool
@@ -72,16 +81,26 @@ func (ct *control) serve() {
 // so, then the read side stopped with the auth code, which ends loop.
 func (ct *control) expire() {
 	ct.expired.Store(true)
-	ct.out.send(func(b []byte) []byte {
-		return wire.AppendJSONFrame(b, &wire.ErrorMessage{Message: errTokenExpired.Error()})
-	})
+	m := &wire.ErrorMessage{Message: errTokenExpired.Error(), Err: ct.typed(errTokenExpired)}
+	ct.out.send(func(b []byte) []byte { return wire.AppendJSONFrame(b, m) })
 	ct.str.CancelRead(streamErrAuth)
 }
 
-// fail sends an error reply; the caller decides whether the stream ends.
-func (ct *control) fail(msg string) {
+// fail sends an error reply, with its typed code for a client that
+// negotiated them; the caller decides whether the stream ends.
+func (ct *control) fail(err error) {
 	ct.c.b.metrics.protocolViolation("control")
-	ct.out.send(func(b []byte) []byte { return wire.AppendJSONFrame(b, &wire.ErrorMessage{Message: msg}) })
+	m := &wire.ErrorMessage{Message: err.Error(), Err: ct.typed(err)}
+	ct.out.send(func(b []byte) []byte { return wire.AppendJSONFrame(b, m) })
+}
+
+// typed is err's typed error for a client that negotiated
+// wire.FeatureErrorCodes, else nil.
+func (ct *control) typed(err error) *wire.TypedError {
+	if !ct.features.Has(wire.FeatureErrorCodes) {
+		return nil
+	}
+	return typedError(err)
 }
 
 // authenticate reads the mandatory first frame. It replies auth_ok with the
@@ -95,36 +114,50 @@ func (ct *control) authenticate() bool {
 		switch {
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			ct.c.b.metrics.authTimeouts.Inc()
-			ct.fail("auth required within " + ct.c.b.cfg.AuthTimeout.String())
+			ct.fail(refusal(wire.CodeUnauthenticated, "auth required within "+ct.c.b.cfg.AuthTimeout.String()))
 		case !errors.Is(err, io.EOF):
-			ct.fail("auth required")
+			ct.fail(errAuthRequired)
 		}
 		return false
 	}
 	m, err := decodeJSON(h, payload)
 	auth, ok := m.(*wire.Auth)
 	if err != nil || !ok {
-		ct.fail("auth required")
+		ct.fail(errAuthRequired)
 		return false
 	}
+	ct.features = wire.PeerFeatures(auth.ClientFeatures)
 	p, err := ct.c.b.verify(ct.c.ctx, auth)
 	if err != nil {
 		ct.c.b.log.Info("auth refused", "conn", ct.c.id, "tenant", auth.TenantID, "err", err)
-		ct.fail(err.Error())
+		ct.fail(err)
 		return false
 	}
 	ct.principal = p
 	ct.stopExpiry = atExpiry(p, ct.expire)
-	ct.peer = wire.PeerFlags(auth.ClientFlags)
+	ct.peer = wire.PeerSet(auth.ClientFlags, auth.ClientCaps)
 	ct.ownerAcks = wire.Supports(ct.peer, wire.CapOwner)
 	ct.forwarded = wire.Supports(ct.peer, wire.CapForwarded)
-	ct.out.send(func(b []byte) []byte {
-		if auth.ClientFlags == nil {
-			return wire.AppendJSONFrame(b, &wire.OK{})
-		}
-		return wire.AppendJSONFrame(b, &wire.AuthOK{ServerFlags: uint16(ServerFlags)})
-	})
+	ct.out.send(func(b []byte) []byte { return wire.AppendJSONFrame(b, authReply(auth)) })
 	return true
+}
+
+// authReply is auth_ok with this broker's words, each sent only when the
+// client sent its own (plain ok without client_flags, as wire v1 says).
+func authReply(auth *wire.Auth) wire.Message {
+	if auth.ClientFlags == nil {
+		return &wire.OK{}
+	}
+	ok := &wire.AuthOK{ServerFlags: ServerFlags.FrameFlags()}
+	if auth.ClientFeatures != nil {
+		f := uint32(ServerFeatures)
+		ok.ServerFeatures = &f
+	}
+	if auth.ClientCaps != nil {
+		caps := ServerFlags.Caps()
+		ok.ServerCaps = &caps
+	}
+	return ok
 }
 
 func decodeJSON(h wire.Header, payload []byte) (wire.Message, error) {
@@ -134,7 +167,10 @@ func decodeJSON(h wire.Header, payload []byte) (wire.Message, error) {
 	return wire.DecodeJSON(payload)
 }
 
-var errNotJSON = errors.New("not a JSON frame")
+var (
+	errNotJSON      = errors.New("not a JSON frame")
+	errAuthRequired = refusal(wire.CodeUnauthenticated, "auth required")
+)
 
 // loop dispatches frames until the client finishes the stream (true) or a
 // violation ends it (false).
@@ -148,12 +184,12 @@ func (ct *control) loop() bool {
 		case errors.As(err, &flagsErr):
 			// The payload was consumed: report and go on, as the published
 			// broker does.
-			ct.fail("unsupported frame flags")
+			ct.fail(refusal(wire.CodeInvalidRequest, "unsupported frame flags"))
 			continue
 		case err != nil && ct.expired.Load():
 			return false // expire already said why
 		case err != nil:
-			ct.fail("malformed frame: " + err.Error())
+			ct.fail(fmt.Errorf("malformed frame: %w", err))
 			return false
 		}
 		if !ct.dispatch(h, payload) {
@@ -171,7 +207,7 @@ func (ct *control) dispatch(h wire.Header, payload []byte) bool {
 	case wire.KindJSON:
 		m, err := wire.DecodeJSON(payload)
 		if err != nil {
-			ct.fail("malformed message: " + err.Error())
+			ct.fail(fmt.Errorf("malformed message: %w", err))
 			return true
 		}
 		return ct.handleJSON(m)
@@ -180,7 +216,7 @@ func (ct *control) dispatch(h wire.Header, payload []byte) bool {
 	case wire.KindAckedPublishBatch:
 		return ct.binaryAckedPublish(h.Flags, payload)
 	}
-	ct.fail("unexpected frame kind " + h.Kind().String())
+	ct.fail(refusal(wire.CodeInvalidRequest, "unexpected frame kind "+h.Kind().String()))
 	return true
 }
 
@@ -191,6 +227,13 @@ func (ct *control) handleJSON(m wire.Message) bool {
 		return ct.jsonPublish(streamKey(m.TenantID, m.Namespace, m.Stream), m.Key, shardArg(m.Shard), ct.one[:], m.RequestID, m.Ack, wire.AckPerMessage)
 	case *wire.PublishBatchMessage:
 		return ct.jsonPublish(streamKey(m.TenantID, m.Namespace, m.Stream), m.Key, shardArg(m.Shard), m.Payloads, m.RequestID, m.Ack, wire.AckPerBatch)
+	case *wire.PublishIdempotent:
+		return ct.idempotentPublish(streamKey(m.TenantID, m.Namespace, m.Stream), m.Key, shardArg(m.Shard), m.Payloads,
+			m.RequestID, m.ProducerID, m.Sequence)
+	case *wire.ProducerInit:
+		return ct.producerInit(m)
+	case *wire.StreamShards:
+		return ct.streamShards(m)
 	case *wire.Subscribe:
 		return ct.subscribe(m)
 	case *wire.RosterJoin:
@@ -206,13 +249,13 @@ func (ct *control) handleJSON(m wire.Message) bool {
 	case *wire.QueueNack:
 		return ct.queueNack(m)
 	case *wire.Auth:
-		ct.fail("auth already established")
+		ct.fail(refusal(wire.CodeInvalidRequest, "auth already established"))
 		return false
 	}
 	if handled, keep := ct.handleCache(m); handled {
 		return keep
 	}
-	ct.fail("unexpected message type " + m.Type().String())
+	ct.fail(refusal(wire.CodeInvalidRequest, "unexpected message type "+m.Type().String()))
 	return true
 }
 
@@ -221,33 +264,25 @@ func streamKey(t, ns, s string) StreamKey { return StreamKey{Tenant: t, Namespac
 // jsonPublish handles publish and publish_batch. On a control stream an
 // absent ack means acked (the published broker's behaviour), and an acked
 // publish needs a request_id to be answerable.
-func (ct *control) jsonPublish(k StreamKey, key *string, shard int, payloads [][]byte, reqID *uint64, ack *wire.AckMode, def wire.AckMode) bool {
+func (ct *control) jsonPublish(k StreamKey, key []byte, shard int, payloads [][]byte, reqID *uint64, ack *wire.AckMode, def wire.AckMode) bool {
 	mode := def
 	if ack != nil {
 		mode = *ack
 	}
 	acked := mode != wire.AckNone
 	if acked && reqID == nil {
-		ct.fail("missing request_id for acked publish")
+		ct.fail(refusal(wire.CodeInvalidRequest, "missing request_id for acked publish"))
 		return true
 	}
 	if !acked {
-		return ct.publishUnacked(k, keyBytes(key), shard, payloads)
+		return ct.publishUnacked(k, key, shard, payloads)
 	}
 	id := *reqID
-	reply := func(_ uint64, own *wire.Owner, err error) {
-		if !ct.ownerAcks {
-			own = nil
-		}
-		ct.out.send(func(b []byte) []byte {
-			if err != nil {
-				return wire.AppendJSONFrame(b, &wire.PublishError{RequestID: id, Message: err.Error(), Owner: own})
-			}
-			return wire.AppendJSONFrame(b, &wire.PublishOK{RequestID: id, Owner: own})
-		})
+	reply := func(res publishResult, err error) {
+		ct.out.send(func(b []byte) []byte { return wire.AppendJSONFrame(b, ct.jsonAnswer(id, res, err)) })
 	}
-	if err := ct.publish(k, keyBytes(key), shard, payloads, true, reply); err != nil {
-		reply(0, nil, err)
+	if err := ct.publish(k, key, shard, payloads, true, reply); err != nil {
+		reply(noShard, err)
 		return !errors.Is(err, ErrForbidden)
 	}
 	return true
@@ -257,9 +292,9 @@ func (ct *control) jsonPublish(k StreamKey, key *string, shard int, payloads [][
 // answered per request, so the stream gets an uncorrelated error message
 // (whenever the outcome is known); authorisation failures end the stream.
 func (ct *control) publishUnacked(k StreamKey, key []byte, shard int, payloads [][]byte) bool {
-	err := ct.publish(k, key, shard, payloads, false, func(_ uint64, _ *wire.Owner, err error) {
+	err := ct.publish(k, key, shard, payloads, false, func(_ publishResult, err error) {
 		if err != nil {
-			ct.fail(err.Error())
+			ct.fail(err)
 		}
 	})
 	return ct.unackedResult(err)
@@ -272,17 +307,17 @@ func (ct *control) unackedResult(err error) bool {
 	if err == nil {
 		return true
 	}
-	ct.fail(err.Error())
+	ct.fail(err)
 	return !errors.Is(err, ErrForbidden)
 }
 
 func (ct *control) binaryPublish(flags wire.Flags, payload []byte) bool {
 	if err := wire.DecodePublishBatchFlags(flags, payload, &ct.batch); err != nil {
-		ct.fail("malformed publish batch: " + err.Error())
+		ct.fail(fmt.Errorf("malformed publish batch: %w", err))
 		return true
 	}
 	b := &ct.batch
-	return ct.publishUnacked(streamKey(b.TenantID, b.Namespace, b.Stream), nil, batchShard(b), b.Payloads)
+	return ct.publishUnacked(streamKey(b.TenantID, b.Namespace, b.Stream), batchKey(b), batchShard(b), b.Payloads)
 }
 
 // shardArg is the publish's explicit shard, -1 for none; a value past
@@ -301,23 +336,28 @@ func batchShard(b *wire.PublishBatch) int {
 	return int(min(b.Shard, MaxShards))
 }
 
+// batchKey is a keyed publish's key, nil for none (an empty key is a key).
+func batchKey(b *wire.PublishBatch) []byte {
+	if !b.HasKey {
+		return nil
+	}
+	if b.Key == nil {
+		return []byte{}
+	}
+	return b.Key
+}
+
 // binaryAckedPublish answers with a binary ack. The request id is decoded
 // before the body so that even a malformed body gets a correlated error ack.
 func (ct *control) binaryAckedPublish(flags wire.Flags, payload []byte) bool {
 	derr := wire.DecodeAckedPublishFlags(flags, payload, &ct.acked)
 	if derr != nil && len(payload) < 8 { // no request_id to answer
-		ct.fail("malformed publish batch: " + derr.Error())
+		ct.fail(fmt.Errorf("malformed publish batch: %w", derr))
 		return true
 	}
 	id := ct.acked.RequestID
-	reply := func(_ uint64, own *wire.Owner, err error) {
-		ack := wire.PublishAck{Status: wire.AckOK, RequestID: id}
-		if own != nil && ct.ownerAcks {
-			ack.Owner, ack.HasOwner = *own, true
-		}
-		if err != nil {
-			ack.Status, ack.Message = wire.AckError, err.Error()
-		}
+	reply := func(res publishResult, err error) {
+		ack := ct.binaryAnswer(id, res, err)
 		ct.out.send(func(b []byte) []byte {
 			out, aerr := wire.AppendPublishAckFrame(b, ack)
 			if aerr != nil { // a message over 64 KiB: send it cut
@@ -328,12 +368,21 @@ func (ct *control) binaryAckedPublish(flags wire.Flags, payload []byte) bool {
 		})
 	}
 	if derr != nil {
-		reply(0, nil, errors.New("malformed publish batch: "+derr.Error()))
+		err := fmt.Errorf("malformed publish batch: %w", derr)
+		if flags&wire.FlagPublishIdempotent != 0 { // answered in JSON, as every idempotent batch
+			ct.out.send(func(b []byte) []byte { return wire.AppendJSONFrame(b, ct.jsonAnswer(id, noShard, err)) })
+			return true
+		}
+		reply(noShard, err)
 		return true
 	}
 	pb := &ct.acked.PublishBatch
-	if err := ct.publish(streamKey(pb.TenantID, pb.Namespace, pb.Stream), nil, batchShard(pb), pb.Payloads, true, reply); err != nil {
-		reply(0, nil, err)
+	if ct.acked.Idempotent {
+		return ct.idempotentPublish(streamKey(pb.TenantID, pb.Namespace, pb.Stream), batchKey(pb), batchShard(pb), pb.Payloads,
+			id, ct.acked.ProducerID, ct.acked.Sequence)
+	}
+	if err := ct.publish(streamKey(pb.TenantID, pb.Namespace, pb.Stream), batchKey(pb), batchShard(pb), pb.Payloads, true, reply); err != nil {
+		reply(noShard, err)
 		return !errors.Is(err, ErrForbidden)
 	}
 	return true

@@ -25,20 +25,20 @@ const (
 func (ct *control) queueStreamFor(tenant, ns, stream, group string) (st *stream, keep bool) {
 	k := streamKey(tenant, ns, stream)
 	if err := ct.authorize(k.Tenant, auth.ActionQueueConsume, "queue:"+k.Tenant+"/"+k.Namespace+"/"+k.Stream); err != nil {
-		ct.fail(err.Error())
+		ct.fail(err)
 		return nil, false
 	}
 	if err := validRosterName("group", group, maxGroupBytes); err != nil {
-		ct.fail(err.Error())
+		ct.fail(err)
 		return nil, true
 	}
 	st, err := ct.broker().streams.lookup(k)
 	if err != nil {
-		ct.fail(err.Error())
+		ct.fail(err)
 		return nil, true
 	}
 	if !st.spec.Durable {
-		ct.fail(fmt.Sprintf("%v: queue: stream %s is not durable (queues read the stream's log)", ErrInvalidRequest, k))
+		ct.fail(fmt.Errorf("%w: queue: stream %s is not durable (queues read the stream's log)", ErrInvalidRequest, k))
 		return nil, true
 	}
 	return st, true
@@ -83,8 +83,8 @@ func (ct *control) groupShardsFor(tenant, ns, stream, group string) (gs []*group
 		return nil, keep
 	}
 	if len(st.shards) > 1 && !wire.Supports(ct.peer, wire.CapQueueShards) {
-		ct.fail(fmt.Sprintf("%v: queue: stream %s has %d shards; a client without capability 0x%04x (multi-shard queues) needs a single-shard stream",
-			ErrInvalidRequest, st.spec.StreamKey, len(st.shards), uint16(wire.CapQueueShards)))
+		ct.fail(fmt.Errorf("%w: queue: stream %s has %d shards; a client without capability 0x%04x (multi-shard queues) needs a single-shard stream",
+			ErrInvalidRequest, st.spec.StreamKey, len(st.shards), wire.CapQueueShards.Caps()))
 		return nil, true
 	}
 	var lastErr error
@@ -93,20 +93,20 @@ func (ct *control) groupShardsFor(tenant, ns, stream, group string) (gs []*group
 			if errors.Is(lastErr, ErrOwnerUnavailable) {
 				// Not placed yet: a member joining now would never take
 				// this shard, so it waits for the placement (retry).
-				ct.fail("queue: " + lastErr.Error())
+				ct.fail(fmt.Errorf("queue: %w", lastErr))
 				return nil, true
 			}
 			continue
 		}
 		g, err := ct.openGroupShard(st, uint32(i), group)
 		if err != nil {
-			ct.fail(err.Error())
+			ct.fail(err)
 			return nil, true
 		}
 		gs = append(gs, g)
 	}
 	if len(gs) == 0 {
-		ct.fail(fmt.Sprintf("queue: no shard of %s is served by this broker (%v); connect a member to each owner", st.spec.StreamKey, lastErr))
+		ct.fail(fmt.Errorf("queue: no shard of %s is served by this broker (%w); connect a member to each owner", st.spec.StreamKey, lastErr))
 		return nil, true
 	}
 	return gs, true
@@ -132,7 +132,7 @@ func (ct *control) queueConsume(m *wire.QueueConsume) bool {
 		return true
 	}
 	if ct.broker().draining.Load() {
-		ct.fail(ErrDraining.Error())
+		ct.fail(ErrDraining)
 		return true
 	}
 	maxInflight, visibility, err := consumeLimits(m)
@@ -140,7 +140,7 @@ func (ct *control) queueConsume(m *wire.QueueConsume) bool {
 		err = validRosterName("member", m.Member, maxMemberBytes)
 	}
 	if err != nil {
-		ct.fail(err.Error())
+		ct.fail(err)
 		return true
 	}
 	gs, keep := ct.groupShardsFor(m.TenantID, m.Namespace, m.Stream, m.Group)
@@ -152,7 +152,7 @@ func (ct *control) queueConsume(m *wire.QueueConsume) bool {
 		maxInflight: maxInflight, visibility: visibility, log: ct.broker().log, ctx: ctx, cancel: cancel}
 	if err := ct.c.addExtra(c.id, c); err != nil {
 		cancel()
-		ct.fail(err.Error())
+		ct.fail(err)
 		return true
 	}
 	out, err := ct.openEventStream(ctx, c.id)
@@ -238,7 +238,7 @@ func (ct *control) queueOffsets(what, tenant, ns, stream, group string, shard *u
 	if reqID != nil {
 		ct.queueReply(*reqID, err)
 	} else {
-		ct.fail(err.Error())
+		ct.fail(err)
 	}
 	return !errors.Is(err, ErrForbidden)
 }
@@ -260,7 +260,7 @@ func queueShard(what string, st *stream, shard *uint32) (uint32, error) {
 func (ct *control) queueReply(id uint64, err error) {
 	ct.out.send(func(b []byte) []byte {
 		if err != nil {
-			return wire.AppendJSONFrame(b, &wire.QueueError{RequestID: id, Message: err.Error()})
+			return wire.AppendJSONFrame(b, &wire.QueueError{RequestID: id, Message: err.Error(), Err: ct.typed(err)})
 		}
 		return wire.AppendJSONFrame(b, &wire.QueueOK{RequestID: id})
 	})

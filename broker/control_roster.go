@@ -17,7 +17,7 @@ func (ct *control) requireCap(bit wire.Flags, what string) bool {
 	if wire.Supports(ct.peer, bit) {
 		return true
 	}
-	ct.fail(fmt.Sprintf("%v: %s needs capability 0x%04x in auth client_flags", ErrNotNegotiated, what, uint16(bit)))
+	ct.fail(fmt.Errorf("%w: %s needs capability 0x%04x in auth client_caps", ErrNotNegotiated, what, bit.Caps()))
 	return false
 }
 
@@ -27,11 +27,11 @@ func (ct *control) requireCap(bit wire.Flags, what string) bool {
 func (ct *control) rosterScope(tenant, ns, name string, action auth.Action) (r *roster, keep bool) {
 	k := rosterKey{Tenant: tenant, Namespace: ns, Roster: name}
 	if err := validateRosterKey(k); err != nil {
-		ct.fail(err.Error())
+		ct.fail(err)
 		return nil, true
 	}
 	if err := ct.authorize(k.Tenant, action, rosterResource(k)); err != nil {
-		ct.fail(err.Error())
+		ct.fail(err)
 		return nil, false
 	}
 	return ct.broker().rosters.get(k), true
@@ -46,11 +46,11 @@ func (ct *control) rosterJoin(m *wire.RosterJoin) bool {
 		return keep
 	}
 	if err := validRosterName("member", m.Member, maxMemberBytes); err != nil {
-		ct.fail(err.Error())
+		ct.fail(err)
 		return true
 	}
 	if len(m.Metadata) > maxMetadataBytes {
-		ct.fail(fmt.Sprintf("%v: metadata is %d bytes, max %d", ErrInvalidRequest, len(m.Metadata), maxMetadataBytes))
+		ct.fail(fmt.Errorf("%w: metadata is %d bytes, max %d", ErrInvalidRequest, len(m.Metadata), maxMetadataBytes))
 		return true
 	}
 	// Record ownership first: if the connection closes right after the
@@ -73,7 +73,7 @@ func (ct *control) rosterLeave(m *wire.RosterLeave) bool {
 		return keep
 	}
 	if !r.leave(ct.c.pool(), nil, m.Member) {
-		ct.fail(fmt.Sprintf("%v: %q is not a member of roster %s", ErrInvalidRequest, m.Member, r.key))
+		ct.fail(fmt.Errorf("%w: %q is not a member of roster %s", ErrInvalidRequest, m.Member, r.key))
 		return true
 	}
 	ct.c.noteLeft(membership{r: r, member: m.Member})
@@ -100,7 +100,7 @@ func (ct *control) rosterWatch(m *wire.RosterWatch) bool {
 	// must never make them wait: DropNew whatever the broker's policy.
 	q, err := fanout.NewQueue(fanout.Config{Capacity: ct.broker().cfg.Queue.Capacity, Policy: fanout.DropNew})
 	if err != nil {
-		ct.fail(err.Error())
+		ct.fail(err)
 		return true
 	}
 	ctx, cancel := context.WithCancel(ct.c.ctx)
@@ -108,7 +108,7 @@ func (ct *control) rosterWatch(m *wire.RosterWatch) bool {
 	if err := ct.c.addExtra(w.id, w); err != nil {
 		cancel()
 		q.Close()
-		ct.fail(err.Error())
+		ct.fail(err)
 		return true
 	}
 	r.watch(w)
@@ -132,7 +132,7 @@ func (ct *control) openEventStream(ctx context.Context, id uint64) (*quic.SendSt
 	out, err := ct.c.qc.OpenUniStreamSync(octx)
 	cancel()
 	if err != nil {
-		ct.fail("cannot open event stream: " + err.Error())
+		ct.fail(fmt.Errorf("cannot open event stream: %w", err))
 		return nil, err
 	}
 	if _, err := out.Write(wire.AppendJSONFrame(nil, &wire.EventStreamHello{SubscriptionID: id})); err != nil {

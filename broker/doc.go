@@ -25,7 +25,8 @@
 // subscriber therefore only fills its own queue (and, under the Block policy,
 // makes publishers wait by design).
 //
-// Lock order: shard.mu, then fanout queue locks (taken inside fanout).
+// Lock order: shard.idem.mu (idempotent producers), then shard.mu, then
+// fanout queue locks (taken inside fanout).
 // Registry.mu is never held while a shard lock is taken. Rosters:
 // rosterSet.mu, then roster.mu, then fanout queue locks. Consumer groups:
 // groupSet.mu, then groupShard.mu, then shard.mu (the tail); a shard only

@@ -50,7 +50,13 @@ func openDurableLog(b *Broker, dir, fsync string, cfg segment.Config, logger *sl
 // nothing may be acknowledged: a record that reached the log is then never
 // acked.
 func (d *durableLog) append(payloads [][]byte, done func(base uint64, err error)) (uint64, error) {
-	base, err := d.log.Append(payloads, time.Now().UnixMicro())
+	return d.appendMarked(payloads, nil, done)
+}
+
+// appendMarked is append with the batch marked as an idempotent producer's
+// (mark nil: unmarked).
+func (d *durableLog) appendMarked(payloads [][]byte, mark *segment.BatchMark, done func(base uint64, err error)) (uint64, error) {
+	base, err := d.log.AppendMarked(payloads, time.Now().UnixMicro(), mark)
 	if err != nil {
 		return 0, err
 	}
@@ -70,6 +76,8 @@ func (d *durableLog) close() error {
 // durable is the storage of one durable shard.
 type durable struct {
 	*durableLog
+	// idem is the shard's producer state, pruned after retention.
+	idem *idempotence
 }
 
 func openDurable(b *Broker, spec StreamSpec, shard int) (*durable, error) {
@@ -85,15 +93,18 @@ func openDurable(b *Broker, spec StreamSpec, shard int) (*durable, error) {
 	rs := dl.log.Stats().Recovery
 	b.log.Info("durable shard opened", "stream", spec.String(), "shard", shard, "dir", dir,
 		"first", dl.log.First(), "next", dl.log.Next(), "truncated_records", rs.TruncatedRecords, "took", time.Since(start))
-	return &durable{dl}, nil
+	return &durable{durableLog: dl}, nil
 }
 
 // publish appends buf's payloads and reserves them with the sequencer, both
 // under the shard lock so that reservation order is offset order. It owns
 // buf's reference.
-func (d *durable) publish(sh *shard, buf *fanout.Buffer, payloads [][]byte, done func(uint64, error)) {
+func (d *durable) publish(sh *shard, buf *fanout.Buffer, payloads [][]byte, hook *appendHook, done func(uint64, error)) {
 	sh.mu.Lock()
-	_, err := d.append(payloads, func(base uint64, err error) { d.committed(sh, buf, base, err, done) })
+	base, err := d.appendMarked(payloads, hook.batchMark(), func(base uint64, err error) { d.committed(sh, buf, base, err, done) })
+	if err == nil {
+		hook.appendedLocked(base)
+	}
 	sh.mu.Unlock()
 	if err != nil {
 		// Not reserved: the sequencer is closed or the log failed. A record
@@ -115,7 +126,25 @@ func (d *durable) committed(sh *shard, buf *fanout.Buffer, base uint64, err erro
 	done(base, nil)
 }
 
-// enforceRetention removes whole sealed segments past the retention bounds.
+// enforceRetention removes whole sealed segments past the retention
+// bounds, and forgets the producer batches they held.
 func (d *durable) enforceRetention(now time.Time) (int, error) {
-	return d.log.EnforceRetention(now)
+	n, err := d.log.EnforceRetention(now)
+	if n > 0 && d.idem != nil {
+		d.idem.forgetBelow(d.log.First())
+	}
+	return n, err
+}
+
+// afterCommitted calls done once everything appended so far is committed
+// per the fsync mode (an empty reservation at the tail, behind every
+// batch already reserved), or with the sequencer's error.
+func (d *durable) afterCommitted(sh *shard, done func(error)) {
+	sh.mu.Lock()
+	next := d.log.Next()
+	err := d.seq.Reserve(next, next, done)
+	sh.mu.Unlock()
+	if err != nil {
+		done(err)
+	}
 }

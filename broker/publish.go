@@ -54,19 +54,53 @@ func (p *publisher) resolve(k StreamKey, action auth.Action) (*stream, error) {
 
 var errTenantMismatch = fmt.Errorf("%w: tenant mismatch", ErrForbidden)
 
+// publishResult is what the answer to a publish carries.
+type publishResult struct {
+	offset   uint64      // the batch's first record, on success
+	noOffset bool        // offset unknown: a forward whose owner did not say
+	shard    int         // the shard it went to; -1 before one was picked
+	owner    *wire.Owner // the shard's owner, in cluster mode
+}
+
+// noShard is the result of a publish refused before it had a shard.
+var noShard = publishResult{shard: -1}
+
 // publish hands payloads to the stream's shard: shard when it is >= 0 (a
 // shard-addressed publish), else the shard for key (nil: the sticky shard).
 // It returns an error without calling done when the publish cannot start
 // (draining, tenant, permission, unknown stream or shard); otherwise it
 // returns nil and done is called exactly once with the outcome, before
 // publish returns for ephemeral streams, from the commit completer goroutine
-// for durable ones, from the forwarder for shards of another broker. done's
-// owner is nil in single-broker mode.
+// for durable ones, from the forwarder for shards of another broker. The
+// result's owner is nil in single-broker mode.
 //
 // Acked publishes wait at most AdmitTimeout for Block subscribers;
 // fire-and-forget ones wait as long as the connection lives (backpressure)
 // unless IngressDrop selects an immediate, counted drop.
-func (p *publisher) publish(k StreamKey, key []byte, shard int, payloads [][]byte, acked bool, done func(uint64, *wire.Owner, error)) error {
+func (p *publisher) publish(k StreamKey, key []byte, shard int, payloads [][]byte, acked bool, done func(publishResult, error)) error {
+	sh, r, err := p.begin(k, key, shard, p.hint)
+	if err != nil {
+		return err
+	}
+	res := publishResult{shard: sh.id}
+	if r != nil {
+		if !r.self {
+			p.forward(r, payloads, acked, done)
+			return nil
+		}
+		res.owner = &r.owner
+	}
+	p.local(sh, res, payloads, acked, done, func(admit context.Context, done func(uint64, error)) {
+		sh.publish(admit, payloads, nil, done)
+	})
+	return nil
+}
+
+// begin does what every publish does first: it counts the publish in
+// flight, then checks draining, the tenant, the permission, the stream and
+// the shard (hint picks an unkeyed, unaddressed one), and routes it. On an
+// error nothing stays in flight; otherwise the caller's done ends it.
+func (p *publisher) begin(k StreamKey, key []byte, shard int, hint uint32) (*shard, *route, error) {
 	b := p.c.b
 	// Drain waits for inflight to reach zero after setting draining, so a
 	// publish either sees draining or is waited for until done: none can
@@ -74,31 +108,33 @@ func (p *publisher) publish(k StreamKey, key []byte, shard int, payloads [][]byt
 	b.inflight.Add(1)
 	if b.draining.Load() {
 		b.inflight.Add(-1)
-		return ErrDraining
+		return nil, nil, ErrDraining
 	}
 	st, err := p.resolve(k, auth.ActionPublish)
 	if err != nil {
 		b.inflight.Add(-1)
-		return err
+		return nil, nil, err
 	}
-	sh, err := st.pick(key, shard, p.hint)
+	sh, err := st.pick(key, shard, hint)
 	if err != nil {
 		b.inflight.Add(-1)
-		return err
+		return nil, nil, err
 	}
 	r, err := b.routeOf(k, sh.id)
 	if err != nil {
 		b.inflight.Add(-1)
-		return err
+		return nil, nil, err
 	}
-	var own *wire.Owner
-	if r != nil {
-		if !r.self {
-			p.forward(r, payloads, acked, done)
-			return nil
-		}
-		own = &r.owner
-	}
+	return sh, r, nil
+}
+
+// local runs a publish on a shard this broker serves: run appends it (with
+// an admission context bounding how long it may wait for Block
+// subscribers), then the outcome is counted and answered, and the publish
+// leaves the in-flight count.
+func (p *publisher) local(sh *shard, res publishResult, payloads [][]byte, acked bool, done func(publishResult, error),
+	run func(admit context.Context, done func(uint64, error))) {
+	b := p.c.b
 	admit := p.c.ctx
 	switch {
 	case b.cfg.Queue.Policy != fanout.Block:
@@ -106,7 +142,7 @@ func (p *publisher) publish(k StreamKey, key []byte, shard int, payloads [][]byt
 	case acked:
 		var cancel context.CancelFunc
 		admit, cancel = context.WithTimeout(p.c.ctx, b.cfg.AdmitTimeout)
-		defer cancel() // admission completes before shard.publish returns
+		defer cancel() // admission completes before run returns
 	case b.cfg.IngressDrop:
 		admit = expired
 	}
@@ -116,7 +152,7 @@ func (p *publisher) publish(k StreamKey, key []byte, shard int, payloads [][]byt
 	}
 	events := len(payloads)
 	bytes := payloadBytes(payloads)
-	sh.publish(admit, payloads, func(base uint64, err error) {
+	run(admit, func(base uint64, err error) {
 		b.metrics.published(events, bytes, acked, err)
 		if err == nil {
 			sh.bytesIn.Add(uint64(bytes))
@@ -124,10 +160,10 @@ func (p *publisher) publish(k StreamKey, key []byte, shard int, payloads [][]byt
 		if acked {
 			b.metrics.ackLatency.Observe(time.Since(start).Seconds())
 		}
-		done(base, own, err)
+		res.offset = base
+		done(res, err)
 		b.inflight.Add(-1)
 	})
-	return nil
 }
 
 func payloadBytes(payloads [][]byte) int {

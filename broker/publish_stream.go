@@ -58,7 +58,7 @@ func (ps *publishStream) run() error {
 	if ps.principal, err = ps.c.b.verify(ps.c.ctx, auth); err != nil {
 		return err
 	}
-	ps.forwarded = wire.Supports(wire.PeerFlags(auth.ClientFlags), wire.CapForwarded)
+	ps.forwarded = wire.Supports(wire.PeerSet(auth.ClientFlags, auth.ClientCaps), wire.CapForwarded)
 	// At expiry the stream is stopped with the auth code: the client sees
 	// why and authenticates a new stream.
 	defer atExpiry(ps.principal, func() { ps.str.CancelRead(streamErrAuth) })()
@@ -80,7 +80,7 @@ func (ps *publishStream) dispatch(h wire.Header, payload []byte) error {
 			return err
 		}
 		b := &ps.batch
-		return ps.publishUnacked(streamKey(b.TenantID, b.Namespace, b.Stream), nil, batchShard(b), b.Payloads)
+		return ps.publishUnacked(streamKey(b.TenantID, b.Namespace, b.Stream), batchKey(b), batchShard(b), b.Payloads)
 	case wire.KindJSON:
 		m, err := wire.DecodeJSON(payload)
 		if err != nil {
@@ -89,9 +89,9 @@ func (ps *publishStream) dispatch(h wire.Header, payload []byte) error {
 		switch m := m.(type) {
 		case *wire.Publish:
 			ps.one[0] = m.Payload
-			return ps.publishUnacked(streamKey(m.TenantID, m.Namespace, m.Stream), keyBytes(m.Key), shardArg(m.Shard), ps.one[:])
+			return ps.publishUnacked(streamKey(m.TenantID, m.Namespace, m.Stream), m.Key, shardArg(m.Shard), ps.one[:])
 		case *wire.PublishBatchMessage:
-			return ps.publishUnacked(streamKey(m.TenantID, m.Namespace, m.Stream), keyBytes(m.Key), shardArg(m.Shard), m.Payloads)
+			return ps.publishUnacked(streamKey(m.TenantID, m.Namespace, m.Stream), m.Key, shardArg(m.Shard), m.Payloads)
 		}
 	}
 	return errUniViolation
@@ -100,16 +100,9 @@ func (ps *publishStream) dispatch(h wire.Header, payload []byte) error {
 // publishUnacked publishes without a reply channel: a failure known at once
 // ends the stream; one known later (a failed sync) can only be logged.
 func (ps *publishStream) publishUnacked(k StreamKey, key []byte, shard int, payloads [][]byte) error {
-	return ps.publish(k, key, shard, payloads, false, func(_ uint64, _ *wire.Owner, err error) {
+	return ps.publish(k, key, shard, payloads, false, func(_ publishResult, err error) {
 		if err != nil {
 			ps.c.b.log.Debug("fire-and-forget publish failed", "conn", ps.c.id, "stream", k.String(), "err", err)
 		}
 	})
-}
-
-func keyBytes(k *string) []byte {
-	if k == nil {
-		return nil
-	}
-	return []byte(*k)
 }

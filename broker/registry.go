@@ -2,7 +2,6 @@ package broker
 
 import (
 	"fmt"
-	"hash/fnv"
 	"slices"
 	"strings"
 	"sync"
@@ -10,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/felixmq/felix/commit"
+	"github.com/felixmq/felix/wire"
 )
 
 // StreamKey names a stream.
@@ -32,6 +32,11 @@ type StreamSpec struct {
 	// the record survives kill -9 and power loss), "periodic" (default; one
 	// FsyncInterval of loss window) or "never" (the OS decides).
 	Fsync string `json:"fsync,omitempty"`
+	// Routing maps a publish's key to a shard: "modulo" (default, also
+	// "") or "jump_hash" (wire.RouteKey), fixed when the stream is
+	// created, as in the published Felix, so a key lands on the same
+	// shard there and here.
+	Routing string `json:"routing,omitempty"`
 }
 
 // MaxShards bounds the shard count of one stream.
@@ -57,12 +62,16 @@ func (s StreamSpec) validate() error {
 			return fmt.Errorf("%w: fsync %q: want on_commit, periodic or never", ErrInvalidStream, s.Fsync)
 		}
 	}
+	if _, ok := wire.ParseRouting(s.Routing); !ok {
+		return fmt.Errorf("%w: routing %q: want modulo or jump_hash", ErrInvalidStream, s.Routing)
+	}
 	return nil
 }
 
 // stream is a registered stream and its shards.
 type stream struct {
 	spec    StreamSpec
+	routing wire.Routing
 	created time.Time
 	shards  []*shard
 }
@@ -73,13 +82,8 @@ type stream struct {
 // order without a global counter.
 func (s *stream) shardFor(key []byte, hint uint32) *shard {
 	n := uint32(len(s.shards))
-	if n == 1 {
-		return s.shards[0]
-	}
 	if key != nil {
-		h := fnv.New32a()
-		h.Write(key)
-		return s.shards[h.Sum32()%n]
+		return s.shards[wire.RouteKey(key, n, s.routing)]
 	}
 	return s.shards[hint%n]
 }
@@ -122,7 +126,8 @@ func (r *registry) create(spec StreamSpec) (*stream, error) {
 	if _, ok := r.mu.streams[spec.StreamKey]; ok {
 		return nil, fmt.Errorf("%w: %s", ErrStreamExists, spec.StreamKey)
 	}
-	st := &stream{spec: spec, created: time.Now()}
+	routing, _ := wire.ParseRouting(spec.Routing) // validated
+	st := &stream{spec: spec, routing: routing, created: time.Now()}
 	for i := range spec.Shards {
 		sh, err := r.newShard(st, i)
 		if err != nil {

@@ -177,11 +177,11 @@ func TestRosterAndQueueNeedTheirCapability(t *testing.T) {
 		want string
 	}{
 		{&wire.RosterJoin{TenantID: "t1", Namespace: "default", Roster: "r", Member: "m"},
-			`{"type":"error","message":"capability not negotiated: roster_join needs capability 0x0100 in auth client_flags"}`},
+			`{"type":"error","message":"capability not negotiated: roster_join needs capability 0x0100 in auth client_caps"}`},
 		{&wire.RosterWatch{TenantID: "t1", Namespace: "default", Roster: "r"},
-			`{"type":"error","message":"capability not negotiated: roster_watch needs capability 0x0100 in auth client_flags"}`},
+			`{"type":"error","message":"capability not negotiated: roster_watch needs capability 0x0100 in auth client_caps"}`},
 		{&wire.QueueConsume{TenantID: "t1", Namespace: "default", Stream: "demo", Group: "g", Member: "m"},
-			`{"type":"error","message":"capability not negotiated: queue_consume needs capability 0x0200 in auth client_flags"}`},
+			`{"type":"error","message":"capability not negotiated: queue_consume needs capability 0x0200 in auth client_caps"}`},
 	} {
 		str, err := qc.OpenStreamSync(ctx)
 		require.NoError(t, err)

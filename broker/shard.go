@@ -39,7 +39,9 @@ type shard struct {
 	closed bool
 	// bytesIn counts the payload bytes of accepted publishes (load.go).
 	bytesIn atomic.Uint64
-	mu      struct {
+	// idem is the idempotent producers' state (idempotent.go).
+	idem idempotence
+	mu   struct {
 		sync.Mutex
 		// next is the offset after the last batch delivered to subscribers
 		// (for a durable shard: committed per its fsync mode; the log may
@@ -96,6 +98,10 @@ func (sh *shard) ensureDurable() (*durable, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := sh.idem.rebuild(sh, d); err != nil {
+		d.close()
+		return nil, err
+	}
 	sh.mu.Lock()
 	sh.mu.next = d.log.Next()
 	sh.mu.Unlock()
@@ -137,7 +143,10 @@ func (sh *shard) encode(payloads [][]byte) (*fanout.Buffer, error) {
 // admit bounds how long a publish may wait for Block subscribers to make
 // room; when it expires the batch is refused whole (ErrOverloaded) before it
 // gets offsets, so a refused publish never leaves a partial trace.
-func (sh *shard) publish(admit context.Context, payloads [][]byte, done func(uint64, error)) {
+//
+// hook (nil for an ordinary publish) marks an idempotent producer's batch
+// in the log and learns its offset under the shard lock (idempotent.go).
+func (sh *shard) publish(admit context.Context, payloads [][]byte, hook *appendHook, done func(uint64, error)) {
 	if len(payloads) == 0 {
 		done(0, fmt.Errorf("%w: empty batch", wire.ErrMissingField))
 		return
@@ -159,20 +168,23 @@ func (sh *shard) publish(admit context.Context, payloads [][]byte, done func(uin
 		return
 	}
 	if d != nil {
-		d.publish(sh, buf, payloads, done)
+		d.publish(sh, buf, payloads, hook, done)
 		return
 	}
 	sh.mu.Lock()
 	base := sh.mu.next
 	sh.deliverLocked(buf, base)
+	hook.appendedLocked(base)
 	sh.mu.Unlock()
 	buf.Release()
 	done(base, nil)
 }
 
 // beginEpoch moves an ephemeral shard's next offset up to base and drops
-// its replay ring, whose records belong to an earlier ownership.
+// its replay ring, whose records belong to an earlier ownership, and its
+// producers, whose batches do too.
 func (sh *shard) beginEpoch(base uint64) {
+	sh.idem.reset()
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if base <= sh.mu.next {

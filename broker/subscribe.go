@@ -22,17 +22,17 @@ const openStreamTimeout = 5 * time.Second
 // (the published broker honoured client ids and lost events on collisions).
 func (ct *control) subscribe(m *wire.Subscribe) bool {
 	if ct.c.b.draining.Load() {
-		ct.fail(ErrDraining.Error())
+		ct.fail(ErrDraining)
 		return true
 	}
 	k := streamKey(m.TenantID, m.Namespace, m.Stream)
 	if err := ct.authorize(k.Tenant, auth.ActionSubscribe, streamResource(k)); err != nil {
-		ct.fail(err.Error())
+		ct.fail(err)
 		return false
 	}
 	st, err := ct.c.b.streams.lookup(k)
 	if err != nil {
-		ct.fail(err.Error())
+		ct.fail(err)
 		return true
 	}
 	idx := 0
@@ -40,12 +40,12 @@ func (ct *control) subscribe(m *wire.Subscribe) bool {
 		idx = int(*m.Shard)
 	}
 	if idx < 0 || idx >= len(st.shards) {
-		ct.fail(fmt.Sprintf("shard %d not in [0, %d) for %s", idx, len(st.shards), k))
+		ct.fail(refusal(wire.CodeInvalidRequest, fmt.Sprintf("shard %d not in [0, %d) for %s", idx, len(st.shards), k)))
 		return true
 	}
 	switch r, err := ct.c.b.routeOf(k, idx); {
 	case err != nil:
-		ct.fail(err.Error())
+		ct.fail(err)
 		return true
 	case r != nil && !r.self:
 		ct.refuseNotOwner(r)
@@ -54,7 +54,7 @@ func (ct *control) subscribe(m *wire.Subscribe) bool {
 	sh := st.shards[idx]
 	sub, err := ct.newSubscription(ct.c.b.subscriberQueue(st.spec), func(s *subscription) { s.sh, s.detach = sh, sh.detach })
 	if err != nil {
-		ct.fail(err.Error())
+		ct.fail(err)
 		return true
 	}
 	if !ct.startSubscription(sub, m) {
@@ -121,7 +121,7 @@ func (ct *control) startSubscription(sub *subscription, m *wire.Subscribe) bool 
 			})
 			return false
 		}
-		ct.fail(err.Error())
+		ct.fail(err)
 		return false
 	}
 	return ct.startEventStream(sub)
@@ -181,9 +181,10 @@ func (ct *control) replyStarted(ctx context.Context, reply *wire.Subscribed, run
 // advertised wire.CapOwner). Subscribes are not proxied: events would cross
 // two hops and the client can reach the owner itself (docs/protocol.md).
 func (ct *control) refuseNotOwner(r *route) {
-	msg := &wire.ErrorMessage{Message: notOwner(r).Error()}
+	err := notOwner(r)
+	msg := &wire.ErrorMessage{Message: err.Error(), Err: ct.typed(err)}
 	if ct.ownerAcks {
-		msg.Owner = &r.owner
+		msg.Shard, msg.Owner = ct.placed(r.result(0))
 	}
 	ct.out.send(func(b []byte) []byte { return wire.AppendJSONFrame(b, msg) })
 }

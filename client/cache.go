@@ -47,6 +47,10 @@ type CacheError struct {
 
 func (e *CacheError) Error() string { return fmt.Sprintf("broker: %s: %s", e.Code, e.Message) }
 
+// Typed is the typed error code and retry class the cache code stands for
+// (wire.CacheErrorCode.Typed).
+func (e *CacheError) Typed() *wire.TypedError { return e.Code.Typed() }
+
 // OpenCache opens a handle on namespace/cache. The broker must support
 // the cache additions (CapCache).
 func (c *Client) OpenCache(ctx context.Context, namespace, cache string) (*Cache, error) {

@@ -20,6 +20,7 @@ import (
 // subscriptions use the new session (see Config.BlackHoleCooldown).
 type Client struct {
 	cfg    Config
+	addr   string // as given to Dial
 	raddr  *net.UDPAddr
 	pc     net.PacketConn
 	tr     *quic.Transport
@@ -55,7 +56,7 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("client: %w", err)
 	}
 	c := &Client{
-		cfg: cfg, raddr: raddr, pc: pc, tr: &quic.Transport{Conn: pc},
+		cfg: cfg, addr: addr, raddr: raddr, pc: pc, tr: &quic.Transport{Conn: pc},
 		normal:     udp.MTUPolicy(runtime.GOOS, raddr, udp.MTUKnobs{InitialMTU: cfg.InitialMTU}),
 		guaranteed: udp.MTUGuaranteed(raddr, udp.MTUKnobs{InitialMTU: cfg.InitialMTU}),
 		stop:       make(chan struct{}),
@@ -196,10 +197,11 @@ func (c *Client) Redials() uint64 {
 
 // control is an authenticated client-opened bidirectional stream.
 type control struct {
-	sess  *session
-	str   *quic.Stream
-	fr    *frameio.Reader
-	flags wire.Flags // negotiated: what both ends support
+	sess     *session
+	str      *quic.Stream
+	fr       *frameio.Reader
+	flags    wire.Flags    // negotiated: what both ends support
+	features wire.Features // negotiated published features
 }
 
 // openControl opens a stream on the current session and authenticates it.
@@ -212,8 +214,9 @@ func (c *Client) openControl(ctx context.Context) (*control, error) {
 	if err != nil {
 		return nil, sess.wrap(fmt.Errorf("client: open stream: %w", err))
 	}
-	flags := uint16(c.cfg.Flags)
-	auth := wire.AppendJSONFrame(nil, &wire.Auth{TenantID: c.cfg.Tenant, Token: c.cfg.token(), ClientFlags: &flags})
+	flags, caps, features := c.cfg.Flags.FrameFlags(), c.cfg.Flags.Caps(), uint32(c.cfg.Features)
+	auth := wire.AppendJSONFrame(nil, &wire.Auth{TenantID: c.cfg.Tenant, Token: c.cfg.token(),
+		ClientFlags: &flags, ClientFeatures: &features, ClientCaps: &caps})
 	if _, err := str.Write(auth); err != nil {
 		return nil, sess.wrap(fmt.Errorf("client: write auth: %w", err))
 	}
@@ -226,7 +229,8 @@ func (c *Client) openControl(ctx context.Context) (*control, error) {
 	}
 	switch m := m.(type) {
 	case *wire.AuthOK:
-		ct.flags = wire.Negotiate(c.cfg.Flags, wire.Flags(m.ServerFlags))
+		ct.flags = wire.Negotiate(c.cfg.Flags, wire.PeerSet(&m.ServerFlags, m.ServerCaps))
+		ct.features = c.cfg.Features & wire.PeerFeatures(m.ServerFeatures)
 	case *wire.OK:
 		ct.flags = wire.Negotiate(c.cfg.Flags, wire.OriginalV1Flags)
 	case *wire.ErrorMessage:

@@ -94,7 +94,7 @@ func TestClusterClientRoutes(t *testing.T) {
 func doneAck(err error, owner *wire.Owner) *PendingAck {
 	pa := &PendingAck{done: make(chan struct{}), err: err}
 	if owner != nil {
-		pa.owner, pa.named = *owner, true
+		pa.res.Owner, pa.res.Named = *owner, true
 	}
 	close(pa.done)
 	return pa
@@ -105,7 +105,7 @@ func doneAck(err error, owner *wire.Owner) *PendingAck {
 // was learned about that broker and its publishers (the next publish
 // re-routes); any other refusal by the broker changes nothing.
 func TestClusterClientLearnsFromAcks(t *testing.T) {
-	owner := &wire.Owner{Shard: 0, ID: "b2", Addr: "b2:5000"}
+	owner := &wire.Owner{ID: "b2", Addr: "b2:5000"}
 	for _, tc := range []struct {
 		name    string
 		ack     *PendingAck
@@ -113,10 +113,10 @@ func TestClusterClientLearnsFromAcks(t *testing.T) {
 		forgot  bool   // the publisher on the broker that answered is gone
 	}{
 		{name: "ack naming the owner", ack: doneAck(nil, owner), learned: "b2:5000"},
-		{name: "not_owner naming the owner", ack: doneAck(&BrokerError{Message: "not_owner: shard 0", Owner: owner}, owner), learned: "b2:5000"},
+		{name: "not_owner naming the owner", ack: doneAck(&BrokerError{Message: "not_owner: shard 0", Owner: owner, Err: wire.NewTypedError(wire.CodeNotLeader)}, owner), learned: "b2:5000"},
 		{name: "ack naming no owner", ack: doneAck(nil, nil)},
-		{name: "owner_unavailable keeps the route", ack: doneAck(&BrokerError{Message: "owner_unavailable: down"}, owner)},
-		{name: "refused for another reason", ack: doneAck(&BrokerError{Message: "forbidden"}, nil)},
+		{name: "owner_unavailable keeps the route", ack: doneAck(&BrokerError{Message: "owner_unavailable: down", Err: wire.NewTypedError(wire.CodeShardUnavailable)}, owner)},
+		{name: "refused for another reason", ack: doneAck(&BrokerError{Message: "forbidden", Err: wire.NewTypedError(wire.CodeForbidden)}, nil)},
 		{name: "capability missing", ack: doneAck(fmt.Errorf("%w: shard publishes", ErrNotNegotiated), nil)},
 		{name: "connection failed", ack: doneAck(errors.New("stream reset"), nil), forgot: true},
 	} {

@@ -26,8 +26,13 @@ type Config struct {
 	// TLS is required: it says how to trust the broker (RootCAs, a pinned
 	// fingerprint check, ...). NextProtos is set to ALPN.
 	TLS *tls.Config
-	// Flags are the capabilities this client offers; 0 means all it knows.
+	// Flags are the frame flags and capabilities this client offers; 0
+	// means all it knows.
 	Flags wire.Flags
+	// Features are the published feature bits this client offers
+	// (idempotent producers, typed errors, sequence_reused,
+	// stream_shards); 0 means all it knows.
+	Features wire.Features
 	// MaxFrameBytes caps frames read from the broker; 0 means 16 MiB.
 	MaxFrameBytes uint32
 	// QUIC receive windows: 0 means 16 MiB per stream, 64 MiB per connection.
@@ -66,6 +71,9 @@ type Config struct {
 func (c Config) withDefaults() Config {
 	if c.Flags == 0 {
 		c.Flags = wire.KnownCapabilities
+	}
+	if c.Features == 0 {
+		c.Features = wire.KnownFeatures
 	}
 	if c.MaxFrameBytes == 0 {
 		c.MaxFrameBytes = wire.DefaultMaxFrameBytes

@@ -1,6 +1,9 @@
 // Package client is the Go SDK for Felix: Dial a broker, publish (acked and
 // pipelined, fire-and-forget, batched; binary encoding when the broker
-// advertises it) and subscribe (events with offsets, and gap reports when the
+// advertises it; an acked publish's Result says the shard and offset it
+// landed at), publish exactly once through an IdempotentPublisher (it
+// redials and re-sends unanswered batches under their sequence, and the
+// broker writes each once), and subscribe (events with offsets, and gap reports when the
 // broker's queue for this subscriber dropped events), follow rosters
 // (Roster: Join, Leave, Watch with a snapshot then changes) and consume
 // durable streams in consumer groups (Consume: Next, Ack, Nack; at-least-once).
@@ -17,5 +20,9 @@
 // its ack replies.
 // Close on any of them waits for its goroutines. Errors are never hidden:
 // a publish that fails returns the broker's message, a subscription whose
-// stream ends returns why from Next.
+// stream ends returns why from Next. A broker's refusal carries its typed
+// code and retry class (BrokerError.Code and Retry); RetryOf says what may
+// be done about any error a call returned. An IdempotentPublisher runs one
+// reader of its answers per connection and one goroutine that redials and
+// re-sends.
 package client

@@ -1,9 +1,10 @@
 package client
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"strings"
+	"time"
 
 	"github.com/felixmq/felix/wire"
 )
@@ -35,9 +36,14 @@ var (
 	ErrNotNegotiated = errors.New("client: capability not negotiated with the broker")
 )
 
-// BrokerError is an error the broker reported for a request.
+// BrokerError is an error the broker reported for a request. Its code and
+// retry class come from the broker (typed errors are negotiated on every
+// stream: wire.FeatureErrorCodes, and wire.FlagAckCode on binary acks);
+// a broker that sent none gives wire.CodeUnknown, which reads as fatal.
 type BrokerError struct {
 	Message string
+	// Err is the typed error the broker sent, nil for none.
+	Err *wire.TypedError
 	// Owner names the shard's owner on cluster refusals (not_owner,
 	// owner_unavailable) from a broker that negotiated wire.CapOwner.
 	Owner *wire.Owner
@@ -45,17 +51,100 @@ type BrokerError struct {
 
 func (e *BrokerError) Error() string { return "broker: " + e.Message }
 
-// Is maps the broker's cluster error codes, which lead the message
-// ("not_owner: ...", "owner_unavailable: ..."), to ErrNotOwner and
-// ErrOwnerUnavailable.
+// Code is the broker's error code (wire.CodeUnknown when it sent none).
+func (e *BrokerError) Code() wire.ErrorCode {
+	if e.Err == nil {
+		return wire.CodeUnknown
+	}
+	return e.Err.Code
+}
+
+// Retry is what the broker says may be done about the error; a broker that
+// gave no class gives wire.Fatal.
+func (e *BrokerError) Retry() wire.RetryClass {
+	if e.Err == nil {
+		return wire.Fatal
+	}
+	return e.Err.Retry
+}
+
+// RetryAfter is how long the broker asked to wait before retrying, 0 when
+// it did not say.
+func (e *BrokerError) RetryAfter() time.Duration {
+	if e.Err == nil {
+		return 0
+	}
+	return time.Duration(e.Err.RetryAfterMs) * time.Millisecond
+}
+
+// Is maps the broker's codes to ErrNotOwner (not_leader: the shard is
+// another broker's) and ErrOwnerUnavailable (shard_unavailable).
 func (e *BrokerError) Is(target error) bool {
 	switch target {
 	case ErrNotOwner:
-		return strings.HasPrefix(e.Message, "not_owner")
+		return e.Code() == wire.CodeNotLeader
 	case ErrOwnerUnavailable:
-		return strings.HasPrefix(e.Message, "owner_unavailable")
+		return e.Code() == wire.CodeShardUnavailable
 	}
 	return false
+}
+
+// brokerError is the BrokerError of an error answer's fields.
+func brokerError(msg string, typed *wire.TypedError, owner *wire.Owner) *BrokerError {
+	return &BrokerError{Message: msg, Err: typed, Owner: owner}
+}
+
+// RetryOf says what may be done about an error a call returned: the
+// broker's retry class for a *BrokerError, *CacheError or *RefusedError;
+// wire.Fatal for an error of this package's own making (ErrClosed,
+// ErrInvalidConfig, ErrNotNegotiated, ErrProtocol, ErrAuth) or of the
+// caller's context; wire.OutcomeUnknown for anything else, which is the
+// connection failing under the call: a publish may or may not have landed.
+func RetryOf(err error) wire.RetryClass {
+	var be *BrokerError
+	var ce *CacheError
+	var re *RefusedError
+	switch {
+	case err == nil:
+		return wire.RetryUnknown
+	case errors.As(err, &be):
+		return be.Retry()
+	case errors.As(err, &ce):
+		return ce.Typed().Retry
+	case errors.As(err, &re):
+		return re.Retry()
+	case errors.Is(err, ErrClosed), errors.Is(err, ErrInvalidConfig), errors.Is(err, ErrNotNegotiated),
+		errors.Is(err, ErrProtocol), errors.Is(err, ErrAuth),
+		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return wire.Fatal
+	}
+	return wire.OutcomeUnknown
+}
+
+// RefusedError is an idempotent batch the broker refused without writing
+// it (publish_refused).
+type RefusedError struct {
+	Reason  wire.Refusal
+	Message string
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("broker: publish refused (%s): %s", e.Reason.Kind, e.Message)
+}
+
+// Retry is Redirect for not_leader (the batch belongs on the broker the
+// refusal names), Fatal for the others: re-sending the same sequence fails
+// the same way.
+func (e *RefusedError) Retry() wire.RetryClass {
+	if e.Reason.Kind == wire.RefusedNotLeader {
+		return wire.Redirect
+	}
+	return wire.Fatal
+}
+
+// Is maps not_leader to ErrNotOwner.
+func (e *RefusedError) Is(target error) bool {
+	return target == ErrNotOwner && e.Reason.Kind == wire.RefusedNotLeader
 }
 
 // CursorError is the broker's refusal of a subscribe start offset.

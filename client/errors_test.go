@@ -19,20 +19,24 @@ import (
 func TestBrokerErrorMapsClusterCodes(t *testing.T) {
 	for _, tc := range []struct {
 		message string
+		code    wire.ErrorCode
 		want    error
 	}{
-		{"not_owner: shard t/ns/s#1 is owned by b2 (b2:5000)", ErrNotOwner},
-		{"owner_unavailable: shard t/ns/s#0: owner b1 (b1:5000) is not live", ErrOwnerUnavailable},
-		{"forbidden: stream.publish on t/ns/s", nil},
-		{"invalid request: not_owner appears later", nil},
-		{"", nil},
+		{"not_owner: shard t/ns/s#1 is owned by b2 (b2:5000)", wire.CodeNotLeader, ErrNotOwner},
+		{"owner_unavailable: shard t/ns/s#0: owner b1 (b1:5000) is not live", wire.CodeShardUnavailable, ErrOwnerUnavailable},
+		{"forbidden: stream.publish on t/ns/s", wire.CodeForbidden, nil},
+		{"not_owner: the text alone does not make it one", 0, nil},
+		{"", 0, nil},
 	} {
 		t.Run(tc.message, func(t *testing.T) {
-			err := fmt.Errorf("publish: %w", &BrokerError{Message: tc.message})
+			be := &BrokerError{Message: tc.message}
+			if tc.code != 0 {
+				be.Err = wire.NewTypedError(tc.code)
+			}
+			err := fmt.Errorf("publish: %w", be)
 			for _, sentinel := range []error{ErrNotOwner, ErrOwnerUnavailable} {
 				require.Equal(t, sentinel == tc.want, errors.Is(err, sentinel), "%v", sentinel)
 			}
-			var be *BrokerError
 			require.ErrorAs(t, err, &be)
 			require.Equal(t, "broker: "+tc.message, be.Error())
 		})

@@ -76,7 +76,7 @@ func (c *Client) openJSONStream(ctx context.Context, req wire.Message) (*jsonStr
 	case *wire.ErrorMessage:
 		ct.str.CancelWrite(0)
 		ct.str.CancelRead(0)
-		return nil, nil, &BrokerError{Message: m.Message}
+		return nil, nil, brokerError(m.Message, m.Err, m.Owner)
 	}
 	ct.str.CancelWrite(0)
 	return nil, nil, fmt.Errorf("%w: %s in reply to %s", ErrProtocol, m.Type(), req.Type())

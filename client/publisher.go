@@ -39,18 +39,35 @@ type Publisher struct {
 
 // PendingAck is an acked publish in flight.
 type PendingAck struct {
-	done  chan struct{}
-	err   error
-	sent  time.Time
-	rtt   time.Duration
-	owner wire.Owner
-	named bool              // the ack named the owner
-	hook  func(*PendingAck) // ClusterClient learning from the outcome
+	done chan struct{}
+	err  error
+	sent time.Time
+	rtt  time.Duration
+	res  Ack
+	hook func(*PendingAck) // ClusterClient learning from the outcome
+}
+
+// Ack is what a broker's answer to a publish says besides ok or refused.
+type Ack struct {
+	// Offset is the offset of the batch's first record (HasOffset: the
+	// broker said; it does when it advertised wire.FlagAckOffset).
+	Offset    uint64
+	HasOffset bool
+	// Shard is the shard the batch went to (HasShard: the broker said).
+	Shard    uint32
+	HasShard bool
+	// Owner is the shard's owner (Named: the broker named it; cluster
+	// mode, with wire.CapOwner negotiated).
+	Owner wire.Owner
+	Named bool
 }
 
 // Owner is the shard's owner as the ack named it (cluster mode, with
 // wire.CapOwner negotiated), once Done; false when it named none.
-func (pa *PendingAck) Owner() (wire.Owner, bool) { return pa.owner, pa.named }
+func (pa *PendingAck) Owner() (wire.Owner, bool) { return pa.res.Owner, pa.res.Named }
+
+// Result is what the answer said about where the batch went, once Done.
+func (pa *PendingAck) Result() Ack { return pa.res }
 
 // Wait blocks until the broker acked (nil) or refused (a *BrokerError) the
 // publish, or ctx ends.
@@ -143,11 +160,8 @@ func (p *Publisher) publishAsync(shard int64, payloads [][]byte, hook func(*Pend
 	p.mu.Unlock()
 
 	err := p.write(func(b []byte) ([]byte, error) {
-		switch {
-		case p.binary && shard >= 0:
-			return wire.AppendShardAckedPublishFrame(b, id, wire.AckPerBatch, uint32(shard), p.c.cfg.Tenant, p.namespace, p.stream, payloads)
-		case p.binary:
-			return wire.AppendAckedPublishFrame(b, id, wire.AckPerBatch, p.c.cfg.Tenant, p.namespace, p.stream, payloads)
+		if p.binary {
+			return wire.AppendAckedPublish(b, &wire.AckedPublish{RequestID: id, Mode: wire.AckPerBatch, PublishBatch: p.batch(shard, payloads)})
 		}
 		ack := wire.AckPerBatch
 		return wire.AppendJSONFrame(b, &wire.PublishBatchMessage{
@@ -156,9 +170,18 @@ func (p *Publisher) publishAsync(shard int64, payloads [][]byte, hook func(*Pend
 		}), nil
 	})
 	if err != nil {
-		p.complete(id, nil, err)
+		p.complete(id, Ack{}, err)
 	}
 	return pa
+}
+
+// batch is a binary publish body, addressed to shard when it is >= 0.
+func (p *Publisher) batch(shard int64, payloads [][]byte) wire.PublishBatch {
+	b := wire.PublishBatch{TenantID: p.c.cfg.Tenant, Namespace: p.namespace, Stream: p.stream, Payloads: payloads}
+	if shard >= 0 {
+		b.Shard, b.HasShard = uint32(shard), true
+	}
+	return b
 }
 
 // Send publishes payloads as one fire-and-forget batch. Nothing is dropped
@@ -180,11 +203,9 @@ func (p *Publisher) SendShard(shard uint32, payloads [][]byte) error {
 
 func (p *Publisher) send(shard int64, payloads [][]byte) error {
 	return p.write(func(b []byte) ([]byte, error) {
-		switch {
-		case p.binary && shard >= 0:
-			return wire.AppendShardPublishBatchFrame(b, uint32(shard), p.c.cfg.Tenant, p.namespace, p.stream, payloads)
-		case p.binary:
-			return wire.AppendPublishBatchFrame(b, p.c.cfg.Tenant, p.namespace, p.stream, payloads)
+		if p.binary {
+			pb := p.batch(shard, payloads)
+			return wire.AppendPublish(b, &pb)
 		}
 		none := wire.AckNone
 		return wire.AppendJSONFrame(b, &wire.PublishBatchMessage{
@@ -233,7 +254,7 @@ func (p *Publisher) Err() error {
 	return nil
 }
 
-func (p *Publisher) complete(id uint64, own *wire.Owner, err error) {
+func (p *Publisher) complete(id uint64, res Ack, err error) {
 	p.mu.Lock()
 	pa := p.mu.pending[id]
 	delete(p.mu.pending, id)
@@ -241,9 +262,7 @@ func (p *Publisher) complete(id uint64, own *wire.Owner, err error) {
 	if pa == nil {
 		return
 	}
-	if own != nil {
-		pa.owner, pa.named = *own, true
-	}
+	pa.res = res
 	pa.rtt = time.Since(pa.sent)
 	pa.finish(err)
 }
@@ -281,15 +300,13 @@ func (p *Publisher) reply(h wire.Header, payload []byte, ack *wire.PublishAck) e
 		if err := wire.DecodePublishAckFlags(h.Flags, payload, ack); err != nil {
 			return err
 		}
-		var own *wire.Owner
-		if ack.HasOwner {
-			own = &ack.Owner
-		}
+		res := Ack{Offset: ack.Offset, HasOffset: ack.HasOffset, Shard: ack.Shard, HasShard: ack.HasShard,
+			Owner: ack.Owner, Named: ack.HasOwner}
 		var err error
 		if ack.Status != wire.AckOK {
-			err = &BrokerError{Message: ack.Message, Owner: own}
+			err = brokerError(ack.Message, ack.Err, ownerOf(res))
 		}
-		p.complete(ack.RequestID, own, err)
+		p.complete(ack.RequestID, res, err)
 		return nil
 	}
 	if h.Flags != 0 {
@@ -301,12 +318,12 @@ func (p *Publisher) reply(h wire.Header, payload []byte, ack *wire.PublishAck) e
 	}
 	switch m := m.(type) {
 	case *wire.PublishOK:
-		p.complete(m.RequestID, m.Owner, nil)
+		p.complete(m.RequestID, jsonAck(m.Offset, m.Shard, m.Owner), nil)
 	case *wire.PublishError:
-		p.complete(m.RequestID, m.Owner, &BrokerError{Message: m.Message, Owner: m.Owner})
+		p.complete(m.RequestID, jsonAck(nil, m.Shard, m.Owner), brokerError(m.Message, m.Err, m.Owner))
 	case *wire.ErrorMessage:
 		p.mu.Lock()
-		p.mu.lastErr = &BrokerError{Message: m.Message}
+		p.mu.lastErr = brokerError(m.Message, m.Err, m.Owner)
 		p.mu.Unlock()
 		p.c.cfg.Logger.Warn("broker error on publish stream", "message", m.Message)
 	default:
@@ -345,4 +362,28 @@ func (p *Publisher) Close(ctx context.Context) error {
 		<-p.done
 	}
 	return nil
+}
+
+// jsonAck is the Ack of a JSON answer's optional fields.
+func jsonAck(offset *uint64, shard *uint32, own *wire.Owner) Ack {
+	var a Ack
+	if offset != nil {
+		a.Offset, a.HasOffset = *offset, true
+	}
+	if shard != nil {
+		a.Shard, a.HasShard = *shard, true
+	}
+	if own != nil {
+		a.Owner, a.Named = *own, true
+	}
+	return a
+}
+
+// ownerOf is the owner an answer named, nil for none.
+func ownerOf(a Ack) *wire.Owner {
+	if !a.Named {
+		return nil
+	}
+	o := a.Owner
+	return &o
 }

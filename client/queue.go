@@ -259,10 +259,10 @@ func (q *QueueConsumer) readReplies() {
 		case *wire.QueueOK:
 			q.complete(m.RequestID, nil)
 		case *wire.QueueError:
-			q.complete(m.RequestID, &BrokerError{Message: m.Message})
+			q.complete(m.RequestID, brokerError(m.Message, m.Err, nil))
 		case *wire.ErrorMessage:
 			q.mu.Lock()
-			q.mu.lastErr = &BrokerError{Message: m.Message}
+			q.mu.lastErr = brokerError(m.Message, m.Err, m.Owner)
 			q.mu.Unlock()
 		}
 	}

@@ -50,12 +50,12 @@ func pendingAcks(p *Publisher, ids ...uint64) map[uint64]*PendingAck {
 // pending fails with ErrClosed (ErrPathStalled after a stall redial, so the
 // caller knows to reopen).
 func TestPublisherRepliesCompleteByRequestID(t *testing.T) {
-	owner := wire.Owner{Shard: 1, ID: "b2", Addr: "b2:5000"}
+	owner := wire.Owner{ID: "b2", Addr: "b2:5000"}
 	for _, stalled := range []bool{false, true} {
 		c, ct := replyStream(t, stalled,
 			ackFrame(t, wire.PublishAck{Status: wire.AckOK, RequestID: 3}),
-			jsonFrame(&wire.PublishError{RequestID: 1, Message: "not_owner: shard 1", Owner: &owner}),
-			ackFrame(t, wire.PublishAck{Status: wire.AckError, RequestID: 2, Message: "owner_unavailable: b2 down"}),
+			jsonFrame(&wire.PublishError{RequestID: 1, Message: "not_owner: shard 1", Owner: &owner, Err: wire.NewTypedError(wire.CodeNotLeader)}),
+			jsonFrame(&wire.PublishError{RequestID: 2, Message: "owner_unavailable: b2 down", Err: wire.NewTypedError(wire.CodeShardUnavailable)}),
 			jsonFrame(&wire.PublishOK{RequestID: 4, Owner: &owner}),
 			jsonFrame(&wire.ErrorMessage{Message: "bad frame"}),             // uncorrelated: kept for Err
 			ackFrame(t, wire.PublishAck{Status: wire.AckOK, RequestID: 99}), // unknown id: ignored
@@ -237,7 +237,7 @@ func TestCacheAfterItsStreamEnded(t *testing.T) {
 func TestPublisherCompleteOnce(t *testing.T) {
 	p := &Publisher{c: &Client{cfg: Config{Tenant: "t"}.withDefaults()}}
 	p.mu.pending = map[uint64]*PendingAck{}
-	owner := wire.Owner{Shard: 2, ID: "b1", Addr: "b1:5000"}
+	owner := wire.Owner{ID: "b1", Addr: "b1:5000"}
 	var order []string
 	pa := &PendingAck{done: make(chan struct{}), sent: time.Now().Add(-time.Millisecond)}
 	pa.hook = func(pa *PendingAck) {
@@ -249,8 +249,8 @@ func TestPublisherCompleteOnce(t *testing.T) {
 		}
 	}
 	p.mu.pending[7] = pa
-	p.complete(7, &owner, nil)
-	p.complete(7, nil, errors.New("a second answer"))
+	p.complete(7, Ack{Owner: owner, Named: true}, nil)
+	p.complete(7, Ack{}, errors.New("a second answer"))
 	require.NoError(t, pa.Wait(t.Context()))
 	require.Equal(t, []string{"hook before done"}, order)
 	require.GreaterOrEqual(t, pa.Latency(), time.Millisecond)

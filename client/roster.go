@@ -86,7 +86,7 @@ func (r *Roster) request(ctx context.Context, build func(*uint64) wire.Message) 
 		}
 		return nil
 	case *wire.ErrorMessage:
-		return &BrokerError{Message: m.Message}
+		return brokerError(m.Message, m.Err, m.Owner)
 	}
 	r.err = fmt.Errorf("%w: %s in reply to a roster request", ErrProtocol, m.Type())
 	return r.err

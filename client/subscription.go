@@ -141,7 +141,7 @@ func (c *Client) subscribe(ctx context.Context, namespace, stream string, opts S
 	case *wire.SubscribeCursorError:
 		return nil, nil, &CursorError{Reason: string(m.Reason), Requested: m.Requested, Available: m.Available}
 	case *wire.ErrorMessage:
-		return nil, nil, &BrokerError{Message: m.Message, Owner: m.Owner}
+		return nil, nil, brokerError(m.Message, m.Err, m.Owner)
 	}
 	return nil, nil, fmt.Errorf("%w: %s in reply to subscribe", ErrProtocol, m.Type())
 }

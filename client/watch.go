@@ -69,7 +69,7 @@ func (c *Client) Watch(ctx context.Context, namespace, cache, key string, opts W
 	case *wire.CacheError:
 		return nil, &CacheError{Code: m.Code, Message: m.Message}
 	case *wire.ErrorMessage:
-		return nil, &BrokerError{Message: m.Message}
+		return nil, brokerError(m.Message, m.Err, m.Owner)
 	}
 	return nil, fmt.Errorf("%w: %s in reply to watch", ErrProtocol, m.Type())
 }

@@ -9,3 +9,10 @@ import "errors"
 // package prefix. The broker and the forwarder (client/forward) both
 // import this package, so both wrap the same sentinel.
 var ErrOwnerUnavailable = errors.New("owner_unavailable")
+
+// ErrUnacknowledged: a publish whose outcome is unknown: it was handed on
+// (forwarded to the shard's owner) and no answer came back, so it may or
+// may not have been applied. Only an idempotent re-send is safe. The
+// forwarder returns it and the broker codes it, so it lives here, where
+// both can import it.
+var ErrUnacknowledged = errors.New("unacknowledged")

@@ -109,6 +109,9 @@ func (s *streamRes) validate() error {
 	if !s.Durable && (s.RetentionBytes != 0 || s.RetentionMS != 0) {
 		return invalid("retention_bytes and retention_ms apply to durable streams only (set durable: true)")
 	}
+	if s.Routing != "" && s.Routing != "modulo" && s.Routing != "jump_hash" {
+		return invalid("routing %q: want modulo or jump_hash", s.Routing)
+	}
 	if err := nonNegative("retention_bytes", s.RetentionBytes); err != nil {
 		return err
 	}

@@ -67,6 +67,8 @@ var apiSuite = []apiStep{
 	{"retention on ephemeral", "POST", streamsURL, `{"stream":"x","retention_ms":5}`, 400, "bad_request", "apply to durable streams only"},
 	{"negative retention", "POST", streamsURL, `{"stream":"x","durable":true,"retention_bytes":-1}`, 400, "bad_request", "retention_bytes -1 must not be negative"},
 	{"revision in body", "POST", streamsURL, `{"stream":"x","revision":3}`, 400, "bad_request", "revision is assigned by the server"},
+	{"unknown routing", "POST", streamsURL, `{"stream":"x","shards":8,"routing":"ring"}`, 400, "bad_request", `routing "ring": want modulo or jump_hash`},
+	{"jump hash routing", "POST", streamsURL, `{"stream":"jumpy","shards":8,"routing":"jump_hash"}`, 201, "", `"routing": "jump_hash"`},
 	{"namespace mismatch", "POST", streamsURL, `{"namespace":"other","stream":"x"}`, 400, "bad_request", `namespace "other" in the body does not match "ns" in the path`},
 
 	// Caches.

@@ -107,7 +107,7 @@ for f in sorted(glob.glob(os.path.join(out, "*.r*.json"))):
         "pub msg/s": r["msg_per_s"], "delivered msg/s": r["delivered_msg_per_s"], "ack p50 µs": ack,
         "dropped": r["dropped"], "healthy dropped": r.get("healthy_dropped") or 0,
         "slow dropped": sum(s["dropped"] for s in slow), "unaccounted": r["unaccounted"],
-        "out of order": r["out_of_order"], "redials": r.get("redials", 0),
+        "duplicates": r["duplicates"], "redials": r.get("redials", 0),
         "rss MiB": r.get("broker_rss_max_bytes", 0) / 2**20})
 def mmm(v):
     v = sorted(v)

@@ -126,6 +126,47 @@ func BenchmarkRecoveryScan(b *testing.B) {
 	}
 }
 
+// BenchmarkBatches: the walk a broker does to rebuild its producer table
+// when a shard opens, over a log of marked batches of 64 records (256 B
+// and 4 KiB payloads), in several segments; reported per GiB of log and
+// per million records.
+func BenchmarkBatches(b *testing.B) {
+	volume := int64(64 << 20)
+	if benchFull {
+		volume = 1 << 30
+	}
+	for _, size := range []int{256, 4096} {
+		b.Run(fmt.Sprintf("%dB", size), func(b *testing.B) {
+			l, err := Open(b.TempDir(), Config{SegmentBytes: 128 << 20})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer l.Close()
+			batch := make([][]byte, 64)
+			for i := range batch {
+				batch[i] = payload(i, size)
+			}
+			per := int64(64*(RecordHeaderBytes+size) + TagBytes)
+			for n, seq := int64(0), uint64(0); n+per <= volume; n, seq = n+per, seq+1 {
+				if _, err := l.AppendMarked(batch, 1, &BatchMark{ProducerID: seq % 100, Sequence: seq / 100}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			records := l.Next()
+			b.ResetTimer()
+			start := time.Now()
+			for b.Loop() {
+				if err := l.Batches(0, func(MarkedBatch) bool { return true }); err != nil {
+					b.Fatal(err)
+				}
+			}
+			each := time.Since(start).Seconds() / float64(b.N)
+			b.ReportMetric(each/(float64(volume)/(1<<30)), "s/GiB")
+			b.ReportMetric(each/(float64(records)/1e6), "s/Mrecords")
+		})
+	}
+}
+
 // BenchmarkRead: sequential replay through a Reader (zero-copy slices).
 func BenchmarkRead(b *testing.B) {
 	l, err := Open(b.TempDir(), Config{SegmentBytes: 64 << 20})

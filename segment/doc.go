@@ -1,6 +1,9 @@
 // Package segment is Felix's durable log: one log is one directory of
-// segment files in storage format v2 (docs/storage-format.md), the format
-// the published Rust Felix writes, byte for byte.
+// segment files in storage format v3 (docs/storage-format.md), the format
+// the published Rust Felix 0.6 writes, byte for byte. Format v3 adds the
+// idempotent producer's marks to v2's records (AppendMarked, Batches); v2
+// segments are still read, and a v2 active segment takes unmarked appends
+// until the first marked batch rolls it.
 //
 // # What it owns, what it must not do
 //

@@ -37,7 +37,7 @@ var (
 	ErrNotSupported = errors.New("segment: not supported")
 )
 
-// CorruptionKind names what was wrong, in the terms of format v2
+// CorruptionKind names what was wrong, in the terms of the format
 // (docs/storage-format.md, "Corruption verdicts").
 type CorruptionKind string
 
@@ -53,6 +53,7 @@ const (
 	KindRecordChecksum        CorruptionKind = "bad record checksum"
 	KindOffsetOutOfOrder      CorruptionKind = "record offset out of order"
 	KindRecordTooLarge        CorruptionKind = "record length over limit"
+	KindRecordFlags           CorruptionKind = "record kind bits the segment version does not define"
 	KindTrailingData          CorruptionKind = "data after the last record of a sealed segment"
 	KindOffsetGap             CorruptionKind = "offsets not contiguous across segments"
 )

@@ -6,23 +6,45 @@ import (
 	"hash/crc32"
 )
 
-// Format v2 constants (docs/storage-format.md). All integers are big-endian.
+// Format constants (docs/storage-format.md). All integers are big-endian.
 const (
-	SegmentMagic       uint32 = 0x464C5347 // "FLSG"
-	IndexMagic         uint32 = 0x464C5349 // "FLSI"
-	FormatVersion      uint16 = 2
+	SegmentMagic uint32 = 0x464C5347 // "FLSG"
+	IndexMagic   uint32 = 0x464C5349 // "FLSI"
+	// FormatVersion is the version of every new segment and index: format
+	// v3, whose records may carry an idempotent producer's mark.
+	FormatVersion uint16 = 3
+	// FormatVersionV2 segments are read, and a v2 active segment is
+	// appended to with unmarked records (byte-identical in v2 and v3); the
+	// log rolls it before the first marked record.
+	FormatVersionV2    uint16 = 2
 	SegmentHeaderBytes        = 32
 	RecordHeaderBytes         = 28
-	IndexHeaderBytes          = 24
-	IndexEntryBytes           = 16
+	// TagBytes is the producer tag after the header of a record that opens
+	// a marked batch: producer_id u64, sequence u64, len u32.
+	TagBytes         = 20
+	IndexHeaderBytes = 24
+	IndexEntryBytes  = 16
 	// MaxPayloadBytes is the largest payload a record may carry.
 	MaxPayloadBytes = 64 << 20
 )
 
+// The top bits of a v3 record's payload_len are its kind; the low 27 are
+// the length.
+const (
+	lengthMask    uint32 = 1<<27 - 1
+	kindOpens     uint32 = 1 << 31 // opens a marked batch; the tag follows the header
+	kindContinues uint32 = 1 << 30 // continues the batch of the previous record
+	// kindLater are the published format's v4-v6 kinds (generation start,
+	// commit, publisher), which a v3 segment cannot hold.
+	kindLater uint32 = 1<<29 | 1<<28 | 1<<27
+)
+
 var be = binary.BigEndian
 
-// SegmentHeader is the first 32 bytes of a .log file.
+// SegmentHeader is the first 32 bytes of a .log file. Version 0 encodes as
+// FormatVersion.
 type SegmentHeader struct {
+	Version         uint16
 	BaseOffset      uint64
 	CreatedAtMicros int64
 }
@@ -36,8 +58,11 @@ func AppendSegmentHeader(b []byte, h SegmentHeader) []byte {
 
 func putSegmentHeader(b []byte, h SegmentHeader) {
 	_ = b[SegmentHeaderBytes-1]
+	if h.Version == 0 {
+		h.Version = FormatVersion
+	}
 	be.PutUint32(b[0:], SegmentMagic)
-	be.PutUint16(b[4:], FormatVersion)
+	be.PutUint16(b[4:], h.Version)
 	be.PutUint16(b[6:], 0)
 	be.PutUint64(b[8:], h.BaseOffset)
 	be.PutUint64(b[16:], uint64(h.CreatedAtMicros))
@@ -54,8 +79,9 @@ func parseSegmentHeader(b []byte) (SegmentHeader, CorruptionKind, string) {
 	if m := be.Uint32(b[0:]); m != SegmentMagic {
 		return SegmentHeader{}, KindSegmentMagic, fmt.Sprintf("magic %#08x, want %#08x", m, SegmentMagic)
 	}
-	if v := be.Uint16(b[4:]); v != FormatVersion {
-		return SegmentHeader{}, KindSegmentVersion, fmt.Sprintf("version %d, want %d", v, FormatVersion)
+	v := be.Uint16(b[4:])
+	if v != FormatVersion && v != FormatVersionV2 {
+		return SegmentHeader{}, KindSegmentVersion, fmt.Sprintf("version %d, want %d or %d", v, FormatVersionV2, FormatVersion)
 	}
 	if f := be.Uint16(b[6:]); f != 0 {
 		return SegmentHeader{}, KindSegmentFlags, fmt.Sprintf("flags %#04x", f)
@@ -63,7 +89,7 @@ func parseSegmentHeader(b []byte) (SegmentHeader, CorruptionKind, string) {
 	if got, want := be.Uint32(b[24:]), crc32.ChecksumIEEE(b[0:24]); got != want {
 		return SegmentHeader{}, KindSegmentHeaderChecksum, fmt.Sprintf("crc %#08x, computed %#08x", got, want)
 	}
-	return SegmentHeader{BaseOffset: be.Uint64(b[8:]), CreatedAtMicros: int64(be.Uint64(b[16:]))}, "", ""
+	return SegmentHeader{Version: v, BaseOffset: be.Uint64(b[8:]), CreatedAtMicros: int64(be.Uint64(b[16:]))}, "", ""
 }
 
 // Record is one decoded record. Payload aliases the buffer it was decoded
@@ -72,39 +98,106 @@ type Record struct {
 	Offset          uint64
 	TimestampMicros int64
 	Payload         []byte
+	// Mark is the record's idempotent producer mark (format v3).
+	Mark Mark
 }
 
-// RecordSize is the number of bytes a record with an n-byte payload takes.
+// MarkKind says how a record belongs to an idempotent producer's batch.
+type MarkKind uint8
+
+const (
+	MarkNone      MarkKind = iota // an ordinary record
+	MarkOpens                     // the first record of a marked batch
+	MarkContinues                 // a later record of the batch the previous record is in
+)
+
+// Mark is a record's producer mark. ProducerID, Sequence and Len (records
+// in the batch, the opening one included) are set on MarkOpens only.
+type Mark struct {
+	Kind       MarkKind
+	ProducerID uint64
+	Sequence   uint64
+	Len        uint32
+}
+
+// BatchMark names an idempotent producer's batch: Append marks its first
+// record MarkOpens (with the batch's length) and the others MarkContinues.
+type BatchMark struct {
+	ProducerID uint64
+	Sequence   uint64
+}
+
+// RecordSize is the number of bytes an unmarked record with an n-byte
+// payload takes (a record opening a marked batch takes TagBytes more).
 func RecordSize(n int) int { return RecordHeaderBytes + n }
 
-// AppendRecord appends the encoding of one record to b.
+// AppendRecord appends the encoding of one unmarked record to b.
 func AppendRecord(b []byte, offset uint64, ts int64, payload []byte) []byte {
+	return AppendMarkedRecord(b, offset, ts, Mark{}, payload)
+}
+
+// AppendMarkedRecord appends the encoding of one record with mark m.
+func AppendMarkedRecord(b []byte, offset uint64, ts int64, m Mark, payload []byte) []byte {
 	n := len(b)
-	b = append(b, make([]byte, RecordHeaderBytes)...)
+	b = append(b, make([]byte, RecordHeaderBytes+m.tagLen())...)
 	b = append(b, payload...)
-	putRecordHeader(b[n:], offset, ts, payload)
+	putRecordHeader(b[n:], offset, ts, m, payload)
 	return b
 }
 
-// putRecordHeader writes the 28-byte header for payload into b[:28]. The
-// payload itself is checksummed from the caller's slice, which is warm in
-// cache, not from b.
-func putRecordHeader(b []byte, offset uint64, ts int64, payload []byte) {
+func (m Mark) tagLen() int {
+	if m.Kind == MarkOpens {
+		return TagBytes
+	}
+	return 0
+}
+
+func (m Mark) kindBits() uint32 {
+	switch m.Kind {
+	case MarkOpens:
+		return kindOpens
+	case MarkContinues:
+		return kindContinues
+	}
+	return 0
+}
+
+// putRecordHeader writes the 28-byte header for payload, and the tag of a
+// record that opens a batch, into b. The payload itself is checksummed from
+// the caller's slice, which is warm in cache, not from b.
+func putRecordHeader(b []byte, offset uint64, ts int64, m Mark, payload []byte) {
 	_ = b[RecordHeaderBytes-1]
-	be.PutUint32(b[0:], uint32(len(payload)))
+	be.PutUint32(b[0:], uint32(len(payload))|m.kindBits())
 	be.PutUint64(b[4:], offset)
 	be.PutUint64(b[12:], uint64(ts))
 	be.PutUint32(b[20:], crc32.ChecksumIEEE(b[0:20]))
 	c := crc32.Update(0, crc32.IEEETable, b[0:24])
+	if m.Kind == MarkOpens {
+		tag := b[RecordHeaderBytes : RecordHeaderBytes+TagBytes]
+		be.PutUint64(tag[0:], m.ProducerID)
+		be.PutUint64(tag[8:], m.Sequence)
+		be.PutUint32(tag[16:], m.Len)
+		c = crc32.Update(c, crc32.IEEETable, tag)
+	}
 	be.PutUint32(b[24:], crc32.Update(c, crc32.IEEETable, payload))
 }
 
 // recordHeader is a record header whose own CRC has been checked.
 type recordHeader struct {
-	length   uint32
+	length   uint32 // of the payload
+	kind     uint32 // kindOpens, kindContinues or 0
 	offset   uint64
 	ts       int64
 	checksum uint32
+}
+
+// size is the bytes the whole record takes: header, tag, payload.
+func (h recordHeader) size() int64 {
+	n := int64(RecordHeaderBytes) + int64(h.length)
+	if h.kind == kindOpens {
+		n += TagBytes
+	}
+	return n
 }
 
 // decodeVerdict says why a record at a position did not decode.
@@ -115,12 +208,14 @@ const (
 	decodeShortHeader               // fewer than 28 bytes left
 	decodeHeaderCRC                 // header CRC mismatch
 	decodeTooLarge                  // payload_len over MaxPayloadBytes
-	decodeShortRecord               // payload runs past the end of b
+	decodeBadKind                   // kind bits the segment's version does not define
+	decodeShortRecord               // tag or payload runs past the end of b
 	decodePayloadCRC                // record checksum mismatch
 )
 
-// decodeRecordHeader checks the header at b[0:28].
-func decodeRecordHeader(b []byte) (recordHeader, decodeVerdict) {
+// decodeRecordHeader checks the header at b[0:28] of a segment of version
+// (v2 has no kind bits: any top bit is an oversized length).
+func decodeRecordHeader(b []byte, version uint16) (recordHeader, decodeVerdict) {
 	if len(b) < RecordHeaderBytes {
 		return recordHeader{}, decodeShortHeader
 	}
@@ -133,6 +228,12 @@ func decodeRecordHeader(b []byte) (recordHeader, decodeVerdict) {
 		ts:       int64(be.Uint64(b[12:])),
 		checksum: be.Uint32(b[24:]),
 	}
+	if version >= FormatVersion {
+		h.kind, h.length = h.length&^lengthMask, h.length&lengthMask
+		if h.kind&kindLater != 0 || h.kind == kindOpens|kindContinues {
+			return h, decodeBadKind
+		}
+	}
 	if h.length > MaxPayloadBytes {
 		return h, decodeTooLarge
 	}
@@ -140,31 +241,44 @@ func decodeRecordHeader(b []byte) (recordHeader, decodeVerdict) {
 }
 
 // decodeRecord decodes and fully verifies the record at the start of b.
-func decodeRecord(b []byte) (recordHeader, []byte, decodeVerdict) {
-	h, v := decodeRecordHeader(b)
+func decodeRecord(b []byte, version uint16) (recordHeader, Mark, []byte, decodeVerdict) {
+	h, v := decodeRecordHeader(b, version)
 	if v != decodeOK {
-		return h, nil, v
+		return h, Mark{}, nil, v
 	}
-	end := RecordHeaderBytes + int64(h.length)
+	end := h.size()
 	if end > int64(len(b)) {
-		return h, nil, decodeShortRecord
+		return h, Mark{}, nil, decodeShortRecord
 	}
-	payload := b[RecordHeaderBytes:end]
 	c := crc32.Update(0, crc32.IEEETable, b[0:24])
-	if crc32.Update(c, crc32.IEEETable, payload) != h.checksum {
-		return h, nil, decodePayloadCRC
+	if crc32.Update(c, crc32.IEEETable, b[RecordHeaderBytes:end]) != h.checksum {
+		return h, Mark{}, nil, decodePayloadCRC
 	}
-	return h, payload, decodeOK
+	m := h.mark(b)
+	return h, m, b[end-int64(h.length) : end], decodeOK
 }
 
-// DecodeRecord decodes and verifies one record at the start of b and returns
-// it with the number of bytes it takes. The payload aliases b.
+// mark reads the record's mark; b holds at least its tag.
+func (h recordHeader) mark(b []byte) Mark {
+	switch h.kind {
+	case kindOpens:
+		tag := b[RecordHeaderBytes : RecordHeaderBytes+TagBytes]
+		return Mark{Kind: MarkOpens, ProducerID: be.Uint64(tag[0:]), Sequence: be.Uint64(tag[8:]), Len: be.Uint32(tag[16:])}
+	case kindContinues:
+		return Mark{Kind: MarkContinues}
+	}
+	return Mark{}
+}
+
+// DecodeRecord decodes and verifies one record of a current (v3) segment at
+// the start of b and returns it with the number of bytes it takes. The
+// payload aliases b.
 func DecodeRecord(b []byte) (Record, int, error) {
-	h, payload, v := decodeRecord(b)
+	h, m, payload, v := decodeRecord(b, FormatVersion)
 	if v != decodeOK {
 		return Record{}, 0, &CorruptionError{Kind: v.kind(), Detail: v.detail(h, len(b))}
 	}
-	return Record{Offset: h.offset, TimestampMicros: h.ts, Payload: payload}, RecordHeaderBytes + len(payload), nil
+	return Record{Offset: h.offset, TimestampMicros: h.ts, Payload: payload, Mark: m}, int(h.size()), nil
 }
 
 func (v decodeVerdict) kind() CorruptionKind {
@@ -177,6 +291,8 @@ func (v decodeVerdict) kind() CorruptionKind {
 		return KindRecordTooLarge
 	case decodePayloadCRC:
 		return KindRecordChecksum
+	case decodeBadKind:
+		return KindRecordFlags
 	}
 	return ""
 }
@@ -186,9 +302,11 @@ func (v decodeVerdict) detail(h recordHeader, avail int) string {
 	case decodeShortHeader:
 		return fmt.Sprintf("needed %d bytes, available %d", RecordHeaderBytes, avail)
 	case decodeShortRecord:
-		return fmt.Sprintf("needed %d bytes, available %d", RecordHeaderBytes+int64(h.length), avail)
+		return fmt.Sprintf("needed %d bytes, available %d", h.size(), avail)
 	case decodeTooLarge:
 		return fmt.Sprintf("payload_len %d over %d", h.length, MaxPayloadBytes)
+	case decodeBadKind:
+		return fmt.Sprintf("kind bits %#08x", h.kind)
 	}
 	return ""
 }
@@ -222,10 +340,11 @@ func encodeIndex(base uint64, entries []IndexEntry) []byte {
 
 // parseIndex decodes an index file. It reports ok=false for anything but a
 // well-formed header for base; a torn final entry is dropped. Entries are
-// hints: the caller checks each against the segment.
+// hints: the caller checks each against the segment. Versions 2 to 4 share
+// the layout (the published Felix writes 3 and reads 2 and 4).
 func parseIndex(b []byte, base uint64) ([]IndexEntry, bool) {
 	if len(b) < IndexHeaderBytes || be.Uint32(b[0:]) != IndexMagic ||
-		be.Uint16(b[4:]) != FormatVersion || be.Uint16(b[6:]) != 0 || be.Uint64(b[8:]) != base {
+		be.Uint16(b[4:]) < 2 || be.Uint16(b[4:]) > 4 || be.Uint16(b[6:]) != 0 || be.Uint64(b[8:]) != base {
 		return nil, false
 	}
 	p := b[IndexHeaderBytes:]

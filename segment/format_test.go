@@ -14,32 +14,79 @@ func unhex(t *testing.T, s string) []byte {
 	return b
 }
 
-// TestGoldenSegmentHeader is the vector of reference 3.2, byte for byte.
+// TestGoldenSegmentHeader is the published Felix's v3 header (and the v2
+// one a v2 segment still has), byte for byte.
 func TestGoldenSegmentHeader(t *testing.T) {
-	want := unhex(t, "464C5347 0002 0000 0000000000000001 0000000000000002 7A09E5B1 00000000")
-	got := AppendSegmentHeader(nil, SegmentHeader{BaseOffset: 1, CreatedAtMicros: 2})
-	require.Equal(t, want, got)
-	h, kind, _ := parseSegmentHeader(got)
-	require.Empty(t, kind)
-	require.Equal(t, SegmentHeader{BaseOffset: 1, CreatedAtMicros: 2}, h)
+	for _, c := range []struct {
+		version uint16
+		hex     string
+	}{
+		{FormatVersion, "464C5347 0003 0000 0000000000000001 0000000000000002 ADEB65E9 00000000"},
+		{FormatVersionV2, "464C5347 0002 0000 0000000000000001 0000000000000002 7A09E5B1 00000000"},
+	} {
+		want := unhex(t, c.hex)
+		got := AppendSegmentHeader(nil, SegmentHeader{Version: c.version, BaseOffset: 1, CreatedAtMicros: 2})
+		require.Equal(t, want, got)
+		h, kind, _ := parseSegmentHeader(got)
+		require.Empty(t, kind)
+		require.Equal(t, SegmentHeader{Version: c.version, BaseOffset: 1, CreatedAtMicros: 2}, h)
+	}
+	require.Equal(t, AppendSegmentHeader(nil, SegmentHeader{Version: FormatVersion, BaseOffset: 1, CreatedAtMicros: 2}),
+		AppendSegmentHeader(nil, SegmentHeader{BaseOffset: 1, CreatedAtMicros: 2}), "new segments are v3")
 }
 
-// TestGoldenRecord is the vector of reference 3.2, byte for byte.
+// TestGoldenRecord is the published format's record vector (the same in v2
+// and v3), the published opening-mark example, and a continuing record.
 func TestGoldenRecord(t *testing.T) {
-	want := unhex(t, "00000002 0000000000000007 0000000000000009 C654DE27 2402152C 6869")
-	got := AppendRecord(nil, 7, 9, []byte("hi"))
-	require.Equal(t, want, got)
-	rec, n, err := DecodeRecord(got)
+	for _, c := range []struct {
+		hex  string
+		mark Mark
+	}{
+		{"00000002 0000000000000007 0000000000000009 C654DE27 2402152C 6869", Mark{}},
+		{"80000002 0000000000000007 0000000000000009 ADA59E0B 729B86BC 0000000000000001 0000000000000000 00000001 6869",
+			Mark{Kind: MarkOpens, ProducerID: 1, Sequence: 0, Len: 1}},
+	} {
+		want := unhex(t, c.hex)
+		got := AppendMarkedRecord(nil, 7, 9, c.mark, []byte("hi"))
+		require.Equal(t, want, got)
+		rec, n, err := DecodeRecord(got)
+		require.NoError(t, err)
+		require.Equal(t, len(want), n)
+		require.Equal(t, Record{Offset: 7, TimestampMicros: 9, Payload: []byte("hi"), Mark: c.mark}, rec)
+	}
+	cont := AppendMarkedRecord(nil, 8, 9, Mark{Kind: MarkContinues}, []byte("hi"))
+	require.Equal(t, "40000002", hex.EncodeToString(cont[:4]))
+	require.Len(t, cont, RecordHeaderBytes+2, "only the opening record carries the tag")
+	rec, _, err := DecodeRecord(cont)
 	require.NoError(t, err)
-	require.Equal(t, len(want), n)
-	require.Equal(t, Record{Offset: 7, TimestampMicros: 9, Payload: []byte("hi")}, rec)
+	require.Equal(t, Mark{Kind: MarkContinues}, rec.Mark)
+}
+
+// TestRecordKindsByVersion: a v2 segment has no kind bits (a top bit is an
+// oversized length); a v3 one refuses the v4-v6 kinds and both batch bits.
+func TestRecordKindsByVersion(t *testing.T) {
+	marked := AppendMarkedRecord(nil, 7, 9, Mark{Kind: MarkOpens, ProducerID: 1, Len: 1}, []byte("hi"))
+	_, _, _, v := decodeRecord(marked, FormatVersionV2)
+	require.Equal(t, decodeTooLarge, v)
+	for _, bits := range []uint32{1 << 29, 1 << 28, 1 << 27, 3 << 30} {
+		b := append([]byte(nil), marked...)
+		be.PutUint32(b[0:], 2|bits)
+		be.PutUint32(b[20:], crcIEEE(b[0:20]))
+		_, _, err := DecodeRecord(b)
+		var ce *CorruptionError
+		require.ErrorAs(t, err, &ce)
+		require.Equal(t, KindRecordFlags, ce.Kind, "bits %#x", bits)
+	}
+	// The tag is checksummed: a flipped sequence is caught.
+	_, _, err := DecodeRecord(flip(marked, RecordHeaderBytes+12))
+	require.ErrorIs(t, err, ErrCorrupt)
 }
 
 func TestSegmentHeaderRejects(t *testing.T) {
 	good := AppendSegmentHeader(nil, SegmentHeader{BaseOffset: 5})
 	cases := map[CorruptionKind]func(b []byte){
 		KindSegmentMagic:          func(b []byte) { b[0] ^= 1 },
-		KindSegmentVersion:        func(b []byte) { b[5] = 1 }, // v1 is rejected
+		KindSegmentVersion:        func(b []byte) { b[5] = 1 }, // v1 is rejected, and so are v4-v6
 		KindSegmentFlags:          func(b []byte) { b[7] = 1 },
 		KindSegmentHeaderChecksum: func(b []byte) { b[12] ^= 1 },
 		KindTruncated:             nil,
@@ -86,7 +133,7 @@ func TestRecordDecodeVerdicts(t *testing.T) {
 // encodeHeaderLen builds a header with a valid header CRC claiming n bytes.
 func encodeHeaderLen(n uint32) []byte {
 	b := make([]byte, RecordHeaderBytes)
-	putRecordHeader(b, 1, 2, nil)
+	putRecordHeader(b, 1, 2, Mark{}, nil)
 	be.PutUint32(b[0:], n)
 	c := crcIEEE(b[0:20])
 	be.PutUint32(b[20:], c)
@@ -97,7 +144,14 @@ func TestIndexEncodeParse(t *testing.T) {
 	entries := []IndexEntry{{Offset: 10, Position: 32}, {Offset: 50, Position: 4200}}
 	b := encodeIndex(10, entries)
 	require.Len(t, b, IndexHeaderBytes+2*IndexEntryBytes)
-	require.Equal(t, unhex(t, "464C5349 0002 0000 000000000000000A 0000000000000000"), b[:IndexHeaderBytes])
+	require.Equal(t, unhex(t, "464C5349 0003 0000 000000000000000A 0000000000000000"), b[:IndexHeaderBytes])
+	for _, v := range []uint16{2, 4} { // same layout, read
+		old := append([]byte(nil), b...)
+		be.PutUint16(old[4:], v)
+		got, ok := parseIndex(old, 10)
+		require.True(t, ok)
+		require.Equal(t, entries, got)
+	}
 	got, ok := parseIndex(b, 10)
 	require.True(t, ok)
 	require.Equal(t, entries, got)

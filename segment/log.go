@@ -75,10 +75,22 @@ func (l *Log) Durable() uint64 { return l.durable.Load() }
 // single segment. It makes nothing durable: call Sync. After a failed seal,
 // roll or sync every Append fails with an error wrapping ErrLogFailed.
 func (l *Log) Append(payloads [][]byte, ts int64) (uint64, error) {
+	return l.AppendMarked(payloads, ts, nil)
+}
+
+// AppendMarked is Append with the batch marked as an idempotent producer's
+// (mark nil: unmarked): its first record opens the batch with the
+// producer, sequence and record count, the others continue it, so the
+// producer's state can be rebuilt from the log (Batches). A v2 active
+// segment cannot hold marks and is rolled first.
+func (l *Log) AppendMarked(payloads [][]byte, ts int64, mark *BatchMark) (uint64, error) {
 	if len(payloads) == 0 {
 		return 0, ErrEmptyBatch
 	}
 	size := int64(0)
+	if mark != nil {
+		size = TagBytes
+	}
 	for _, p := range payloads {
 		if len(p) > MaxPayloadBytes {
 			return 0, fmt.Errorf("%w: %d bytes over %d", ErrRecordTooLarge, len(p), MaxPayloadBytes)
@@ -93,14 +105,14 @@ func (l *Log) Append(payloads [][]byte, ts int64) (uint64, error) {
 	active := l.mu.segs[len(l.mu.segs)-1]
 	// A sealed last segment means a roll sealed it and then found no space
 	// for the next one (ErrNoSpace): try that roll again.
-	if active.sealed || active.written.Load()+size > int64(len(active.data)) {
+	if active.sealed || active.written.Load()+size > int64(len(active.data)) || (mark != nil && active.version < FormatVersion) {
 		if err := l.rollLocked(size); err != nil {
 			return 0, err
 		}
 		active = l.mu.segs[len(l.mu.segs)-1]
 	}
 	first := active.next
-	stage, err := active.appendLocked(payloads, ts, l.cfg.IndexSpacingBytes, l.mu.stage, l.cfg.WriteMode == WriteModeFD)
+	stage, err := active.appendLocked(payloads, ts, mark, l.cfg.IndexSpacingBytes, l.mu.stage, l.cfg.WriteMode == WriteModeFD)
 	l.mu.stage = stage
 	if err != nil {
 		// The file may now hold part of the batch past written; what the

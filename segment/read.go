@@ -79,12 +79,11 @@ func (r *Reader) peek() (Record, int64, error) {
 			r.seg = nil // the record went to a later segment
 			continue
 		}
-		h, payload, v := decodeRecord(r.seg.data[r.pos:end])
+		h, m, payload, v := decodeRecord(r.seg.data[r.pos:end], r.seg.version)
 		if v != decodeOK || h.offset != r.next {
 			return Record{}, 0, r.corrupt(h, v, end)
 		}
-		return Record{Offset: h.offset, TimestampMicros: h.ts, Payload: payload},
-			int64(RecordHeaderBytes + len(payload)), nil
+		return Record{Offset: h.offset, TimestampMicros: h.ts, Payload: payload, Mark: m}, h.size(), nil
 	}
 }
 
@@ -126,12 +125,12 @@ func (r *Reader) locate() error {
 	}
 	end := s.written.Load()
 	for off < r.next && pos < end {
-		h, v := decodeRecordHeader(s.data[pos:end])
+		h, v := decodeRecordHeader(s.data[pos:end], s.version)
 		if v != decodeOK || h.offset != off {
 			r.pos = pos
 			return r.corrupt(h, v, end)
 		}
-		pos += RecordHeaderBytes + int64(h.length)
+		pos += h.size()
 		off++
 	}
 	r.pos = pos

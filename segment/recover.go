@@ -192,6 +192,7 @@ func openSegmentFile(fsys FS, dir string, base uint64) (*segment, int64, Segment
 		_ = s.release()
 		return nil, 0, SegmentHeader{}, &CorruptionError{Path: path, Offset: 0, Kind: kind, Detail: detail}
 	}
+	s.version = h.Version
 	return s, size, h, nil
 }
 
@@ -220,9 +221,13 @@ func openSealed(fsys FS, dir string, base uint64, cfg Config, st *RecoveryStats)
 	if !valid {
 		idx = s
 	}
-	r := scan(s.data, from, size, expect, idx, cfg.IndexSpacingBytes)
+	r := scan(s.data, s.version, from, size, expect, idx, cfg.IndexSpacingBytes)
 	st.RecordsScanned += r.records
 	st.BytesScanned += r.end - from
+	st.IncompleteBatches += r.incomplete
+	if r.open.left > 0 {
+		st.IncompleteBatches++
+	}
 	if !r.clean() {
 		_ = s.release()
 		return nil, &CorruptionError{Path: s.path, Offset: r.end, Kind: r.kind(), Detail: r.detail(size)}
@@ -268,7 +273,7 @@ func loadIndex(fsys FS, s *segment, size int64) ([]IndexEntry, bool) {
 		if e.Position > uint64(size) || pos+RecordHeaderBytes > size {
 			return nil, false
 		}
-		h, v := decodeRecordHeader(s.data[pos:size])
+		h, v := decodeRecordHeader(s.data[pos:size], s.version)
 		if v != decodeOK || h.offset != e.Offset {
 			return nil, false
 		}

@@ -35,20 +35,20 @@ func openActive(fsys FS, dir string, base uint64, cfg Config, st *RecoveryStats)
 		return fail(fmt.Errorf("segment: %w", err))
 	}
 	s.mapping.Advise(0, size, linux.MADV_SEQUENTIAL)
-	r := scan(s.data, SegmentHeaderBytes, size, base, s, cfg.IndexSpacingBytes)
+	r := scan(s.data, s.version, SegmentHeaderBytes, size, base, s, cfg.IndexSpacingBytes)
 	st.RecordsScanned += r.records
 	st.BytesScanned += r.end - SegmentHeaderBytes
+	st.IncompleteBatches += r.incomplete
 	dataEnd, err := s.file.DataEnd(r.end)
 	if err != nil {
 		return fail(fmt.Errorf("segment: %s: %w", s.path, err))
 	}
 	extent := writtenExtent(s.data[:max(dataEnd, r.end)], r.end)
+	cut := false
 	switch classifyTail(s.data, r, extent) {
 	case tailClean:
 	case tailTorn:
-		if err := s.cutTail(r.end, extent, st); err != nil {
-			return fail(err)
-		}
+		cut = true
 	case tailDamage:
 		cerr := &CorruptionError{Path: s.path, Offset: r.end, Kind: r.kind(), Detail: r.detail(size)}
 		if validRecordAfter(s.data, r.end, extent, r.next) {
@@ -60,9 +60,10 @@ func openActive(fsys FS, dir string, base uint64, cfg Config, st *RecoveryStats)
 			return fail(cerr)
 		}
 		cfg.Logger.Warn("segment: truncating damaged tail (RepairChecksumTail)", "err", cerr)
-		if err := s.cutTail(r.end, extent, st); err != nil {
-			return fail(err)
-		}
+		cut = true
+	}
+	if err := s.cutTorn(&r, cut, extent, st); err != nil {
+		return fail(err)
 	}
 	s.mapping.Advise(0, size, linux.MADV_NORMAL)
 	// What the scan accepted may still be only in the page cache (a
@@ -75,6 +76,26 @@ func openActive(fsys FS, dir string, base uint64, cfg Config, st *RecoveryStats)
 	s.written.Store(r.end)
 	s.synced.Store(r.end)
 	return s, nil
+}
+
+// cutTorn cuts what recovery does not keep at the tail: the torn or
+// repaired record at r.end when cut, and a marked batch the tail cut short
+// (its records were written by one append that never finished, so none of
+// them was acknowledged), whose records come off whole.
+func (s *segment) cutTorn(r *scanResult, cut bool, extent int64, st *RecoveryStats) error {
+	end := max(extent, r.end)
+	if r.open.left > 0 {
+		dropped := r.dropOpenBatch(s)
+		st.TruncatedRecords += dropped
+		if !cut {
+			st.TruncatedRecords-- // cutTail counts one more
+		}
+		cut = true
+	}
+	if !cut {
+		return nil
+	}
+	return s.cutTail(r.end, end, st)
 }
 
 // cutTail zeroes [from, to): first the record header at from, synced, then

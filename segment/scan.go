@@ -17,14 +17,33 @@ type scanResult struct {
 	stop    decodeVerdict // decodeOK: reached the limit cleanly
 	gap     bool          // stopped on a valid record with the wrong offset
 	stopHdr recordHeader  // header at end, when its CRC was good
+	// open is the marked batch the scan is inside while it still expects
+	// records of it (open.left > 0); incomplete counts marked batches
+	// that ended short before the scan did (never written by this
+	// package, which appends a batch with one write into one segment).
+	open       openBatch
+	incomplete int64
 }
 
-// scan verifies records from pos while offsets continue from expect, up to
-// limit. With s != nil it adds index entries to s by the append rule.
-func scan(data []byte, pos, limit int64, expect uint64, s *segment, spacing int64) scanResult {
+// openBatch is where a marked batch began, and the scan's state just
+// before it, so a batch cut short at the tail can be dropped whole.
+type openBatch struct {
+	left         uint32 // records of it still expected
+	start        int64
+	first        uint64
+	lastTS       int64
+	records      int64
+	indexLen     int
+	lastIndexPos int64
+}
+
+// scan verifies records of a segment of version from pos while offsets
+// continue from expect, up to limit. With s != nil it adds index entries
+// to s by the append rule.
+func scan(data []byte, version uint16, pos, limit int64, expect uint64, s *segment, spacing int64) scanResult {
 	r := scanResult{end: pos, next: expect}
 	for r.end < limit {
-		h, payload, v := decodeRecord(data[r.end:limit])
+		h, m, _, v := decodeRecord(data[r.end:limit], version)
 		r.stopHdr = h
 		if v != decodeOK {
 			r.stop = v
@@ -34,15 +53,54 @@ func scan(data []byte, pos, limit int64, expect uint64, s *segment, spacing int6
 			r.gap = true
 			return r
 		}
+		r.track(m, h.offset, s)
 		if s != nil {
 			s.addIndexLocked(h.offset, r.end, spacing)
 		}
-		r.end += int64(RecordHeaderBytes + len(payload))
+		r.end += h.size()
 		r.next++
 		r.lastTS = h.ts
 		r.records++
 	}
 	return r
+}
+
+// track follows marked batches: a batch is its opening record and the
+// Len-1 continuing records after it.
+func (r *scanResult) track(m Mark, offset uint64, s *segment) {
+	switch m.Kind {
+	case MarkOpens:
+		if r.open.left > 0 {
+			r.incomplete++
+		}
+		r.open = openBatch{left: max(m.Len, 1) - 1, start: r.end, first: offset, lastTS: r.lastTS, records: r.records}
+		if s != nil {
+			r.open.indexLen, r.open.lastIndexPos = len(s.index), s.lastIndexPos
+		}
+	case MarkContinues:
+		if r.open.left == 0 {
+			r.incomplete++ // a continuation of nothing this scan saw open
+			return
+		}
+		r.open.left--
+	default:
+		if r.open.left > 0 {
+			r.incomplete++
+			r.open.left = 0
+		}
+	}
+}
+
+// dropOpenBatch moves the end of the scan back to the start of a marked
+// batch that was cut short (open.left > 0), undoing what its records added
+// to s's index, and returns how many records it dropped.
+func (r *scanResult) dropOpenBatch(s *segment) int64 {
+	o := r.open
+	dropped := r.records - o.records
+	r.end, r.next, r.lastTS, r.records = o.start, o.first, o.lastTS, o.records
+	s.index, s.lastIndexPos = s.index[:o.indexLen], o.lastIndexPos
+	r.open = openBatch{}
+	return dropped
 }
 
 // clean reports whether the scan ended at the limit with nothing wrong.
@@ -109,7 +167,7 @@ func classifyTail(data []byte, r scanResult, extent int64) tailAction {
 		return tailTorn // the header itself was not fully written
 	case r.stop == decodeShortRecord:
 		return tailTorn // record cut off by the end of the file
-	case r.stop == decodePayloadCRC && p+RecordHeaderBytes+int64(r.stopHdr.length) > extent:
+	case r.stop == decodePayloadCRC && p+r.stopHdr.size() > extent:
 		return tailTorn // payload runs past the written extent
 	}
 	return tailDamage
@@ -117,7 +175,8 @@ func classifyTail(data []byte, r scanResult, extent int64) tailAction {
 
 // validRecordAfter reports whether any position in (p, extent) holds a
 // record header with a good CRC whose offset is at least expect: evidence
-// that the damage at p is not at the tail.
+// that the damage at p is not at the tail. The header CRC does not depend
+// on the segment version, so any version's records are evidence.
 func validRecordAfter(data []byte, p, extent int64, expect uint64) bool {
 	maxRecords := uint64(extent-p)/RecordHeaderBytes + 1
 	for q := p + 1; q+RecordHeaderBytes <= extent; q++ {
@@ -125,7 +184,7 @@ func validRecordAfter(data []byte, p, extent int64, expect uint64) bool {
 		if off < expect || off-expect > maxRecords {
 			continue // cheap filter before the CRC
 		}
-		if _, v := decodeRecordHeader(data[q:]); v == decodeOK {
+		if _, v := decodeRecordHeader(data[q:], FormatVersion); v == decodeOK {
 			return true
 		}
 	}

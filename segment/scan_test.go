@@ -36,7 +36,7 @@ func TestClassifyTail(t *testing.T) {
 		"offset gap":                 {pad(cat(good, AppendRecord(nil, 5, 1, []byte("x"))), 10), tailDamage},
 	} {
 		t.Run(name, func(t *testing.T) {
-			r := scan(tc.data, 0, int64(len(tc.data)), 0, nil, 4096)
+			r := scan(tc.data, FormatVersion, 0, int64(len(tc.data)), 0, nil, 4096)
 			require.Equal(t, int64(len(good)), r.end)
 			got := classifyTail(tc.data, r, writtenExtent(tc.data, r.end))
 			require.Equal(t, tc.want, got)

@@ -20,6 +20,7 @@ type segment struct {
 	path      string
 	indexPath string
 	base      uint64
+	version   uint16 // of the header: FormatVersion, or FormatVersionV2 read back
 	file      File
 	mapping   Mapping
 	data      []byte // the whole mapping
@@ -54,7 +55,7 @@ func createSegment(fsys FS, dir string, base uint64, size int64, createdMicros i
 	if err != nil {
 		return nil, fmt.Errorf("create segment: %w", err)
 	}
-	s := &segment{path: path, indexPath: indexPath, base: base, file: f, next: base}
+	s := &segment{path: path, indexPath: indexPath, base: base, version: FormatVersion, file: f, next: base}
 	fail := func(err error) (*segment, error) {
 		s.closeFiles()
 		_ = fsys.Remove(path)
@@ -142,16 +143,17 @@ func (s *segment) addIndexLocked(off uint64, pos, spacing int64) {
 }
 
 // appendLocked writes one batch at the end of the contents, as records with
-// offsets s.next, s.next+1, ... The caller checked that it fits. In mapped
-// mode the records are built directly in the mapping; in fd mode they are
-// staged and written with one WriteAt. written is published last.
-func (s *segment) appendLocked(payloads [][]byte, ts int64, spacing int64, stage []byte, fd bool) ([]byte, error) {
+// offsets s.next, s.next+1, ..., marked as mark's batch when it is set
+// (the caller rolled a v2 segment first). The caller checked that it fits.
+// In mapped mode the records are built directly in the mapping; in fd mode
+// they are staged and written with one WriteAt. written is published last.
+func (s *segment) appendLocked(payloads [][]byte, ts int64, mark *BatchMark, spacing int64, stage []byte, fd bool) ([]byte, error) {
 	pos := s.written.Load()
 	off := s.next
 	if fd {
 		stage = stage[:0]
-		for _, p := range payloads {
-			stage = AppendRecord(stage, off, ts, p)
+		for i, p := range payloads {
+			stage = AppendMarkedRecord(stage, off, ts, recordMark(mark, i, len(payloads)), p)
 			off++
 		}
 		if err := writeFull(s.file, stage, pos); err != nil {
@@ -159,23 +161,36 @@ func (s *segment) appendLocked(payloads [][]byte, ts int64, spacing int64, stage
 		}
 	} else {
 		q := pos
-		for _, p := range payloads {
-			putRecordHeader(s.data[q:q+RecordHeaderBytes], off, ts, p)
-			copy(s.data[q+RecordHeaderBytes:], p)
-			q += int64(RecordHeaderBytes + len(p))
+		for i, p := range payloads {
+			m := recordMark(mark, i, len(payloads))
+			n := int64(RecordHeaderBytes + m.tagLen())
+			putRecordHeader(s.data[q:q+n], off, ts, m, p)
+			copy(s.data[q+n:], p)
+			q += n + int64(len(p))
 			off++
 		}
 	}
 	off = s.next
-	for _, p := range payloads {
+	for i, p := range payloads {
 		s.addIndexLocked(off, pos, spacing)
-		pos += int64(RecordHeaderBytes + len(p))
+		pos += int64(RecordHeaderBytes + recordMark(mark, i, 0).tagLen() + len(p))
 		off++
 	}
 	s.next = off
 	s.lastTS = ts
 	s.written.Store(pos)
 	return stage, nil
+}
+
+// recordMark is the mark of record i of a batch of n (nil mark: none).
+func recordMark(mark *BatchMark, i, n int) Mark {
+	switch {
+	case mark == nil:
+		return Mark{}
+	case i == 0:
+		return Mark{Kind: MarkOpens, ProducerID: mark.ProducerID, Sequence: mark.Sequence, Len: uint32(n)}
+	}
+	return Mark{Kind: MarkContinues}
 }
 
 // bytes is the size of the contents, header included.

@@ -34,6 +34,10 @@ type RecoveryStats struct {
 	TruncatedBytes    int64
 	IndexesRebuilt    int // index files that were missing or wrong
 	SegmentsDiscarded int // newest segments that were never installed (all zeros)
+	// IncompleteBatches counts marked batches that end short of their
+	// length before the tail (a log another writer left so; the tail's
+	// are cut): kept as they are, noted by felix log verify.
+	IncompleteBatches int64
 	Duration          time.Duration
 }
 

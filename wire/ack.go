@@ -25,60 +25,119 @@ func (s AckStatus) String() string {
 	return fmt.Sprintf("ack_status(%d)", uint8(s))
 }
 
-// PublishAck is a binary publish ack (layout 0x0010), the broker's answer to
-// an acked binary publish (JSON publishes get JSON publish_ok/publish_error).
+// PublishAck is a binary publish ack (layout 0x0010 and its modifiers), the
+// broker's answer to an acked binary publish (JSON publishes, and
+// idempotent ones, get JSON answers).
 //
-// The spec says msg_len is 0 for an ok ack; the encoder writes Message as
-// given and the decoder accepts a message on either status, so a sender
-// should leave Message empty for AckOK.
+// Body order: u8 status, u64 request_id, u16 msg_len, msg, then as the
+// flags say [u16 code, u8 retry] (0x0200), [u16 reason_len, reason, u64
+// retry_after_ms] (0x0400), [owner block] (0x0080), [u64 offset] (0x1000),
+// [u32 shard] (0x8000). The spec says msg_len is 0 for an ok ack; the
+// encoder writes Message as given and the decoder accepts a message on
+// either status, so a sender should leave Message empty for AckOK.
 type PublishAck struct {
 	Status    AckStatus
 	RequestID uint64
 	Message   string
-	// Owner names the shard's owner (flags 0x0410, HasOwner): appended
-	// after the message as u32 shard, u16 id_len, id, u16 addr_len, addr.
+	// Err is the typed error (FlagAckCode, when non-nil); with HasDetail
+	// its reason and retry_after_ms follow (FlagAckDetail).
+	Err       *TypedError
+	HasDetail bool
+	// Owner names the shard's owner (FlagAckOwner, HasOwner).
 	Owner    Owner
 	HasOwner bool
+	// Offset is the offset of the batch's first record (FlagAckOffset,
+	// HasOffset); only on a successful ack.
+	Offset    uint64
+	HasOffset bool
+	// Shard is the shard the batch landed on (FlagShard, HasShard).
+	Shard    uint32
+	HasShard bool
 }
 
-// AppendPublishAckFrame appends a binary publish ack frame. A status other
-// than ok/error is ErrBadAckStatus; a message over 65535 bytes is
-// ErrMessageTooLong; on error dst is returned unchanged.
+// Flags are the header flags the ack's fields select.
+func (a *PublishAck) Flags() Flags {
+	f := FlagBinaryPublishAck
+	if a.Err != nil {
+		f |= FlagAckCode
+		if a.HasDetail {
+			f |= FlagAckDetail
+		}
+	}
+	if a.HasOwner {
+		f |= FlagAckOwner
+	}
+	if a.HasOffset {
+		f |= FlagAckOffset
+	}
+	if a.HasShard {
+		f |= FlagShard
+	}
+	return f
+}
+
+func (a *PublishAck) check() error {
+	if a.Status != AckOK && a.Status != AckError {
+		return &ValueError{Field: "status", Value: fmt.Sprint(uint8(a.Status)), Err: ErrBadAckStatus}
+	}
+	if len(a.Message) > math.MaxUint16 {
+		return &LengthError{Field: "message", Len: len(a.Message), Max: math.MaxUint16, Err: ErrMessageTooLong}
+	}
+	if !utf8.ValidString(a.Message) {
+		return &InvalidUTF8Error{Field: "message"}
+	}
+	if a.HasOffset && a.Status != AckOK {
+		return errOffsetOnFailure
+	}
+	if a.Err != nil {
+		if err := a.Err.check(); err != nil {
+			return err
+		}
+	}
+	if a.HasOwner {
+		return a.Owner.check()
+	}
+	return nil
+}
+
+var errOffsetOnFailure = &ValueError{Field: "offset", Value: "on a failed ack", Err: ErrInvalidFlags}
+
+// AppendPublishAckFrame appends a binary publish ack frame, its flags as its
+// fields select. A status other than ok/error is ErrBadAckStatus; a message
+// or reason over 65535 bytes is ErrMessageTooLong; an offset on a failed
+// ack is ErrInvalidFlags; on error dst is returned unchanged.
 func AppendPublishAckFrame(dst []byte, ack PublishAck) ([]byte, error) {
-	if ack.Status != AckOK && ack.Status != AckError {
-		return dst, &ValueError{Field: "status", Value: fmt.Sprint(uint8(ack.Status)), Err: ErrBadAckStatus}
-	}
-	if len(ack.Message) > math.MaxUint16 {
-		return dst, &LengthError{Field: "message", Len: len(ack.Message), Max: math.MaxUint16, Err: ErrMessageTooLong}
-	}
-	if !utf8.ValidString(ack.Message) {
-		return dst, &InvalidUTF8Error{Field: "message"}
-	}
-	if !ack.HasOwner {
-		dst = AppendHeader(dst, FlagBinaryPublishAck, uint32(11+len(ack.Message)))
-		dst = append(dst, byte(ack.Status))
-		dst = binary.BigEndian.AppendUint64(dst, ack.RequestID)
-		return appendName(dst, ack.Message), nil
-	}
-	if err := ack.Owner.check(); err != nil {
+	if err := ack.check(); err != nil {
 		return dst, err
 	}
-	dst = AppendHeader(dst, FlagBinaryPublishAck|FlagAckOwner, uint32(11+len(ack.Message)+ack.Owner.size()))
+	dst, start := beginFrame(dst, ack.Flags())
 	dst = append(dst, byte(ack.Status))
 	dst = binary.BigEndian.AppendUint64(dst, ack.RequestID)
 	dst = appendName(dst, ack.Message)
-	return ack.Owner.appendBinary(dst), nil
+	if ack.Err != nil {
+		dst = ack.Err.appendBinary(dst, ack.HasDetail)
+	}
+	if ack.HasOwner {
+		dst = ack.Owner.appendBinary(dst)
+	}
+	if ack.HasOffset {
+		dst = binary.BigEndian.AppendUint64(dst, ack.Offset)
+	}
+	if ack.HasShard {
+		dst = binary.BigEndian.AppendUint32(dst, ack.Shard)
+	}
+	return endFrame(dst, start)
 }
 
-// DecodePublishAck decodes a 0x0010 payload into into. The message is
-// copied (it outlives the frame; ok acks carry none, so the common case does
-// not allocate).
+// DecodePublishAck decodes a plain 0x0010 payload into into.
 func DecodePublishAck(payload []byte, into *PublishAck) error {
 	return DecodePublishAckFlags(FlagBinaryPublishAck, payload, into)
 }
 
-// DecodePublishAckFlags decodes a 0x0010 or 0x0410 (owner-naming) ack as
-// flags says; into.HasOwner tells which.
+// DecodePublishAckFlags decodes a publish ack whose header had flags. The
+// message and reason are copied (they outlive the frame; ok acks carry
+// none, so the common case does not allocate). into.Err is a fresh
+// TypedError whenever the ack has one, so it may be kept.
 func DecodePublishAckFlags(flags Flags, payload []byte, into *PublishAck) error {
 	r := reader{b: payload}
 	s, err := r.u8("status")
@@ -95,9 +154,30 @@ func DecodePublishAckFlags(flags Flags, payload []byte, into *PublishAck) error 
 	if err := r.str("message", &into.Message); err != nil {
 		return err
 	}
-	into.HasOwner = flags&FlagAckOwner != 0
-	if into.HasOwner {
+	into.HasDetail = flags&FlagAckDetail != 0
+	if flags&FlagAckCode != 0 {
+		into.Err = &TypedError{}
+		if err := into.Err.decodeBinary(&r, into.HasDetail); err != nil {
+			return err
+		}
+	} else {
+		into.Err = nil
+	}
+	if into.HasOwner = flags&FlagAckOwner != 0; into.HasOwner {
 		if err := into.Owner.decode(&r); err != nil {
+			return err
+		}
+	}
+	if into.HasOffset = flags&FlagAckOffset != 0; into.HasOffset {
+		if into.Status != AckOK {
+			return errOffsetOnFailure
+		}
+		if into.Offset, err = r.u64("offset"); err != nil {
+			return err
+		}
+	}
+	if into.HasShard = flags&FlagShard != 0; into.HasShard {
+		if into.Shard, err = r.u32("shard"); err != nil {
 			return err
 		}
 	}

@@ -193,7 +193,7 @@ func TestDecodeEventBatchErrors(t *testing.T) {
 	}{
 		{"json flags", 0, nil, wire.ErrInvalidFlags},
 		{"publish flags", wire.FlagBinaryPublishBatch, nil, wire.ErrInvalidFlags},
-		{"unknown flags", 0x44, nil, wire.ErrUnknownFlags},
+		{"unknown flags", 0x4004, nil, wire.ErrUnknownFlags},
 		{"offsets alone", wire.FlagEventBatchOffsets, nil, wire.ErrInvalidFlags},
 		{"legacy no id", wire.FlagBinaryEventBatch, []byte{0, 0, 0}, wire.ErrTruncated},
 		{"legacy no offset", 0x22, make([]byte, 12), wire.ErrTruncated},

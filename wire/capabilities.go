@@ -1,83 +1,103 @@
 package wire
 
-// Capability negotiation (spec 2.5) is the only negotiation in wire v1; the
-// frame version is never negotiated. Capability bits share the u16 space of
-// the frame flags:
+// Negotiation (the frame version is never negotiated) happens in the auth
+// exchange, in three independent words:
 //
-//   - The client sends auth{client_flags} with the set it can decode (the
-//     Rust client sends KnownFlags). Omitting client_flags means "original
-//     v1 client".
-//   - The broker answers auth_ok{server_flags} (its own full set,
-//     KnownCapabilities) only when client_flags was present; otherwise it
-//     answers a plain ok, and the client must then assume OriginalV1Flags
-//     (0x0007) for the broker and fall back to JSON acked publishes.
-//   - The broker remembers PeerFlags(client_flags) to decide per subscriber
-//     whether live event batches carry base offsets (0x0020).
-//   - Each side uses the set the PEER ADVERTISED, never its own constant:
-//     Supports(advertised, bit). A publisher with several streams uses the
-//     AND of all streams' advertised sets.
-//   - Bits a receiver does not know are ignored when it computes the usable
-//     set: Negotiate(KnownCapabilities, advertised) drops them. (Unknown bits
-//     in a frame header are a different matter: they reject the frame.)
+//   - client_flags / server_flags (u16): frame-flag bits (flags.go). The
+//     client offers the bits it can decode and send (KnownFlags); the
+//     broker answers auth_ok{server_flags} with its own full set only when
+//     client_flags was present, otherwise a plain ok, and the client must
+//     then assume OriginalV1Flags (0x0007). A sender uses a bit only if the
+//     peer advertised it.
+//   - client_features / server_features (u32, optional): the published
+//     Felix's feature bits (Features below): requests a broker serves and
+//     answers a client can decode. Absent means none.
+//   - client_caps / server_caps (u32, optional, Felix-Go): the capability
+//     bits of our own additions (gap notices, caches, rosters, queues,
+//     forwarding). They shared the frame-flag word before the published
+//     Felix gave 0x0040-0x1000 frame meanings; they keep their old values,
+//     in their own field. Within this package they ride in the high 16
+//     bits of a Flags value, so one negotiated Flags answers every
+//     Supports question.
 //
-// Room for growth: KnownFlags is the set of frame-layout bits and stays
-// frozen unless a new layout is added. New capabilities above 0x0020 will be
-// added to KnownCapabilities only, so they never widen what ParseHeader
-// accepts.
+// Each side uses the set the PEER ADVERTISED, never its own constant:
+// Supports(advertised, bit). Bits a receiver does not know are ignored when
+// it computes the usable set (Negotiate). Unknown bits in a frame header are
+// a different matter: they reject the frame.
 
-// Capability-only bits (Felix-Go additions). They are never valid in a
-// frame header.
+// capsShift places the client_caps / server_caps word in a Flags value.
+const capsShift = 16
+
+// Felix-Go capability bits. Their wire value (in client_caps/server_caps)
+// is the constant >> 16. They are never valid in a frame header.
 const (
 	// CapGapNotices: the client understands subscription_gap messages on
 	// its event streams. A broker sends them only to clients advertising
 	// this bit; others see drops only as offset gaps (with 0x0020) or not
 	// at all.
-	CapGapNotices Flags = 0x0040
+	CapGapNotices Flags = 0x0040 << capsShift
 	// CapCache: the peer speaks the cache additions: cache_delete,
 	// counter_add / counter_get, watch, and the correlated cache_error
 	// reply (message_cache.go). A broker answers a failed cache request
 	// with cache_error only to clients advertising this bit; others get
 	// the v1 uncorrelated error.
-	CapCache Flags = 0x0080
+	CapCache Flags = 0x0080 << capsShift
 	// CapRoster: the peer speaks the roster messages (roster_join,
 	// roster_leave, roster_watch and their replies and events). A broker
 	// answers them only on streams whose client advertised it.
-	CapRoster Flags = 0x0100
+	CapRoster Flags = 0x0100 << capsShift
 	// CapQueue: the peer speaks the consumer-group queue messages
 	// (queue_consume, queue_ack, queue_nack and their replies and events).
-	CapQueue Flags = 0x0200
-	// CapOwner is FlagAckOwner advertised: the peer decodes owner-naming
-	// acks (binary 0x0410, publish_ok/publish_error/error with owner
-	// fields) and, from a broker, takes shard-addressed publishes
-	// (FlagPublishShard, the JSON "shard" field).
-	CapOwner = FlagAckOwner
-	// CapShard is FlagPublishShard advertised.
-	CapShard = FlagPublishShard
+	CapQueue Flags = 0x0200 << capsShift
 	// CapForwarded marks a stream whose publishes a broker forwards to the
 	// shard's owner. A broker receiving a publish on such a stream for a
 	// shard it does not own answers not_owner instead of forwarding again,
 	// so a publish is forwarded at most once. It is not in
 	// KnownCapabilities (an ordinary client must not claim it); brokers
-	// advertise it in ServerFlags to say they honour it.
-	CapForwarded Flags = 0x1000
+	// advertise it to say they honour it.
+	CapForwarded Flags = 0x1000 << capsShift
 	// CapQueueShards: the peer speaks multi-shard consumer groups (the
 	// shard field of queue_message, queue_ack and queue_nack). A broker
 	// refuses queue_consume on a stream of more than one shard to a peer
 	// without it: such a client would drop the shard and could never ack.
-	CapQueueShards Flags = 0x2000
+	CapQueueShards Flags = 0x2000 << capsShift
+
+	// CapOwner is FlagAckOwner offered: the peer decodes owner-naming acks
+	// (binary 0x0090, the owner fields of publish_ok / publish_error /
+	// error).
+	CapOwner = FlagAckOwner
+	// CapShard is FlagShard: shard-addressed publishes, and acks that say
+	// the shard a batch landed on ("shard" in JSON answers).
+	CapShard = FlagShard
 )
 
-// KnownCapabilities is every capability bit this package understands: the
-// frame layouts plus the capability-only bits.
-const KnownCapabilities = KnownFlags | CapGapNotices | CapCache | CapRoster | CapQueue | CapOwner | CapShard | CapQueueShards
+// KnownCapabilities is every frame flag and Felix-Go capability this
+// package understands.
+const KnownCapabilities = KnownFlags | CapGapNotices | CapCache | CapRoster | CapQueue | CapQueueShards
 
-// PeerFlags returns the capability set of a peer that sent clientFlags in
+// FrameFlags is the client_flags / server_flags word of f.
+func (f Flags) FrameFlags() uint16 { return uint16(f) }
+
+// Caps is the client_caps / server_caps word of f.
+func (f Flags) Caps() uint32 { return uint32(f >> capsShift) }
+
+// PeerFlags returns the frame-flag set of a peer that sent clientFlags in
 // auth (nil = field absent = OriginalV1Flags).
 func PeerFlags(clientFlags *uint16) Flags {
 	if clientFlags == nil {
 		return OriginalV1Flags
 	}
 	return Flags(*clientFlags)
+}
+
+// PeerSet is PeerFlags with the peer's Felix-Go capability word (nil:
+// none) in the high bits.
+func PeerSet(flags *uint16, caps *uint32) Flags {
+	f := PeerFlags(flags)
+	if caps != nil {
+		f |= Flags(*caps&0xFFFF) << capsShift
+	}
+	return f
 }
 
 // Supports reports whether every bit of bit is in the peer's set. A zero bit
@@ -90,4 +110,44 @@ func Supports(peer, bit Flags) bool {
 // KnownCapabilities as local to ignore bits this build does not know.
 func Negotiate(local, advertised Flags) Flags {
 	return local & advertised
+}
+
+// Features is the published Felix's feature word (client_features /
+// server_features): which requests a broker serves and which answers a
+// client can decode. A client must never send a featured request to a
+// broker that did not advertise the bit.
+type Features uint32
+
+// Feature bits this package implements (the published numbering).
+const (
+	// FeatureStreamShards: stream_shards → stream_shards_view (a stream's
+	// width and routing, for clients that hash keys themselves).
+	FeatureStreamShards Features = 0x20
+	// FeatureIdempotentProducer: producer_init, publish_idempotent, binary
+	// 0x0100 publishes, and publish_refused.
+	FeatureIdempotentProducer Features = 0x200
+	// FeatureErrorCodes: code / retry / detail on error answers
+	// (errorcode.go).
+	FeatureErrorCodes Features = 0x800
+	// FeatureSequenceReused: a re-send of a remembered sequence with other
+	// data is refused sequence_reused; without it, it is answered
+	// publish_ok and not written, as the published broker does.
+	FeatureSequenceReused Features = 0x4000
+	// FeatureExtended marks that client_features_hi / server_features_hi
+	// follow; this package sends neither.
+	FeatureExtended Features = 0x8000_0000
+
+	// KnownFeatures is every feature this package implements.
+	KnownFeatures = FeatureStreamShards | FeatureIdempotentProducer | FeatureErrorCodes | FeatureSequenceReused
+)
+
+// Has reports whether every bit of bit is set; a zero bit never is.
+func (f Features) Has(bit Features) bool { return bit != 0 && f&bit == bit }
+
+// PeerFeatures is the feature word a peer advertised (nil: none).
+func PeerFeatures(w *uint32) Features {
+	if w == nil {
+		return 0
+	}
+	return Features(*w)
 }

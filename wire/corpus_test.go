@@ -59,7 +59,7 @@ func fuzzSeeds(t *testing.T) map[string]string {
 			wire.KindEventBatch:        "FuzzEventBatch",
 			wire.KindEventBatchShared:  "FuzzEventBatch",
 		}[k]
-		if target == "FuzzEventBatch" {
+		if target != "FuzzJSON" {
 			seeds[target+"/"+v.Name] = corpusFile(uint16(flags), payload)
 		} else {
 			seeds[target+"/"+v.Name] = corpusFile(payload)

@@ -38,18 +38,23 @@
 //
 // # Flags and capabilities
 //
-// The header's u16 flags select one of eight layouts: 0 (JSON), 0x0001,
-// 0x0009, 0x0010, 0x0002, 0x0022, 0x0004, 0x0024 (KindFromFlags). A bit
-// outside KnownFlags (0x003F) rejects the frame with ErrUnknownFlags; it is
-// never masked, because a bit we do not know may change the layout. Known
-// bits in another combination are ErrInvalidFlags. Both are recoverable:
-// ParseHeader still returns the length so the stream can skip the frame.
+// The header's u16 flags select a layout (KindFromFlags): 0 (JSON); a
+// publish 0x0001 with at most one of keyed (0x0040) or shard-addressed
+// (0x8000, Felix-Go), plain, acked (0x0008) or idempotent (0x0108); an ack
+// 0x0010 with any of owner (0x0080), code (0x0200, with detail 0x0400),
+// offset (0x1000) and shard (0x8000); and the event batches 0x0002,
+// 0x0022, 0x0004, 0x0024. The bit numbers are the published Felix 0.6's. A
+// bit outside KnownFlags (0x97FF) rejects the frame with ErrUnknownFlags;
+// it is never masked, because a bit we do not know may change the layout.
+// Known bits in another combination are ErrInvalidFlags. Both are
+// recoverable: ParseHeader still returns the length so the stream can skip
+// the frame.
 //
-// The same u16 space is the capability set exchanged at auth
-// (auth.client_flags, auth_ok.server_flags); capabilities.go gives the rules.
-// KnownFlags is frozen as the set of frame-layout bits; capability-only bits
-// added later extend KnownCapabilities instead, so they can never make
-// ParseHeader accept a frame it cannot parse.
+// The same u16 space is the frame-flag set exchanged at auth
+// (auth.client_flags, auth_ok.server_flags), beside the published feature
+// word (client_features) and our own capability word (client_caps);
+// capabilities.go gives the rules. Typed error codes are errorcode.go, the
+// key-to-shard routing function routing.go.
 //
 // # Where code and docs disagree
 //
@@ -73,11 +78,11 @@
 // # Felix-Go additions
 //
 // New optional fields are written last and omitted when nil (publish and
-// publish_batch "key", subscribe "shard"), so a v1 message is byte-identical
+// subscribe "shard", the owner fields), so a v1 message is byte-identical
 // whether or not the sender knows them. New message types (subscription_gap)
 // are sent only to peers that advertised the capability bit introducing them
-// (CapGapNotices, 0x0040). Capability-only bits are never valid in a frame
-// header. Rosters (roster_* messages, CapRoster 0x0100, message_roster.go)
+// (CapGapNotices, 0x0040 in client_caps). Capability bits are never valid in
+// a frame header. Rosters (roster_* messages, CapRoster 0x0100, message_roster.go)
 // and consumer-group queues (queue_* messages, CapQueue 0x0200,
 // message_queue.go) are whole message families added this way.
 package wire

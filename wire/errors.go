@@ -88,14 +88,14 @@ type FlagsError struct {
 }
 
 func (e *FlagsError) Error() string {
-	if e.Flags&^layoutFlags != 0 {
-		return fmt.Sprintf("wire: unknown frame flags 0x%04x in 0x%04x", uint16(e.Flags&^layoutFlags), uint16(e.Flags))
+	if e.Flags&^KnownFlags != 0 {
+		return fmt.Sprintf("wire: unknown frame flags 0x%04x in 0x%04x", uint32(e.Flags&^KnownFlags), uint32(e.Flags))
 	}
-	return fmt.Sprintf("wire: frame flags 0x%04x are not a valid layout", uint16(e.Flags))
+	return fmt.Sprintf("wire: frame flags 0x%04x are not a valid layout", uint32(e.Flags))
 }
 
 func (e *FlagsError) Is(target error) bool {
-	if e.Flags&^layoutFlags != 0 {
+	if e.Flags&^KnownFlags != 0 {
 		return target == ErrUnknownFlags
 	}
 	return target == ErrInvalidFlags

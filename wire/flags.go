@@ -3,11 +3,16 @@ package wire
 import "fmt"
 
 // Flags is the u16 in the frame header that selects the payload layout. The
-// same bit space doubles as the capability set exchanged at auth (see
-// capabilities.go).
-type Flags uint16
+// same bit space is the frame-flag set exchanged at auth (client_flags,
+// server_flags). The type is wider than the header so that one value can
+// also carry the Felix-Go capability bits, which travel in their own auth
+// field (capabilities.go) and occupy the high 16 bits here; they are never
+// valid in a frame header.
+type Flags uint32
 
-// Frame flag bits (spec 2.1).
+// Frame flag bits, numbered as the published Felix numbers them. The v1
+// bits are 0x0001-0x0020; 0x0040-0x1000 are the published 0.5/0.6
+// additions this package implements; 0x8000 is a Felix-Go addition.
 const (
 	// FlagBinaryPublishBatch: binary publish batch, client to broker.
 	FlagBinaryPublishBatch Flags = 0x0001
@@ -26,41 +31,66 @@ const (
 	// base_offset.
 	FlagEventBatchOffsets Flags = 0x0020
 
+	// FlagPublishKeyed: modifier on FlagBinaryPublishBatch adding the
+	// routing key (u16 len, bytes) before the tenant. Sent only to a
+	// broker that advertised it.
+	FlagPublishKeyed Flags = 0x0040
+	// FlagAckOwner: modifier on FlagBinaryPublishAck naming the shard's
+	// owner (u16 node_id, u16 addr, u64 generation; owner.go). Sent only
+	// to a client that offered it.
+	FlagAckOwner Flags = 0x0080
+	// FlagPublishIdempotent: modifier on an acked publish (it requires
+	// FlagBinaryPublishAcked) adding u64 producer_id, u64 sequence after
+	// the acked prefix. Answered in JSON (publish_ok / publish_refused /
+	// publish_error), never with a binary ack.
+	FlagPublishIdempotent Flags = 0x0100
+	// FlagAckCode: modifier on a failed publish ack adding u16 code, u8
+	// retry (errorcode.go).
+	FlagAckCode Flags = 0x0200
+	// FlagAckDetail: modifier on FlagAckCode adding u16 reason_len,
+	// reason, u64 retry_after_ms (0 length or 0 ms: not said).
+	FlagAckDetail Flags = 0x0400
+	// FlagAckOffset: modifier on a successful publish ack adding the u64
+	// offset of the batch's first record, always after the owner block.
+	// Offered by a client, it also adds "offset" to JSON publish_ok.
+	FlagAckOffset Flags = 0x1000
+	// FlagShard (Felix-Go addition): on a publish, a u32 shard the batch
+	// is addressed to (after the idempotent prefix; exclusive with
+	// FlagPublishKeyed); on a publish ack, the u32 shard the batch landed
+	// on, last. The published Felix stops at 0x4000 and refuses the bit.
+	FlagShard Flags = 0x8000
+
 	// KnownFlags is every bit that may appear in a frame header. A frame
 	// with any other bit is rejected (ErrUnknownFlags), never masked: a bit
-	// we do not know may change the layout we would misread.
-	KnownFlags Flags = 0x003F
+	// we do not know may change the layout we would misread. The published
+	// 0x0800 (skipped offsets), 0x2000 (publisher) and 0x4000 (timestamps)
+	// are event-batch modifiers this package does not implement; it never
+	// offers them, so a conforming broker never sends them.
+	KnownFlags Flags = 0x97FF
 
 	// OriginalV1Flags is the frozen set a peer that never advertised
 	// capabilities is assumed to support.
 	OriginalV1Flags Flags = 0x0007
 
-	// FlagAckOwner (Felix-Go addition, cluster mode): modifier on
-	// FlagBinaryPublishAck appending the owner of the publish's shard
-	// (owner.go). Sent only to peers that advertised it.
-	FlagAckOwner Flags = 0x0400
-	// FlagPublishShard (Felix-Go addition, cluster mode): modifier on
-	// FlagBinaryPublishBatch (with or without FlagBinaryPublishAcked)
-	// prefixing the publish body with the u32 shard it is addressed to.
-	// Sent only to peers that advertised it.
-	FlagPublishShard Flags = 0x0800
+	// v1Flags is the wire v1 set (the published 0.4 KNOWN_FLAGS).
+	v1Flags Flags = 0x003F
 
-	// layoutFlags is every bit some frame layout uses: the v1 bits plus
-	// the two cluster modifiers. KnownFlags stays the v1 set the Rust
-	// client advertises.
-	layoutFlags = KnownFlags | FlagAckOwner | FlagPublishShard
+	// publishModifiers are the bits a publish frame may add to 0x0001.
+	publishModifiers = FlagBinaryPublishAcked | FlagPublishIdempotent | FlagPublishKeyed | FlagShard
+	// ackModifiers are the bits a publish ack may add to 0x0010.
+	ackModifiers = FlagAckOwner | FlagAckCode | FlagAckDetail | FlagAckOffset | FlagShard
 )
 
 // Kind is the payload layout a frame's flags select.
 type Kind uint8
 
-// Frame kinds. The offsets modifier does not make a kind of its own: it
-// changes one field of an event batch (EventBatch.HasBaseOffset).
+// Frame kinds. Modifiers do not make kinds of their own: they add fields
+// that the kind's decoder reads as the flags say.
 const (
 	KindJSON              Kind = iota // flags 0
-	KindPublishBatch                  // 0x0001
-	KindAckedPublishBatch             // 0x0009
-	KindPublishAck                    // 0x0010
+	KindPublishBatch                  // 0x0001 (+0x0040 or 0x8000)
+	KindAckedPublishBatch             // 0x0009 (+0x0100, +0x0040 or 0x8000)
+	KindPublishAck                    // 0x0010 (+0x0080, 0x0200, 0x0400, 0x1000, 0x8000)
 	KindEventBatch                    // 0x0002, 0x0022
 	KindEventBatchShared              // 0x0004, 0x0024
 	numKinds
@@ -94,22 +124,36 @@ func ParseKind(s string) (Kind, bool) {
 }
 
 // KindFromFlags maps header flags to a layout. Unknown bits give
-// ErrUnknownFlags; known bits in a combination that is not one of the eight
-// v1 layouts (0, 0x01, 0x09, 0x10, 0x02, 0x22, 0x04, 0x24) or the three
-// cluster variants (0x0801, 0x0809, 0x0410) give ErrInvalidFlags.
+// ErrUnknownFlags; known bits in a combination no layout uses give
+// ErrInvalidFlags. The layouts: 0 (JSON); 0x0001 with at most one of
+// 0x0040 / 0x8000 and optionally 0x0008 (acked) or 0x0108 (idempotent);
+// 0x0010 with any of 0x0080, 0x0200, 0x1000, 0x8000 (0x0400 only with
+// 0x0200); 0x0002, 0x0022, 0x0004, 0x0024.
 func KindFromFlags(f Flags) (Kind, error) {
-	switch f {
-	case 0:
+	if f&^KnownFlags != 0 {
+		return 0, &FlagsError{Flags: f}
+	}
+	switch {
+	case f == 0:
 		return KindJSON, nil
-	case FlagBinaryPublishBatch, FlagBinaryPublishBatch | FlagPublishShard:
+	case f&FlagBinaryPublishBatch != 0:
+		if f&^(FlagBinaryPublishBatch|publishModifiers) != 0 ||
+			f&(FlagPublishKeyed|FlagShard) == FlagPublishKeyed|FlagShard ||
+			f&(FlagPublishIdempotent|FlagBinaryPublishAcked) == FlagPublishIdempotent {
+			break
+		}
+		if f&FlagBinaryPublishAcked != 0 {
+			return KindAckedPublishBatch, nil
+		}
 		return KindPublishBatch, nil
-	case FlagBinaryPublishBatch | FlagBinaryPublishAcked, FlagBinaryPublishBatch | FlagBinaryPublishAcked | FlagPublishShard:
-		return KindAckedPublishBatch, nil
-	case FlagBinaryPublishAck, FlagBinaryPublishAck | FlagAckOwner:
+	case f&FlagBinaryPublishAck != 0:
+		if f&^(FlagBinaryPublishAck|ackModifiers) != 0 || f&(FlagAckDetail|FlagAckCode) == FlagAckDetail {
+			break
+		}
 		return KindPublishAck, nil
-	case FlagBinaryEventBatch, FlagBinaryEventBatch | FlagEventBatchOffsets:
+	case f == FlagBinaryEventBatch, f == FlagBinaryEventBatch|FlagEventBatchOffsets:
 		return KindEventBatch, nil
-	case FlagBinaryEventBatchShared, FlagBinaryEventBatchShared | FlagEventBatchOffsets:
+	case f == FlagBinaryEventBatchShared, f == FlagBinaryEventBatchShared|FlagEventBatchOffsets:
 		return KindEventBatchShared, nil
 	}
 	return 0, &FlagsError{Flags: f}
@@ -121,4 +165,4 @@ func ValidLayout(f Flags) bool {
 	return err == nil
 }
 
-func (f Flags) String() string { return fmt.Sprintf("0x%04x", uint16(f)) }
+func (f Flags) String() string { return fmt.Sprintf("0x%04x", uint32(f)) }

@@ -11,18 +11,29 @@ import (
 func TestKindFromFlagsExhaustive(t *testing.T) {
 	layouts := map[wire.Flags]wire.Kind{
 		0x0000: wire.KindJSON,
-		0x0001: wire.KindPublishBatch,
-		0x0009: wire.KindAckedPublishBatch,
-		0x0010: wire.KindPublishAck,
 		0x0002: wire.KindEventBatch,
 		0x0022: wire.KindEventBatch,
 		0x0004: wire.KindEventBatchShared,
 		0x0024: wire.KindEventBatchShared,
-		// Cluster modifiers (owner.go).
-		0x0801: wire.KindPublishBatch,
-		0x0809: wire.KindAckedPublishBatch,
-		0x0410: wire.KindPublishAck,
 	}
+	// Publishes: no address, a key or a shard; unacked, acked or
+	// idempotent.
+	for _, addr := range []wire.Flags{0, wire.FlagPublishKeyed, wire.FlagShard} {
+		layouts[0x0001|addr] = wire.KindPublishBatch
+		layouts[0x0009|addr] = wire.KindAckedPublishBatch
+		layouts[0x0109|addr] = wire.KindAckedPublishBatch
+	}
+	// Acks: any of owner, code (with or without detail), offset, shard.
+	for _, owner := range []wire.Flags{0, wire.FlagAckOwner} {
+		for _, code := range []wire.Flags{0, wire.FlagAckCode, wire.FlagAckCode | wire.FlagAckDetail} {
+			for _, off := range []wire.Flags{0, wire.FlagAckOffset} {
+				for _, sh := range []wire.Flags{0, wire.FlagShard} {
+					layouts[0x0010|owner|code|off|sh] = wire.KindPublishAck
+				}
+			}
+		}
+	}
+	require.Len(t, layouts, 5+9+24)
 	for f := 0; f <= 0xFFFF; f++ {
 		flags := wire.Flags(f)
 		k, err := wire.KindFromFlags(flags)
@@ -32,11 +43,15 @@ func TestKindFromFlagsExhaustive(t *testing.T) {
 			require.NoError(t, err, "flags %s", flags)
 			require.Equal(t, want, k, "flags %s", flags)
 			require.True(t, wire.ValidLayout(flags))
-		case flags&^(wire.KnownFlags|wire.FlagAckOwner|wire.FlagPublishShard) != 0:
+		case flags&^wire.KnownFlags != 0:
 			require.ErrorIs(t, err, wire.ErrUnknownFlags, "flags %s", flags)
 		default:
 			require.ErrorIs(t, err, wire.ErrInvalidFlags, "flags %s", flags)
 		}
+	}
+	for _, c := range []wire.Flags{wire.CapGapNotices, wire.CapQueue, wire.CapForwarded} {
+		_, err := wire.KindFromFlags(c)
+		require.ErrorIs(t, err, wire.ErrUnknownFlags, "a capability is never a frame flag")
 	}
 }
 
@@ -61,18 +76,24 @@ func TestCapabilities(t *testing.T) {
 	require.False(t, wire.Supports(wire.OriginalV1Flags, wire.FlagBinaryPublishAcked|wire.FlagBinaryPublishBatch))
 	require.False(t, wire.Supports(0xFFFF, 0), "zero bit never supported")
 
-	// Bits we do not know are dropped from the usable set.
-	require.Equal(t, wire.Flags(0x0019), wire.Negotiate(wire.KnownCapabilities, 0x8019))
-	require.Equal(t, wire.Flags(0x01C0), wire.Negotiate(wire.KnownCapabilities, 0x01C0))
-	require.Equal(t, wire.Flags(0x00C0), wire.Negotiate(wire.KnownCapabilities, 0x40C0))
-	require.Equal(t, wire.Flags(0x20C0), wire.Negotiate(wire.KnownCapabilities, 0x20C0), "CapQueueShards")
-	require.Equal(t, wire.Flags(0x04C0), wire.Negotiate(wire.KnownCapabilities, 0x04C0), "CapOwner")
+	// The published 0.6 client offers 0x7FFF: the bits we do not
+	// implement are dropped from the usable set.
+	require.Equal(t, wire.Flags(0x17FF), wire.Negotiate(wire.KnownCapabilities, 0x7FFF))
+	require.Equal(t, wire.Flags(0x97FF), wire.KnownFlags)
 
-	// Capability-only bits extend KnownCapabilities, never the frame layouts.
-	require.Equal(t, wire.Flags(0x2FFF), wire.KnownCapabilities)
+	// Felix-Go capabilities ride in their own word, with their old values.
+	caps := uint32(0x23C0)
+	peer := wire.PeerSet(&v, &caps)
+	require.True(t, wire.Supports(peer, wire.CapGapNotices|wire.CapCache|wire.CapRoster|wire.CapQueue|wire.CapQueueShards))
+	require.False(t, wire.Supports(peer, wire.CapForwarded))
+	require.Equal(t, uint16(0x19), peer.FrameFlags())
+	require.Equal(t, caps, peer.Caps())
+	require.Equal(t, wire.Flags(0x19), wire.PeerSet(&v, nil), "no caps word: no capabilities")
+	require.Equal(t, uint32(0x23C0), wire.KnownCapabilities.Caps())
+	require.Equal(t, uint16(0x97FF), wire.KnownCapabilities.FrameFlags())
 	require.False(t, wire.Supports(wire.KnownCapabilities, wire.CapForwarded), "no ordinary client claims forwarding")
-	require.Equal(t, wire.Flags(0x0300), wire.Negotiate(wire.KnownCapabilities, 0x0300))
-	require.Equal(t, wire.Flags(0x003F), wire.KnownFlags)
-	_, err := wire.KindFromFlags(wire.CapGapNotices)
-	require.ErrorIs(t, err, wire.ErrUnknownFlags)
+
+	require.True(t, wire.KnownFeatures.Has(wire.FeatureIdempotentProducer|wire.FeatureErrorCodes))
+	require.False(t, wire.KnownFeatures.Has(0))
+	require.Equal(t, wire.Features(0), wire.PeerFeatures(nil))
 }

@@ -10,20 +10,29 @@ import (
 // first missing field reported is the first one serde would report.
 var jsonDecoders = [numTypes]func(*fields) Message{
 	TypeAuth: func(f *fields) Message {
-		return &Auth{TenantID: f.str("tenant_id"), Token: f.str("token"), ClientFlags: f.optU16("client_flags")}
+		return &Auth{
+			TenantID: f.str("tenant_id"), Token: f.str("token"), ClientFlags: f.optU16("client_flags"),
+			ClientFeatures: f.optU32("client_features"), ClientFeaturesHi: f.optU32("client_features_hi"),
+			ClientCaps: f.optU32("client_caps"),
+		}
 	},
-	TypeAuthOK: func(f *fields) Message { return &AuthOK{ServerFlags: f.u16("server_flags")} },
+	TypeAuthOK: func(f *fields) Message {
+		return &AuthOK{
+			ServerFlags: f.u16("server_flags"), ServerFeatures: f.optU32("server_features"),
+			ServerFeaturesHi: f.optU32("server_features_hi"), ServerCaps: f.optU32("server_caps"),
+		}
+	},
 	TypePublish: func(f *fields) Message {
 		return &Publish{
 			TenantID: f.str("tenant_id"), Namespace: f.str("namespace"), Stream: f.str("stream"),
-			Payload: f.bytes("payload"), RequestID: f.optU64("request_id"), Ack: f.ack(), Key: f.optStr("key"),
+			Payload: f.bytes("payload"), Key: f.optBytes("key"), RequestID: f.optU64("request_id"), Ack: f.ack(),
 			Shard: f.optU32("shard"),
 		}
 	},
 	TypePublishBatch: func(f *fields) Message {
 		return &PublishBatchMessage{
 			TenantID: f.str("tenant_id"), Namespace: f.str("namespace"), Stream: f.str("stream"),
-			Payloads: f.bytesList("payloads"), RequestID: f.optU64("request_id"), Ack: f.ack(), Key: f.optStr("key"),
+			Payloads: f.bytesList("payloads"), Key: f.optBytes("key"), RequestID: f.optU64("request_id"), Ack: f.ack(),
 			Shard: f.optU32("shard"),
 		}
 	},
@@ -63,12 +72,17 @@ var jsonDecoders = [numTypes]func(*fields) Message{
 	},
 	TypeCacheValue: decodeCacheValue,
 	TypeCacheOK:    func(f *fields) Message { return &CacheOK{RequestID: f.u64("request_id")} },
-	TypePublishOK:  func(f *fields) Message { return &PublishOK{RequestID: f.u64("request_id"), Owner: f.owner()} },
-	TypePublishError: func(f *fields) Message {
-		return &PublishError{RequestID: f.u64("request_id"), Message: f.str("message"), Owner: f.owner()}
+	TypePublishOK: func(f *fields) Message {
+		return &PublishOK{RequestID: f.u64("request_id"), Offset: f.optU64("offset"), Shard: f.optU32("shard"), Owner: f.owner()}
 	},
-	TypeOK:    func(*fields) Message { return &OK{} },
-	TypeError: func(f *fields) Message { return &ErrorMessage{Message: f.str("message"), Owner: f.owner()} },
+	TypePublishError: func(f *fields) Message {
+		return &PublishError{RequestID: f.u64("request_id"), Message: f.str("message"), Err: f.typedError(),
+			Shard: f.optU32("shard"), Owner: f.owner()}
+	},
+	TypeOK: func(*fields) Message { return &OK{} },
+	TypeError: func(f *fields) Message {
+		return &ErrorMessage{Message: f.str("message"), Err: f.typedError(), Shard: f.optU32("shard"), Owner: f.owner()}
+	},
 	TypeSubscribeCursorError: func(f *fields) Message {
 		return &SubscribeCursorError{Reason: f.reason(), Requested: f.u64("requested"), Available: f.u64("available")}
 	},

@@ -55,7 +55,7 @@ func init() {
 	}
 	jsonDecoders[TypeQueueOK] = func(f *fields) Message { return &QueueOK{RequestID: f.u64("request_id")} }
 	jsonDecoders[TypeQueueError] = func(f *fields) Message {
-		return &QueueError{RequestID: f.u64("request_id"), Message: f.str("message")}
+		return &QueueError{RequestID: f.u64("request_id"), Message: f.str("message"), Err: f.typedError()}
 	}
 }
 

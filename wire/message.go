@@ -58,6 +58,15 @@ const (
 	TypeQueueNack
 	TypeQueueOK
 	TypeQueueError
+	// The published Felix's idempotent producer and stream width
+	// (message_producer.go), gated by FeatureIdempotentProducer and
+	// FeatureStreamShards.
+	TypeProducerInit
+	TypeProducerInitOK
+	TypePublishIdempotent
+	TypePublishRefused
+	TypeStreamShards
+	TypeStreamShardsView
 	numTypes
 )
 
@@ -100,6 +109,12 @@ var typeNames = [numTypes]string{
 	TypeQueueNack:            "queue_nack",
 	TypeQueueOK:              "queue_ok",
 	TypeQueueError:           "queue_error",
+	TypeProducerInit:         "producer_init",
+	TypeProducerInitOK:       "producer_init_ok",
+	TypePublishIdempotent:    "publish_idempotent",
+	TypePublishRefused:       "publish_refused",
+	TypeStreamShards:         "stream_shards",
+	TypeStreamShardsView:     "stream_shards_view",
 }
 
 // String returns the wire tag ("auth", "publish_batch", ...).
@@ -120,18 +135,27 @@ func ParseMessageType(s string) (MessageType, bool) {
 	return 0, false
 }
 
-// Auth must be the first frame on every stream. ClientFlags is the
-// capability set the client advertises; see capabilities.go.
+// Auth must be the first frame on every stream. ClientFlags,
+// ClientFeatures (with ClientFeaturesHi) and ClientCaps are the three
+// words the client advertises; see capabilities.go. ClientCaps is a
+// Felix-Go addition, written last.
 type Auth struct {
-	TenantID    string
-	Token       string
-	ClientFlags *uint16
+	TenantID         string
+	Token            string
+	ClientFlags      *uint16
+	ClientFeatures   *uint32
+	ClientFeaturesHi *uint32
+	ClientCaps       *uint32
 }
 
 // AuthOK answers an Auth that carried ClientFlags; an Auth without them is
-// answered with OK.
+// answered with OK. The optional words are omitted when nil; ServerCaps is
+// a Felix-Go addition, written last.
 type AuthOK struct {
-	ServerFlags uint16
+	ServerFlags      uint16
+	ServerFeatures   *uint32
+	ServerFeaturesHi *uint32
+	ServerCaps       *uint32
 }
 
 // OK is the bare success reply ({"type":"ok"}).
@@ -141,8 +165,13 @@ type OK struct{}
 // ({"type":"error","message":...}).
 type ErrorMessage struct {
 	Message string
-	// Owner names the shard's owner on a not_owner refusal, for peers
-	// that advertised CapOwner (written last, omitted when nil).
+	// Err is the typed error, for peers that negotiated
+	// FeatureErrorCodes (omitted when nil).
+	Err *TypedError
+	// Shard and Owner name the shard and its owner on a not_owner
+	// refusal, for peers that offered CapOwner (Felix-Go, written last,
+	// omitted when nil).
+	Shard *uint32
 	Owner *Owner
 }
 
@@ -225,13 +254,26 @@ func (m *Auth) AppendJSON(dst []byte) []byte {
 	if m.ClientFlags != nil {
 		dst = appendUintField(dst, `,"client_flags":`, uint64(*m.ClientFlags))
 	}
+	dst = appendOptU32(dst, `,"client_features":`, m.ClientFeatures)
+	dst = appendOptU32(dst, `,"client_features_hi":`, m.ClientFeaturesHi)
+	dst = appendOptU32(dst, `,"client_caps":`, m.ClientCaps)
 	return append(dst, '}')
 }
 
 func (m *AuthOK) AppendJSON(dst []byte) []byte {
 	dst = appendHead(dst, TypeAuthOK)
 	dst = appendUintField(dst, `,"server_flags":`, uint64(m.ServerFlags))
+	dst = appendOptU32(dst, `,"server_features":`, m.ServerFeatures)
+	dst = appendOptU32(dst, `,"server_features_hi":`, m.ServerFeaturesHi)
+	dst = appendOptU32(dst, `,"server_caps":`, m.ServerCaps)
 	return append(dst, '}')
+}
+
+func appendOptU32(dst []byte, key string, v *uint32) []byte {
+	if v == nil {
+		return dst
+	}
+	return appendUintField(dst, key, uint64(*v))
 }
 
 func (m *OK) AppendJSON(dst []byte) []byte {
@@ -241,7 +283,8 @@ func (m *OK) AppendJSON(dst []byte) []byte {
 func (m *ErrorMessage) AppendJSON(dst []byte) []byte {
 	dst = appendHead(dst, TypeError)
 	dst = appendStrField(dst, `,"message":`, m.Message)
-	dst = appendOwnerJSON(dst, m.Owner)
+	dst = m.Err.appendJSON(dst)
+	dst = appendOwnerJSON(dst, m.Shard, m.Owner)
 	return append(dst, '}')
 }
 

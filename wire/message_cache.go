@@ -80,6 +80,26 @@ const (
 	CacheErrUnavailable   CacheErrorCode = "unavailable"
 )
 
+// Typed is the typed error code, with its default retry class, that a
+// cache error code stands for: cache_error keeps its finer Felix-Go codes,
+// and a client classifies them through this table.
+func (c CacheErrorCode) Typed() *TypedError {
+	code := CodeInternal
+	switch c {
+	case CacheErrNotFound:
+		code = CodeNotFound
+	case CacheErrInvalid, CacheErrNotCounter, CacheErrOverflow:
+		code = CodeInvalidRequest
+	case CacheErrForbidden:
+		code = CodeForbidden
+	case CacheErrValueTooLarge:
+		code = CodeLimitExceeded
+	case CacheErrUnavailable:
+		code = CodeShardUnavailable
+	}
+	return NewTypedError(code)
+}
+
 // CacheError refuses a cache request. RequestID correlates it when the
 // request carried one (the v1 error message cannot be correlated under
 // pipelining).

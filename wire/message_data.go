@@ -4,18 +4,20 @@ package wire
 
 // Publish publishes one payload. On a control (bi) stream an absent Ack
 // means acked (per_message), as the published broker does; see
-// docs/protocol.md. Key is a Felix-Go addition (written last, omitted when
-// nil, so v1 bytes are unchanged): it picks the stream's shard by hash.
+// docs/protocol.md.
 type Publish struct {
 	TenantID  string
 	Namespace string
 	Stream    string
 	Payload   []byte
+	// Key is the routing key (base64, right after the payload, as the
+	// published Felix writes it); nil is absent, and a non-nil empty key
+	// is a key. It picks the stream's shard by hash (routing.go).
+	Key       []byte
 	RequestID *uint64
 	Ack       *AckMode
-	Key       *string
-	// Shard addresses the publish to one shard (cluster mode; written
-	// last, omitted when nil). With Key set, Shard wins.
+	// Shard addresses the publish to one shard (Felix-Go; written last,
+	// omitted when nil). With Key set, Shard wins.
 	Shard *uint32
 }
 
@@ -27,11 +29,11 @@ type PublishBatchMessage struct {
 	Namespace string
 	Stream    string
 	Payloads  [][]byte
+	Key       []byte
 	RequestID *uint64
 	Ack       *AckMode
-	Key       *string
-	// Shard addresses the publish to one shard (cluster mode; written
-	// last, omitted when nil). With Key set, Shard wins.
+	// Shard addresses the publish to one shard (Felix-Go; written last,
+	// omitted when nil). With Key set, Shard wins.
 	Shard *uint32
 }
 
@@ -95,11 +97,17 @@ type CacheOK struct {
 	RequestID uint64
 }
 
-// PublishOK answers an acked JSON publish or publish_batch.
+// PublishOK answers an acked JSON publish or publish_batch, and an
+// idempotent publish (JSON or binary).
 type PublishOK struct {
 	RequestID uint64
-	// Owner names the shard's owner, for peers that advertised CapOwner
-	// (written last, omitted when nil).
+	// Offset is the offset of the batch's first record, for peers that
+	// offered FlagAckOffset (omitted when nil).
+	Offset *uint64
+	// Shard is the shard the batch landed on (peers that offered
+	// CapShard) and Owner the shard's owner (peers that offered CapOwner,
+	// cluster mode): Felix-Go fields, written last, omitted when nil.
+	Shard *uint32
 	Owner *Owner
 }
 
@@ -107,7 +115,12 @@ type PublishOK struct {
 type PublishError struct {
 	RequestID uint64
 	Message   string
-	// Owner as for PublishOK: on not_owner and owner_unavailable.
+	// Err is the typed error, for peers that negotiated
+	// FeatureErrorCodes (omitted when nil).
+	Err *TypedError
+	// Shard and Owner as for PublishOK: on not_owner and
+	// owner_unavailable.
+	Shard *uint32
 	Owner *Owner
 }
 
@@ -122,13 +135,13 @@ func (*CacheOK) Type() MessageType             { return TypeCacheOK }
 func (*PublishOK) Type() MessageType           { return TypePublishOK }
 func (*PublishError) Type() MessageType        { return TypePublishError }
 
-func appendAck(dst []byte, id *uint64, ack *AckMode, key *string, shard *uint32) []byte {
+// appendKeyAck writes the fields after the payload(s): key, request_id,
+// ack, shard, each omitted when absent.
+func appendKeyAck(dst []byte, key []byte, id *uint64, ack *AckMode, shard *uint32) []byte {
+	dst = appendOptBase64(dst, `,"key":`, key)
 	dst = appendOptUint(dst, `,"request_id":`, id)
 	if ack != nil {
 		dst = appendStrField(dst, `,"ack":`, ack.String())
-	}
-	if key != nil {
-		dst = appendStrField(dst, `,"key":`, *key)
 	}
 	if shard != nil {
 		dst = appendUintField(dst, `,"shard":`, uint64(*shard))
@@ -136,12 +149,21 @@ func appendAck(dst []byte, id *uint64, ack *AckMode, key *string, shard *uint32)
 	return dst
 }
 
+// appendOptBase64 writes key and b as base64, nothing for nil.
+func appendOptBase64(dst []byte, key string, b []byte) []byte {
+	if b == nil {
+		return dst
+	}
+	dst = append(dst, key...)
+	return appendBase64(dst, b)
+}
+
 func (m *Publish) AppendJSON(dst []byte) []byte {
 	dst = appendHead(dst, TypePublish)
 	dst = appendTopic(dst, m.TenantID, m.Namespace, `,"stream":`, m.Stream)
 	dst = append(dst, `,"payload":`...)
 	dst = appendBase64(dst, m.Payload)
-	dst = appendAck(dst, m.RequestID, m.Ack, m.Key, m.Shard)
+	dst = appendKeyAck(dst, m.Key, m.RequestID, m.Ack, m.Shard)
 	return append(dst, '}')
 }
 
@@ -150,7 +172,7 @@ func (m *PublishBatchMessage) AppendJSON(dst []byte) []byte {
 	dst = appendTopic(dst, m.TenantID, m.Namespace, `,"stream":`, m.Stream)
 	dst = append(dst, `,"payloads":`...)
 	dst = appendBase64Array(dst, m.Payloads)
-	dst = appendAck(dst, m.RequestID, m.Ack, m.Key, m.Shard)
+	dst = appendKeyAck(dst, m.Key, m.RequestID, m.Ack, m.Shard)
 	return append(dst, '}')
 }
 
@@ -218,7 +240,8 @@ func (m *CacheOK) AppendJSON(dst []byte) []byte {
 func (m *PublishOK) AppendJSON(dst []byte) []byte {
 	dst = appendHead(dst, TypePublishOK)
 	dst = appendUintField(dst, `,"request_id":`, m.RequestID)
-	dst = appendOwnerJSON(dst, m.Owner)
+	dst = appendOptUint(dst, `,"offset":`, m.Offset)
+	dst = appendOwnerJSON(dst, m.Shard, m.Owner)
 	return append(dst, '}')
 }
 
@@ -226,6 +249,7 @@ func (m *PublishError) AppendJSON(dst []byte) []byte {
 	dst = appendHead(dst, TypePublishError)
 	dst = appendUintField(dst, `,"request_id":`, m.RequestID)
 	dst = appendStrField(dst, `,"message":`, m.Message)
-	dst = appendOwnerJSON(dst, m.Owner)
+	dst = m.Err.appendJSON(dst)
+	dst = appendOwnerJSON(dst, m.Shard, m.Owner)
 	return append(dst, '}')
 }

@@ -71,6 +71,9 @@ type QueueOK struct {
 type QueueError struct {
 	RequestID uint64
 	Message   string
+	// Err is the typed error, for peers that negotiated
+	// FeatureErrorCodes (omitted when nil).
+	Err *TypedError
 }
 
 func (*QueueConsume) Type() MessageType { return TypeQueueConsume }
@@ -143,5 +146,6 @@ func (m *QueueError) AppendJSON(dst []byte) []byte {
 	dst = appendHead(dst, TypeQueueError)
 	dst = appendUintField(dst, `,"request_id":`, m.RequestID)
 	dst = appendStrField(dst, `,"message":`, m.Message)
+	dst = m.Err.appendJSON(dst)
 	return append(dst, '}')
 }

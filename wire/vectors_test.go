@@ -61,12 +61,15 @@ var vectorMessages = map[string]wire.Message{
 	// Felix-Go additions.
 	"subscription_gap": &wire.SubscriptionGap{SubscriptionID: 42, Dropped: 17},
 	"publish_key": &wire.Publish{TenantID: "t1", Namespace: "default", Stream: "demo", Payload: []byte("hello"),
-		RequestID: u64p(7), Ack: ackp(wire.AckPerMessage), Key: strp("user-1")},
+		Key: []byte("user-1"), RequestID: u64p(7), Ack: ackp(wire.AckPerMessage)},
+	"publish_batch_key": &wire.PublishBatchMessage{TenantID: "t1", Namespace: "default", Stream: "demo",
+		Payloads: bytesList("a"), Key: []byte{}, RequestID: u64p(8), Ack: ackp(wire.AckPerBatch)},
 	// Cluster additions (owner.go).
-	"publish_ok_owner": &wire.PublishOK{RequestID: 7, Owner: &owner3},
+	"publish_ok_owner": &wire.PublishOK{RequestID: 7, Shard: u32p(3), Owner: &owner3},
 	"publish_error_owner": &wire.PublishError{RequestID: 9,
-		Message: "owner_unavailable: shard t1/default/demo#3: owner b2 (127.0.0.1:5002) is not live", Owner: &owner3},
-	"error_not_owner": &wire.ErrorMessage{Message: "not_owner: shard t1/default/demo#3 is owned by b2 at 127.0.0.1:5002", Owner: &owner3},
+		Message: "owner_unavailable: shard t1/default/demo#3: owner b2 (127.0.0.1:5002) is not live", Shard: u32p(3), Owner: &owner3},
+	"error_not_owner": &wire.ErrorMessage{Message: "not_owner: shard t1/default/demo#3 is owned by b2 at 127.0.0.1:5002",
+		Shard: u32p(3), Owner: &owner3},
 	"publish_shard": &wire.Publish{TenantID: "t1", Namespace: "default", Stream: "demo", Payload: []byte("hello"),
 		RequestID: u64p(7), Ack: ackp(wire.AckPerMessage), Shard: u32p(3)},
 	"subscribe_shard": &wire.Subscribe{TenantID: "t1", Namespace: "default", Stream: "demo",
@@ -100,6 +103,38 @@ var vectorMessages = map[string]wire.Message{
 	"counter_value": &wire.CounterValue{TenantID: "t1", Namespace: "default", Cache: "demo", Key: "hits", Value: 39, RequestID: u64p(7)},
 	"watch":         &wire.Watch{TenantID: "t1", Namespace: "default", Cache: "demo", Key: "user-1", Current: boolp(true)},
 	"cache_error":   &wire.CacheError{RequestID: u64p(8), Code: wire.CacheErrNotFound, Message: "cache not found: t1/default/nope"},
+	// The published 0.6 additions, and ours beside them.
+	"auth_features": &wire.Auth{TenantID: "t1", Token: "demo-token", ClientFlags: u16p(0x97ff), ClientFeatures: u32p(0x4a20),
+		ClientCaps: u32p(0x23c0)},
+	"auth_ok_extended_features": &wire.AuthOK{ServerFlags: 25, ServerFeatures: u32p(0x80000001), ServerFeaturesHi: u32p(1)},
+	"auth_ok_features":          &wire.AuthOK{ServerFlags: 0x97ff, ServerFeatures: u32p(0x4a20), ServerCaps: u32p(0x33c0)},
+	"producer_init":             &wire.ProducerInit{RequestID: 1},
+	"producer_init_ok":          &wire.ProducerInitOK{RequestID: 1, ProducerID: 0x1122334455667788},
+	"publish_idempotent": &wire.PublishIdempotent{TenantID: "t1", Namespace: "default", Stream: "demo",
+		Payloads: bytesList("hello"), Key: []byte("k7"), RequestID: 7, ProducerID: 0x1122334455667788, Sequence: 3},
+	"publish_idempotent_shard": &wire.PublishIdempotent{TenantID: "t1", Namespace: "default", Stream: "demo",
+		Payloads: bytesList("hello"), RequestID: 7, ProducerID: 0x1122334455667788, Sequence: 3, Shard: u32p(2)},
+	"publish_refused_sequence_gap": &wire.PublishRefused{RequestID: 7, Reason: wire.Refusal{Kind: wire.RefusedSequenceGap, Expected: 3},
+		Message: "sequence 5 of producer 1234605616436508552 on shard 0: expected 3"},
+	"publish_refused_unknown_producer": &wire.PublishRefused{RequestID: 7, Reason: wire.Refusal{Kind: wire.RefusedUnknownProducer},
+		Message: "producer 1234605616436508552 is unknown on shard 0"},
+	"publish_refused_sequence_expired": &wire.PublishRefused{RequestID: 7, Reason: wire.Refusal{Kind: wire.RefusedSequenceExpired},
+		Message: "sequence 1 is older than the remembered window"},
+	"publish_refused_sequence_reused": &wire.PublishRefused{RequestID: 7, Reason: wire.Refusal{Kind: wire.RefusedSequenceReused},
+		Message: "sequence 3 was published with other data"},
+	"publish_refused_not_leader": &wire.PublishRefused{RequestID: 7,
+		Reason:  wire.Refusal{Kind: wire.RefusedNotLeader, NodeID: "b2", Addr: strp("127.0.0.1:5002")},
+		Message: "not_owner: shard t1/default/demo#0 is owned by b2 at 127.0.0.1:5002"},
+	"publish_ok_offset":       &wire.PublishOK{RequestID: 7, Offset: u64p(42)},
+	"publish_ok_offset_shard": &wire.PublishOK{RequestID: 7, Offset: u64p(42), Shard: u32p(3)},
+	"error_code": &wire.ErrorMessage{Message: "stream not found: tenant=t1 namespace=default stream=nope",
+		Err: &wire.TypedError{Code: wire.CodeNotFound, Retry: wire.RetryAfter}},
+	"publish_error_code_detail": &wire.PublishError{RequestID: 9, Message: "ingress overloaded: subscriber queue full",
+		Err: &wire.TypedError{Code: wire.CodeOverloaded, Retry: wire.RetryAfter, Reason: "publish_queue_full", RetryAfterMs: 100}},
+	"queue_error_code": &wire.QueueError{RequestID: 9, Message: "invalid request: queue: offset 99 was never delivered to group workers",
+		Err: &wire.TypedError{Code: wire.CodeInvalidRequest, Retry: wire.Fatal}},
+	"stream_shards":      &wire.StreamShards{TenantID: "t1", Namespace: "default", Stream: "demo", RequestID: 4},
+	"stream_shards_view": &wire.StreamShardsView{Shards: 8, RequestID: 4, Routing: strp("jump_hash")},
 }
 
 func loadVectors(t *testing.T) []wirevector.Vector {
@@ -141,10 +176,11 @@ func TestVectors(t *testing.T) {
 			require.Equal(t, m, got)
 		})
 	}
-	for typ := wire.TypeAuth; typ <= wire.TypeQueueError; typ++ {
+	for typ := wire.TypeAuth; typ <= wire.TypeStreamShardsView; typ++ {
 		require.True(t, types[typ], "no vector for message type %s", typ)
 	}
-	for _, f := range []uint16{0x01, 0x09, 0x10, 0x02, 0x22, 0x04, 0x24} {
+	for _, f := range []uint16{0x01, 0x09, 0x10, 0x02, 0x22, 0x04, 0x24,
+		0x41, 0x49, 0x149, 0x109, 0x8001, 0x8009, 0x8109, 0x1010, 0x1090, 0x0610, 0x0210, 0x9010, 0x0090} {
 		require.True(t, layouts[f], "no vector for layout 0x%04x", f)
 	}
 }

@@ -82,24 +82,25 @@ func New(cfg Config) *Forwarder {
 	return f
 }
 
-// Forward sends payloads to shard s on owner and calls done exactly once:
-// with nil or the owner's refusal for an acked publish, once written for a
-// fire-and-forget one. A failure to reach the owner wraps
-// cluster.ErrOwnerUnavailable.
-func (f *Forwarder) Forward(owner cluster.Member, s cluster.Shard, payloads [][]byte, acked bool, done func(error)) {
+// Forward sends payloads to shard s on owner and calls done exactly once
+// (it implements broker.Forwarder): for an acked publish with the offset of
+// the first record and whether the owner sent one, or the owner's refusal
+// (its typed error kept); for a fire-and-forget one once written. A failure
+// to reach the owner wraps cluster.ErrOwnerUnavailable.
+func (f *Forwarder) Forward(owner cluster.Member, s cluster.Shard, payloads [][]byte, acked bool, done func(uint64, bool, error)) {
 	k := pubKey{connKey{owner.QUICAddr, s.Tenant}, s.Namespace, s.Stream}
 	pub, err := f.publisher(k)
 	if err != nil {
-		done(unavailable(owner, err))
+		done(0, false, unavailable(owner, err))
 		return
 	}
 	if !acked {
 		if err := pub.SendShard(uint32(s.Shard), payloads); err != nil {
 			f.drop(k, pub)
-			done(unavailable(owner, err))
+			done(0, false, unavailable(owner, err))
 			return
 		}
-		done(nil)
+		done(0, false, nil)
 		return
 	}
 	pa := pub.PublishShardAsync(uint32(s.Shard), payloads)
@@ -108,20 +109,30 @@ func (f *Forwarder) Forward(owner cluster.Member, s cluster.Shard, payloads [][]
 		var be *client.BrokerError
 		switch {
 		case err == nil:
-			done(nil)
+			res := pa.Result()
+			done(res.Offset, res.HasOffset, nil)
 		case errors.As(err, &be):
-			done(relayed(be.Message)) // the owner's answer, as it gave it
+			done(0, false, &relayed{msg: be.Message, typed: be.Err}) // the owner's answer, as it gave it
 		default:
+			// Sent, and no answer: the owner may or may not have applied it.
 			f.drop(k, pub)
-			done(unavailable(owner, err))
+			done(0, false, fmt.Errorf("%w (%w): shard owner %s (%s) lost mid-publish: %v",
+				cluster.ErrOwnerUnavailable, cluster.ErrUnacknowledged, owner.ID, owner.QUICAddr, err))
 		}
 	}()
 }
 
-// relayed is the owner's refusal, passed on with its message unchanged.
-type relayed string
+// relayed is the owner's refusal, passed on with its message and typed
+// error unchanged.
+type relayed struct {
+	msg   string
+	typed *wire.TypedError
+}
 
-func (r relayed) Error() string { return string(r) }
+func (r *relayed) Error() string { return r.msg }
+
+// TypedError is the owner's typed error, nil when it sent none.
+func (r *relayed) TypedError() *wire.TypedError { return r.typed }
 
 func unavailable(owner cluster.Member, err error) error {
 	return fmt.Errorf("%w: shard owner %s (%s) unreachable: %v", cluster.ErrOwnerUnavailable, owner.ID, owner.QUICAddr, err)

@@ -25,7 +25,7 @@ func deadOwner(t *testing.T) cluster.Member {
 func forward(f *Forwarder, owner cluster.Member, acked bool) error {
 	got := make(chan error, 1)
 	f.Forward(owner, cluster.Shard{Tenant: "t", Namespace: "ns", Stream: "s", Shard: 1}, [][]byte{[]byte("x")}, acked,
-		func(err error) { got <- err })
+		func(_ uint64, _ bool, err error) { got <- err })
 	return <-got
 }
 

@@ -268,7 +268,7 @@ func (s *cpSync) apply(ch api.Change) {
 
 func (s *cpSync) applyStream(st api.Stream) {
 	spec := broker.StreamSpec{StreamKey: broker.StreamKey{Tenant: st.Tenant, Namespace: st.Namespace, Stream: st.Stream},
-		Shards: st.Shards, Durable: st.Durable, Fsync: st.Fsync}
+		Shards: st.Shards, Durable: st.Durable, Fsync: st.Fsync, Routing: st.Routing}
 	if err := s.b.CreateStream(spec); err != nil && !errors.Is(err, broker.ErrStreamExists) {
 		s.log.Error("control plane: cannot serve stream", "stream", spec.StreamKey, "err", err)
 	}

@@ -60,7 +60,10 @@ type Stream struct {
 	// stream; 0 keeps everything.
 	RetentionBytes int64 `json:"retention_bytes,omitempty"`
 	RetentionMS    int64 `json:"retention_ms,omitempty"`
-	Revision       int64 `json:"revision,omitempty"`
+	// Routing maps publish keys to shards: "modulo" (the default, also
+	// empty) or "jump_hash". Fixed at creation: streams are never updated.
+	Routing  string `json:"routing,omitempty"`
+	Revision int64  `json:"revision,omitempty"`
 }
 
 // Cache is a key/value cache's specification.

@@ -20,8 +20,8 @@ import (
 
 const logUsage = `usage:
   felix log verify DIR                     check every record's CRC; changes nothing
-  felix log dump DIR [--from N] [--count N]  print records: offset, time, length, payload
-  felix log stat DIR                       segments, offsets, sizes, index health
+  felix log dump DIR [--from N] [--count N]  print records: offset, time, length, producer mark, payload
+  felix log stat DIR                       segments, versions, offsets, sizes, index health, producer batches
 
 DIR is one shard's log directory (DATA_DIR/<shard dir>). verify exits 1 on
 corruption, naming file and byte; a torn tail that recovery would cut (an
@@ -87,6 +87,9 @@ func logVerify(args []string, stdout, stderr io.Writer) int {
 	if rs.SegmentsDiscarded > 0 {
 		fmt.Fprintf(stdout, "note: recovery would discard %d never-installed (all-zero) segment(s)\n", rs.SegmentsDiscarded)
 	}
+	if rs.IncompleteBatches > 0 {
+		fmt.Fprintf(stdout, "note: %d producer batch(es) before the tail hold fewer records than they declare (kept as they are)\n", rs.IncompleteBatches)
+	}
 	for _, c := range ro.changes() {
 		fmt.Fprintf(stdout, "note: recovery would %s\n", c)
 	}
@@ -141,6 +144,7 @@ func logDump(args []string, stdout, stderr io.Writer) int {
 	}
 	defer r.Close()
 	var line []byte
+	var batch batchPos
 	for n := uint64(0); *count == 0 || n < *count; n++ {
 		rec, err := r.Next()
 		if errors.Is(err, io.EOF) {
@@ -149,7 +153,7 @@ func logDump(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return reportOpenError(dir, err, stdout, stderr)
 		}
-		line = appendRecordLine(line[:0], rec)
+		line = appendRecordLine(line[:0], rec, batch.next(rec.Mark))
 		if _, err := stdout.Write(line); err != nil {
 			return exitFail
 		}
@@ -158,12 +162,38 @@ func logDump(args []string, stdout, stderr io.Writer) int {
 }
 
 // appendRecordLine formats one record: offset, RFC 3339 time in UTC with
-// microseconds, payload length, and the payload as `felix sub` prints it
-// (text when printable UTF-8, else 0x and hex), last so spaces are safe.
-func appendRecordLine(b []byte, rec segment.Record) []byte {
-	return fmt.Appendf(b, "offset=%d time=%s len=%d payload=%s\n", rec.Offset,
+// microseconds, payload length, the producer mark of a record of an
+// idempotent producer's batch (producer, sequence and the record's place in
+// the batch; "batch=continues" for a batch whose opening record was not
+// read), and the payload as `felix sub` prints it (text when printable
+// UTF-8, else 0x and hex), last so spaces are safe.
+func appendRecordLine(b []byte, rec segment.Record, mark string) []byte {
+	return fmt.Appendf(b, "offset=%d time=%s len=%d %spayload=%s\n", rec.Offset,
 		time.UnixMicro(rec.TimestampMicros).UTC().Format("2006-01-02T15:04:05.000000Z07:00"),
-		len(rec.Payload), printable(rec.Payload))
+		len(rec.Payload), mark, printable(rec.Payload))
+}
+
+// batchPos follows the marked batch dump is in.
+type batchPos struct {
+	producer, sequence uint64
+	at, len            uint32 // at 0: no open batch seen
+}
+
+// next is the mark text of a record with mark m ("" for an unmarked one).
+func (p *batchPos) next(m segment.Mark) string {
+	switch m.Kind {
+	case segment.MarkOpens:
+		*p = batchPos{producer: m.ProducerID, sequence: m.Sequence, at: 1, len: m.Len}
+	case segment.MarkContinues:
+		if p.at == 0 {
+			return "batch=continues "
+		}
+		p.at++
+	default:
+		*p = batchPos{}
+		return ""
+	}
+	return fmt.Sprintf("producer=%d sequence=%d batch=%d/%d ", p.producer, p.sequence, p.at, p.len)
 }
 
 func logStat(args []string, stdout, stderr io.Writer) int {
@@ -186,7 +216,7 @@ func logStat(args []string, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	var onDisk int64
-	fmt.Fprintf(stdout, "%-24s %20s %12s %10s  %s\n", "segment", "base", "file_bytes", "records", "index")
+	fmt.Fprintf(stdout, "%-24s %7s %20s %12s %10s  %s\n", "segment", "version", "base", "file_bytes", "records", "index")
 	for i, f := range files {
 		end := st.Next
 		if i+1 < len(files) {
@@ -199,11 +229,20 @@ func logStat(args []string, stdout, stderr io.Writer) int {
 		case f.indexBytes >= 0:
 			index = fmt.Sprintf("%d entries, ok", (f.indexBytes-segment.IndexHeaderBytes)/segment.IndexEntryBytes)
 		}
-		fmt.Fprintf(stdout, "%-24s %20d %12d %10d  %s\n", filepath.Base(f.path), f.base, f.bytes, end-f.base, index)
+		fmt.Fprintf(stdout, "%-24s %7d %20d %12d %10d  %s\n", filepath.Base(f.path), f.version, f.base, f.bytes, end-f.base, index)
 		onDisk += f.bytes + max(f.indexBytes, 0)
 	}
 	fmt.Fprintf(stdout, "first %d\nnext %d\nsegments %d\ncontent_bytes %d\ndisk_bytes %d\nindexes_rebuilt %d\n",
 		st.First, st.Next, st.Segments, st.RetainedBytes, onDisk, st.Recovery.IndexesRebuilt)
+	batches, producers := 0, map[uint64]bool{}
+	if err := l.Batches(st.First, func(b segment.MarkedBatch) bool {
+		batches++
+		producers[b.ProducerID] = true
+		return true
+	}); err != nil {
+		return reportOpenError(dir, err, stdout, stderr)
+	}
+	fmt.Fprintf(stdout, "producer_batches %d\nproducers %d\n", batches, len(producers))
 	if rs := st.Recovery; rs.TruncatedRecords > 0 {
 		fmt.Fprintf(stdout, "torn_tail %d records, %d bytes (recovery would cut it)\n", rs.TruncatedRecords, rs.TruncatedBytes)
 	}
@@ -214,7 +253,8 @@ func logStat(args []string, stdout, stderr io.Writer) int {
 type segmentFile struct {
 	path, indexPath   string
 	base              uint64
-	bytes, indexBytes int64 // indexBytes -1: no index file
+	version           uint16 // of the segment header; 0 when unreadable
+	bytes, indexBytes int64  // indexBytes -1: no index file
 }
 
 func segmentFiles(dir string) ([]segmentFile, error) {
@@ -238,10 +278,26 @@ func segmentFiles(dir string) ([]segmentFile, error) {
 		if ii, err := os.Stat(f.indexPath); err == nil {
 			f.indexBytes = ii.Size()
 		}
+		f.version = headerVersion(f.path)
 		out = append(out, f)
 	}
 	slices.SortFunc(out, func(a, b segmentFile) int { return compare(a.base, b.base) })
 	return out, nil
+}
+
+// headerVersion reads the version field of a segment header, 0 when the
+// file is too short or unreadable (Open reports why).
+func headerVersion(path string) uint16 {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	var b [6]byte
+	if _, err := f.ReadAt(b[:], 0); err != nil {
+		return 0
+	}
+	return uint16(b[4])<<8 | uint16(b[5])
 }
 
 func compare(a, b uint64) int {

@@ -15,7 +15,12 @@ import (
 
 const pubUsage = `usage: felix pub [flags] [--count N] [--size B] [--ack] [--batch K] [MESSAGE]
 Publishes MESSAGE, or a B-byte payload with --size, N times. With neither,
-publishes each line of stdin as one message. Flags go before MESSAGE.`
+publishes each line of stdin as one message. Flags go before MESSAGE.
+
+With --ack, batches go through an idempotent producer (unless
+--idempotent=false): a batch whose connection fails is sent again under the
+same sequence and the broker writes it once, so every message is in the
+stream exactly once. They then go to shard --shard (default 0).`
 
 // ackWindow bounds the acked publishes in flight with --ack.
 const ackWindow = 256
@@ -35,6 +40,8 @@ type pubFlags struct {
 	size       int
 	batch      int
 	ack        bool
+	idempotent bool
+	shard      uint
 	countGiven bool
 	sizeGiven  bool
 }
@@ -48,6 +55,8 @@ func parsePubFlags(args []string, stderr io.Writer) (*pubFlags, []string, error)
 	set.IntVar(&f.size, "size", 0, "publish a payload of `B` bytes instead of MESSAGE")
 	set.IntVar(&f.batch, "batch", 1, "`K` messages per publish batch")
 	set.BoolVar(&f.ack, "ack", false, "wait for the broker's ack of every batch (pipelined)")
+	set.BoolVar(&f.idempotent, "idempotent", true, "with --ack: publish through an idempotent producer (exactly once, re-sent after failures)")
+	set.UintVar(&f.shard, "shard", 0, "with --ack and --idempotent: the `shard` to publish to")
 	if err := set.Parse(args); err != nil {
 		return nil, nil, err
 	}
@@ -95,14 +104,30 @@ func pub(ctx context.Context, args []string, in io.Reader, stdout, stderr io.Wri
 		return exitFail
 	}
 	defer c.Close()
-	octx, cancel := context.WithTimeout(ctx, f.conn.timeout)
-	p, err := c.NewPublisher(octx, f.conn.namespace, f.conn.stream)
-	cancel()
+	start := time.Now()
+	var st pubStats
+	if f.ack && f.idempotent {
+		st, err = pubIdempotent(ctx, c, f, next)
+	} else {
+		st, err = pubPlain(ctx, c, f, next)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "felix pub: %v\n", err)
 		return exitFail
 	}
-	start := time.Now()
+	fmt.Fprintf(stderr, "published %d messages (%d bytes) in %s\n", st.messages, st.bytes, time.Since(start).Round(time.Microsecond))
+	return exitOK
+}
+
+// pubPlain publishes through a client.Publisher: acked (pipelined) or
+// fire-and-forget.
+func pubPlain(ctx context.Context, c *client.Client, f *pubFlags, next batches) (pubStats, error) {
+	octx, cancel := context.WithTimeout(ctx, f.conn.timeout)
+	p, err := c.NewPublisher(octx, f.conn.namespace, f.conn.stream)
+	cancel()
+	if err != nil {
+		return pubStats{}, err
+	}
 	var st pubStats
 	if f.ack {
 		st, err = publishAcked(ctx, p, next)
@@ -115,12 +140,41 @@ func pub(ctx context.Context, args []string, in io.Reader, stdout, stderr io.Wri
 	if err == nil && !f.ack {
 		err = p.Err()
 	}
+	return st, err
+}
+
+// pubIdempotent publishes through a client.IdempotentPublisher: its window
+// of 64 batches in flight, each checked when it is answered.
+func pubIdempotent(ctx context.Context, c *client.Client, f *pubFlags, next batches) (pubStats, error) {
+	octx, cancel := context.WithTimeout(ctx, f.conn.timeout)
+	p, err := c.NewIdempotentPublisher(octx, f.conn.namespace, f.conn.stream, client.IdempotentOptions{Shard: uint32(f.shard)})
+	cancel()
 	if err != nil {
-		fmt.Fprintf(stderr, "felix pub: %v\n", err)
-		return exitFail
+		return pubStats{}, err
 	}
-	fmt.Fprintf(stderr, "published %d messages (%d bytes) in %s\n", st.messages, st.bytes, time.Since(start).Round(time.Microsecond))
-	return exitOK
+	var st pubStats
+	inflight := make(chan *client.PendingAck, 64)
+	for err == nil {
+		var batch [][]byte
+		if batch, err = next(); err != nil || batch == nil {
+			break
+		}
+		if len(inflight) == cap(inflight) {
+			err = (<-inflight).Wait(ctx)
+		}
+		inflight <- p.PublishAsync(ctx, nil, batch)
+		st.add(batch)
+	}
+	close(inflight)
+	for pa := range inflight {
+		if werr := pa.Wait(ctx); err == nil {
+			err = werr
+		}
+	}
+	if cerr := p.Close(ctx); err == nil {
+		err = cerr
+	}
+	return st, err
 }
 
 type pubStats struct{ messages, bytes int }

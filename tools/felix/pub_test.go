@@ -22,8 +22,9 @@ func TestPubThenSubFromEarliest(t *testing.T) {
 		name string
 		args []string
 	}{
-		{"acked", []string{"--ack"}},
-		{"acked batches", []string{"--ack", "--batch", "2"}},
+		{"acked (idempotent)", []string{"--ack"}},
+		{"acked batches (idempotent)", []string{"--ack", "--batch", "2"}},
+		{"acked, not idempotent", []string{"--ack", "--idempotent=false"}},
 		{"fire and forget", nil},
 		{"fire and forget batches", []string{"--batch", "2"}},
 	} {

@@ -108,9 +108,9 @@ func cli(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return exitFail
 	}
-	if s := res.Summary; s.Unaccounted != 0 || s.Errors > 0 || s.PublishFailed > 0 {
-		fmt.Fprintf(stderr, "felix-loadgen: FAILED: %d unaccounted event(s), %d error(s), %d failed publish(es)\n",
-			s.Unaccounted, s.Errors, s.PublishFailed)
+	if s := res.Summary; s.Unaccounted != 0 || s.Duplicates != 0 || s.Errors > 0 || s.PublishFailed > 0 {
+		fmt.Fprintf(stderr, "felix-loadgen: FAILED: %d unaccounted event(s), %d duplicate(s), %d error(s), %d failed publish(es)\n",
+			s.Unaccounted, s.Duplicates, s.Errors, s.PublishFailed)
 		for _, r := range res.Rounds {
 			for _, e := range r.Errors {
 				fmt.Fprintf(stderr, "  round %d: %s\n", r.Round, e)

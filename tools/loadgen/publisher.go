@@ -21,7 +21,8 @@ type pubWorker struct {
 	stream int // index into round.streams
 	c      *client.Client
 	p      *client.Publisher
-	slots  chan *slot // free slots
+	ip     *client.IdempotentPublisher // instead of p: acked --idempotent
+	slots  chan *slot                  // free slots
 
 	sent  atomic.Uint64 // messages handed to the client, for progress
 	acked atomic.Uint64 // messages acked ok, for progress
@@ -203,7 +204,7 @@ func (w *pubWorker) pipelined(r *round) (send func(*slot), finish func()) {
 	}()
 	send = func(s *slot) {
 		s.called = time.Now()
-		s.pa = w.p.PublishAsync(s.payloads[:s.n])
+		s.pa = w.publishAsync(r, s)
 		w.sent.Add(uint64(s.n))
 		queue <- s
 	}
@@ -212,9 +213,23 @@ func (w *pubWorker) pipelined(r *round) (send func(*slot), finish func()) {
 		<-waited
 		ctx, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout)
 		defer cancel()
+		if w.ip != nil {
+			w.ip.Close(ctx)
+			w.retries = w.ip.Resends()
+			return
+		}
 		w.p.Close(ctx)
 	}
 	return send, finish
+}
+
+// publishAsync sends s's batch acked: through the idempotent producer (its
+// window bounds what is in flight; it re-sends on its own), or plainly.
+func (w *pubWorker) publishAsync(r *round, s *slot) *client.PendingAck {
+	if w.ip != nil {
+		return w.ip.PublishAsync(r.ackCtx, nil, s.payloads[:s.n])
+	}
+	return w.p.PublishAsync(s.payloads[:s.n])
 }
 
 // complete waits for s's ack, re-sends it while the broker refuses it and
@@ -222,7 +237,7 @@ func (w *pubWorker) pipelined(r *round) (send func(*slot), finish func()) {
 func (w *pubWorker) complete(r *round, s *slot) {
 	err := s.pa.Wait(r.ackCtx)
 	var refused *client.BrokerError
-	for attempt := 0; errors.As(err, &refused) && attempt < r.cfg.Retries && !w.stop.Load(); attempt++ {
+	for attempt := 0; w.ip == nil && errors.As(err, &refused) && attempt < r.cfg.Retries && !w.stop.Load(); attempt++ {
 		w.retries++
 		s.called = time.Now()
 		s.pa = w.p.PublishAsync(s.payloads[:s.n])

@@ -114,6 +114,9 @@ func writeTable(w io.Writer, res *Result) {
 	ack := "ack " + c.Ack
 	if c.Ack != "none" {
 		ack += fmt.Sprintf(" (inflight %d)", c.Inflight)
+		if c.Idempotent {
+			ack += " idempotent"
+		}
 	}
 	rate := "unpaced"
 	if c.Rate > 0 {
@@ -154,11 +157,11 @@ func us(s *LatencySummary, f func(*LatencySummary) float64) string {
 
 func writeRounds(w io.Writer, res *Result) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "round\tmsg/s\tMB/s\tdelivered msg/s\tpublished\tdelivered\tdropped\tunaccounted\tretries\tfailed\t")
+	fmt.Fprintln(tw, "round\tmsg/s\tMB/s\tdelivered msg/s\tpublished\tdelivered\tdropped\tunaccounted\tduplicates\tretries\tfailed\t")
 	for _, r := range res.Rounds {
-		fmt.Fprintf(tw, "%d\t%s\t%.2f\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t\n",
+		fmt.Fprintf(tw, "%d\t%s\t%.2f\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t\n",
 			r.Round, group(uint64(r.MsgPerS)), r.MBPerS, group(uint64(r.DeliveredMsgPerS)),
-			group(r.Published), group(r.Delivered), group(r.Dropped), r.Unaccounted, group(r.Retries), group(r.PublishFailed))
+			group(r.Published), group(r.Delivered), group(r.Dropped), r.Unaccounted, group(r.Duplicates), group(r.Retries), group(r.PublishFailed))
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
@@ -220,8 +223,8 @@ func writeSummary(w io.Writer, res *Result) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", row.name, num(row.sp.Min), num(row.sp.Median), num(row.sp.Max))
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "dropped %s, unaccounted %d, retries %s, failed publishes %s, redials %s over all rounds\n",
-		group(s.Dropped), s.Unaccounted, group(s.Retries), group(s.PublishFailed), group(s.Redials))
+	fmt.Fprintf(w, "dropped %s, unaccounted %d, duplicates %s, retries %s, failed publishes %s, redials %s over all rounds\n",
+		group(s.Dropped), s.Unaccounted, group(s.Duplicates), group(s.Retries), group(s.PublishFailed), group(s.Redials))
 	if s.BrokerRSSMax != nil {
 		fmt.Fprintf(w, "broker anonymous RSS max %.1f / %.1f / %.1f MiB (min / median / max over rounds)\n",
 			s.BrokerRSSMax.Min/(1<<20), s.BrokerRSSMax.Median/(1<<20), s.BrokerRSSMax.Max/(1<<20))
@@ -242,7 +245,7 @@ func writeSubscribers(w io.Writer, r *Round) {
 	}
 	fmt.Fprintf(w, "subscribers (round %d): unaccounted = published - delivered - dropped, must be 0\n", r.Round)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "subscriber\tslow\tpublished\tdelivered\tdropped\tunaccounted\tout of order\tdelivery p50\tp99\t")
+	fmt.Fprintln(tw, "subscriber\tslow\tpublished\tdelivered\tdropped\tunaccounted\tduplicates\tdelivery p50\tp99\t")
 	row := func(name string, s SubscriberResult) {
 		opt := func(v *float64) string {
 			if v == nil {
@@ -251,7 +254,7 @@ func writeSubscribers(w io.Writer, r *Round) {
 			return strconv.FormatFloat(*v, 'f', 1, 64)
 		}
 		fmt.Fprintf(tw, "%s\t%v\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t\n", name, s.Slow, group(s.Published), group(s.Delivered),
-			group(s.Dropped), s.Unaccounted, group(s.OutOfOrder), opt(s.DeliveryP50), opt(s.DeliveryP99))
+			group(s.Dropped), s.Unaccounted, group(s.Duplicates), opt(s.DeliveryP50), opt(s.DeliveryP99))
 	}
 	if len(r.Subscribers) <= maxListedSubscribers {
 		for _, s := range r.Subscribers {
@@ -296,7 +299,7 @@ func groupSubscribers(subs []SubscriberResult, slow bool) (SubscriberResult, int
 		g.Delivered += s.Delivered
 		g.Dropped += s.Dropped
 		g.Unaccounted += absInt(s.Unaccounted)
-		g.OutOfOrder += s.OutOfOrder
+		g.Duplicates += s.Duplicates
 	}
 	return g, n
 }

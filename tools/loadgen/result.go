@@ -35,6 +35,7 @@ type configReport struct {
 	Payload      int     `json:"payload_bytes"`
 	Batch        int     `json:"batch"`
 	Ack          string  `json:"ack"`
+	Idempotent   bool    `json:"idempotent,omitempty"`
 	Inflight     int     `json:"inflight,omitempty"`
 	Rate         float64 `json:"rate_msg_per_s,omitempty"`
 	Duration     string  `json:"duration,omitempty"`
@@ -62,7 +63,7 @@ func reportConfig(c *Config) configReport {
 		Retries: c.Retries,
 	}
 	if c.Ack != "none" {
-		r.Inflight = c.Inflight
+		r.Inflight, r.Idempotent = c.Inflight, c.Idempotent
 	}
 	if c.Duration > 0 {
 		r.Duration = c.Duration.String()
@@ -99,7 +100,7 @@ type Round struct {
 	DeliveredMsgPerS       float64         `json:"delivered_msg_per_s"`
 	Dropped                uint64          `json:"dropped"`
 	Unaccounted            int64           `json:"unaccounted"` // Σ |unaccounted| over subscribers
-	OutOfOrder             uint64          `json:"out_of_order"`
+	Duplicates             uint64          `json:"duplicates"`
 	Foreign                uint64          `json:"foreign,omitempty"`
 	Retries                uint64          `json:"retries"`
 	PublishFailed          uint64          `json:"publish_failed"`
@@ -146,7 +147,7 @@ type SubscriberResult struct {
 	Unaccounted int64    `json:"unaccounted"`
 	Redials     uint64   `json:"redials,omitempty"`
 	Resumes     uint64   `json:"resumes,omitempty"`
-	OutOfOrder  uint64   `json:"out_of_order"`
+	Duplicates  uint64   `json:"duplicates"`
 	Foreign     uint64   `json:"foreign,omitempty"`
 	DeliveryP50 *float64 `json:"delivery_p50_us,omitempty"`
 	DeliveryP99 *float64 `json:"delivery_p99_us,omitempty"`
@@ -192,7 +193,7 @@ func (r *round) result(drain time.Duration, interrupted bool) Round {
 		out.Redials += sr.Redials
 		out.Resumes += sr.Resumes
 		out.Unaccounted += absInt(sr.Unaccounted)
-		out.OutOfOrder += sr.OutOfOrder
+		out.Duplicates += sr.Duplicates
 		out.Foreign += sr.Foreign
 		for _, rd := range w.readers {
 			out.DeliveredMeasured += rd.measured
@@ -248,7 +249,7 @@ func (r *round) subscriberResult(w *subWorker) (SubscriberResult, *Histogram, ti
 	var last time.Time
 	for _, rd := range w.readers {
 		out.Resumes += rd.sub.Resumes()
-		out.OutOfOrder += rd.outOfOrder
+		out.Duplicates += rd.duplicates
 		out.Foreign += rd.foreign
 		h.Merge(&rd.hist)
 		if rd.last.After(last) {
@@ -296,6 +297,7 @@ type Summary struct {
 	DeliveryP99      *Spread `json:"delivery_p99_us,omitempty"`
 	Dropped          uint64  `json:"dropped"`
 	Unaccounted      int64   `json:"unaccounted"`
+	Duplicates       uint64  `json:"duplicates"`
 	Retries          uint64  `json:"retries"`
 	PublishFailed    uint64  `json:"publish_failed"`
 	Redials          uint64  `json:"redials"`
@@ -316,6 +318,7 @@ func (res *Result) summarize() {
 		}
 		s.Dropped += r.Dropped
 		s.Unaccounted += r.Unaccounted
+		s.Duplicates += r.Duplicates
 		s.Retries += r.Retries
 		s.PublishFailed += r.PublishFailed
 		s.Redials += r.Redials

@@ -216,7 +216,13 @@ func (r *round) connect(ctx context.Context) error {
 		w.c = c
 		pctx, cancel := context.WithTimeout(ctx, cfg.DialTimeout)
 		defer cancel()
-		if w.p, err = c.NewPublisher(pctx, cfg.Namespace, r.streams[w.stream].Name); err != nil {
+		if cfg.Idempotent && cfg.Ack != "none" {
+			opts := client.IdempotentOptions{Shard: uint32(i % max(cfg.Shards, 1)), Window: cfg.Inflight}
+			w.ip, err = c.NewIdempotentPublisher(pctx, cfg.Namespace, r.streams[w.stream].Name, opts)
+		} else {
+			w.p, err = c.NewPublisher(pctx, cfg.Namespace, r.streams[w.stream].Name)
+		}
+		if err != nil {
 			return fmt.Errorf("publisher %d: %w", i, err)
 		}
 		return nil

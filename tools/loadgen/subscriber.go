@@ -27,12 +27,15 @@ type subWorker struct {
 // shardReader follows one shard. Its plain fields belong to its goroutine
 // until that ends.
 type shardReader struct {
-	shard      int
-	sub        *client.Subscription
-	lastSeq    []int64 // per publisher index; -1 before its first event
-	measured   uint64  // delivered events past their publisher's warm-up boundary
-	outOfOrder uint64  // a sequence at or below one already seen (a re-sent publish)
-	foreign    uint64  // events another writer of the stream published
+	shard    int
+	sub      *client.Subscription
+	lastSeq  []int64 // per publisher index; -1 before its first event
+	measured uint64  // delivered events past their publisher's warm-up boundary
+	// duplicates are sequences at or below one already seen: a record
+	// delivered twice (a publisher's records are all on one shard, in
+	// order, so nothing else puts a sequence back).
+	duplicates uint64
+	foreign    uint64 // events another writer of the stream published
 	hist       Histogram
 	last       time.Time // arrival of the last measured event
 	err        error
@@ -124,7 +127,7 @@ func (sr *shardReader) account(r *round, payload []byte, now time.Time) bool {
 		return false
 	}
 	if int64(seq) <= sr.lastSeq[pub] {
-		sr.outOfOrder++
+		sr.duplicates++
 	} else {
 		sr.lastSeq[pub] = int64(seq)
 	}

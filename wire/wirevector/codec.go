@@ -1,8 +1,11 @@
 package wirevector
 
 import (
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/felixmq/felix/wire"
 )
@@ -43,11 +46,11 @@ func Decode(frame []byte, maxFrame uint32) (Decoded, error) {
 	b := binaryMsg{kind: d.Kind, flags: h.Flags}
 	switch d.Kind {
 	case wire.KindPublishBatch:
-		err = wire.DecodePublishBatch(payload, &b.batch.PublishBatch)
+		err = wire.DecodePublishBatchFlags(h.Flags, payload, &b.batch.PublishBatch)
 	case wire.KindAckedPublishBatch:
-		err = wire.DecodeAckedPublish(payload, &b.batch)
+		err = wire.DecodeAckedPublishFlags(h.Flags, payload, &b.batch)
 	case wire.KindPublishAck:
-		err = wire.DecodePublishAck(payload, &b.ack)
+		err = wire.DecodePublishAckFlags(h.Flags, payload, &b.ack)
 	default:
 		err = wire.DecodeEventBatch(h.Flags, payload, &b.event)
 	}
@@ -77,16 +80,24 @@ func Encode(v Vector) ([]byte, error) {
 }
 
 func (b *binaryMsg) encode() ([]byte, error) {
-	p := &b.batch
+	var frame []byte
+	var err error
 	switch b.kind {
 	case wire.KindPublishBatch:
-		return wire.AppendPublishBatchFrame(nil, p.TenantID, p.Namespace, p.Stream, p.Payloads)
+		frame, err = wire.AppendPublish(nil, &b.batch.PublishBatch)
 	case wire.KindAckedPublishBatch:
-		return wire.AppendAckedPublishFrame(nil, p.RequestID, p.Mode, p.TenantID, p.Namespace, p.Stream, p.Payloads)
+		frame, err = wire.AppendAckedPublish(nil, &b.batch)
 	case wire.KindPublishAck:
-		return wire.AppendPublishAckFrame(nil, b.ack)
+		frame, err = wire.AppendPublishAckFrame(nil, b.ack)
+	default:
+		frame, err = wire.AppendEventBatchFrame(nil, b.event)
 	}
-	return wire.AppendEventBatchFrame(nil, b.event)
+	if err == nil && len(frame) >= wire.HeaderLen {
+		if got := wire.Flags(binary.BigEndian.Uint16(frame[6:])); got != b.flags {
+			return nil, fmt.Errorf("the fields select flags %s, the vector says %s", got, b.flags)
+		}
+	}
+	return frame, err
 }
 
 // fromVector builds the binary message a vector describes.
@@ -130,8 +141,22 @@ func (b *binaryMsg) batchFromVector(v Vector, payloads [][]byte) error {
 	p := &b.batch
 	p.TenantID, p.Namespace, p.Stream = derefStr(v.TenantID), derefStr(v.Namespace), derefStr(v.Stream)
 	p.Payloads = payloads
+	if v.Shard != nil {
+		p.Shard, p.HasShard = *v.Shard, true
+	}
+	key, hasKey, err := keyOf(v)
+	if err != nil {
+		return err
+	}
+	p.Key, p.HasKey = key, hasKey
 	if b.kind == wire.KindPublishBatch {
 		return nil
+	}
+	if (v.ProducerID != nil) != (v.Sequence != nil) {
+		return errors.New("producer_id and sequence go together")
+	}
+	if v.ProducerID != nil {
+		p.Idempotent, p.ProducerID, p.Sequence = true, *v.ProducerID, *v.Sequence
 	}
 	if v.RequestID == nil || v.AckMode == nil {
 		return errors.New("acked publish vector needs request_id and ack_mode")
@@ -159,7 +184,50 @@ func (b *binaryMsg) ackFromVector(v Vector) error {
 	}
 	b.ack.RequestID = *v.RequestID
 	b.ack.Message = derefStr(v.Message)
+	if v.Code != nil {
+		code, ok := wire.ParseErrorCode(*v.Code)
+		if !ok || v.Retry == nil {
+			return fmt.Errorf("code %q needs a known name and a retry class", *v.Code)
+		}
+		b.ack.Err = &wire.TypedError{Code: code, Retry: wire.ParseRetryClass(*v.Retry)}
+	}
+	if v.Reason != nil || v.RetryAfterMs != nil {
+		if b.ack.Err == nil || v.Reason == nil || v.RetryAfterMs == nil {
+			return errors.New("reason and retry_after_ms go together, with code")
+		}
+		b.ack.HasDetail, b.ack.Err.Reason, b.ack.Err.RetryAfterMs = true, *v.Reason, *v.RetryAfterMs
+	}
+	if v.OwnerNodeID != nil || v.OwnerAddr != nil || v.OwnerGeneration != nil {
+		if v.OwnerNodeID == nil || v.OwnerAddr == nil || v.OwnerGeneration == nil {
+			return errors.New("owner_node_id, owner_addr and owner_generation go together")
+		}
+		b.ack.HasOwner = true
+		b.ack.Owner = wire.Owner{ID: *v.OwnerNodeID, Addr: *v.OwnerAddr, Generation: *v.OwnerGeneration}
+	}
+	if v.Offset != nil {
+		b.ack.Offset, b.ack.HasOffset = *v.Offset, true
+	}
+	if v.Shard != nil {
+		b.ack.Shard, b.ack.HasShard = *v.Shard, true
+	}
 	return nil
+}
+
+// keyOf returns the vector's routing key from key_utf8 or key_hex.
+func keyOf(v Vector) ([]byte, bool, error) {
+	switch {
+	case v.KeyUTF8 != nil && v.KeyHex != nil:
+		return nil, false, errors.New("both key_utf8 and key_hex")
+	case v.KeyUTF8 != nil:
+		return []byte(*v.KeyUTF8), true, nil
+	case v.KeyHex != nil:
+		b, err := ParseHex(*v.KeyHex)
+		if err != nil {
+			return nil, false, fmt.Errorf("key_hex: %w", err)
+		}
+		return b, true, nil
+	}
+	return nil, false, nil
 }
 
 // toVector renders the message as vector fields (no name, no hex).
@@ -170,16 +238,21 @@ func (b *binaryMsg) toVector() Vector {
 	case wire.KindAckedPublishBatch:
 		v.RequestID = ptr(b.batch.RequestID)
 		v.AckMode = ptr(b.batch.Mode.String())
+		if b.batch.Idempotent {
+			v.ProducerID, v.Sequence = ptr(b.batch.ProducerID), ptr(b.batch.Sequence)
+		}
 		fallthrough
 	case wire.KindPublishBatch:
 		v.TenantID, v.Namespace, v.Stream = ptr(b.batch.TenantID), ptr(b.batch.Namespace), ptr(b.batch.Stream)
 		v.setPayloads(b.batch.Payloads)
-	case wire.KindPublishAck:
-		v.Status = ptr(b.ack.Status.String())
-		v.RequestID = ptr(b.ack.RequestID)
-		if b.ack.Message != "" {
-			v.Message = ptr(b.ack.Message)
+		if b.batch.HasShard {
+			v.Shard = ptr(b.batch.Shard)
 		}
+		if b.batch.HasKey {
+			v.setKey(b.batch.Key)
+		}
+	case wire.KindPublishAck:
+		b.ackToVector(&v)
 	default:
 		if !b.event.Shared {
 			v.SubscriptionID = ptr(b.event.SubscriptionID)
@@ -206,4 +279,37 @@ func derefStr(p *string) string {
 		return ""
 	}
 	return *p
+}
+
+func (b *binaryMsg) ackToVector(v *Vector) {
+	a := &b.ack
+	v.Status = ptr(a.Status.String())
+	v.RequestID = ptr(a.RequestID)
+	if a.Message != "" {
+		v.Message = ptr(a.Message)
+	}
+	if a.Err != nil {
+		v.Code, v.Retry = ptr(a.Err.Code.String()), ptr(a.Err.Retry.String())
+		if a.HasDetail {
+			v.Reason, v.RetryAfterMs = ptr(a.Err.Reason), ptr(a.Err.RetryAfterMs)
+		}
+	}
+	if a.HasOwner {
+		v.OwnerNodeID, v.OwnerAddr, v.OwnerGeneration = ptr(a.Owner.ID), ptr(a.Owner.Addr), ptr(a.Owner.Generation)
+	}
+	if a.HasOffset {
+		v.Offset = ptr(a.Offset)
+	}
+	if a.HasShard {
+		v.Shard = ptr(a.Shard)
+	}
+}
+
+// setKey renders a key as UTF-8 when it is valid, else as hex.
+func (v *Vector) setKey(key []byte) {
+	if utf8.Valid(key) {
+		v.KeyUTF8 = ptr(string(key))
+		return
+	}
+	v.KeyHex = ptr(hex.EncodeToString(key))
 }

@@ -8,11 +8,18 @@
 // "payload_json" (a JSON message, flags 0) or by "kind" plus the decoded
 // fields of a binary layout:
 //
-//	binary_publish_batch        flags, tenant_id, namespace, stream, payloads_utf8|payloads_hex
-//	binary_acked_publish_batch  + request_id, ack_mode ("per_message"|"per_batch")
-//	binary_publish_ack          flags, status ("ok"|"error"), request_id, message (string|null)
+//	binary_publish_batch        flags, tenant_id, namespace, stream, payloads_utf8|payloads_hex,
+//	                            shard (0x8000), key_utf8|key_hex (0x0040)
+//	binary_acked_publish_batch  + request_id, ack_mode ("per_message"|"per_batch"),
+//	                            producer_id, sequence (0x0100)
+//	binary_publish_ack          flags, status ("ok"|"error"), request_id, message (string|null),
+//	                            code, retry (0x0200), reason, retry_after_ms (0x0400),
+//	                            owner_node_id, owner_addr, owner_generation (0x0080),
+//	                            offset (0x1000), shard (0x8000)
 //	binary_event_batch          flags, subscription_id, base_offset (number|null), payloads_*
 //	binary_event_batch_shared   flags, base_offset (number|null), payloads_*
+//
+// The optional fields are present exactly when flags have their bit.
 //
 // A negative vector has "error" naming a wire sentinel ("ErrBadMagic") and
 // optionally "max_frame" (the cap to decode with; 0 = default): decoding
@@ -51,6 +58,20 @@ type Vector struct {
 	Stream         *string  `json:"stream,omitempty"`
 	PayloadsUTF8   []string `json:"payloads_utf8,omitempty"`
 	PayloadsHex    []string `json:"payloads_hex,omitempty"`
+
+	Shard           *uint32 `json:"shard,omitempty"`
+	KeyUTF8         *string `json:"key_utf8,omitempty"`
+	KeyHex          *string `json:"key_hex,omitempty"`
+	ProducerID      *uint64 `json:"producer_id,omitempty"`
+	Sequence        *uint64 `json:"sequence,omitempty"`
+	Code            *string `json:"code,omitempty"`
+	Retry           *string `json:"retry,omitempty"`
+	Reason          *string `json:"reason,omitempty"`
+	RetryAfterMs    *uint64 `json:"retry_after_ms,omitempty"`
+	OwnerNodeID     *string `json:"owner_node_id,omitempty"`
+	OwnerAddr       *string `json:"owner_addr,omitempty"`
+	OwnerGeneration *uint64 `json:"owner_generation,omitempty"`
+	Offset          *uint64 `json:"offset,omitempty"`
 
 	PayloadHex string `json:"payload_hex,omitempty"`
 	FrameHex   string `json:"frame_hex,omitempty"`

@@ -1,0 +1,260 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/felixmq/felix/wire"
+)
+
+// answer applies one answer of the broker.
+func (p *IdempotentPublisher) answer(m wire.Message) {
+	switch m := m.(type) {
+	case *wire.PublishOK:
+		p.acked(m.RequestID, jsonAck(m.Offset, m.Shard, m.Owner))
+	case *wire.PublishRefused:
+		p.refused(m)
+	case *wire.PublishError:
+		p.failed(m.RequestID, brokerError(m.Message, m.Err, m.Owner))
+	case *wire.ErrorMessage:
+		p.first.cfg.Logger.Warn("broker error on an idempotent publisher", "message", m.Message)
+	}
+}
+
+// acked completes the batch that request req was, with res.
+func (p *IdempotentPublisher) acked(req uint64, res Ack) {
+	p.mu.Lock()
+	b := p.mu.w.answered(req)
+	if b == nil {
+		p.mu.Unlock()
+		return // an earlier send's answer: the batch was sent again
+	}
+	p.mu.w.done(b)
+	p.mu.retryDelay = 0
+	p.mu.spare = append(p.mu.spare, b.frame[:0])
+	p.mu.Unlock()
+	<-p.room
+	b.pa.res = res
+	b.pa.rtt = time.Since(b.pa.sent)
+	b.pa.finish(nil)
+}
+
+// refused applies publish_refused: not_leader sends everything again to
+// the broker it names; a gap the window can fill sends the shard again from
+// the missing sequence (a re-send overtaken by a batch after it); the rest
+// stops the publisher.
+func (p *IdempotentPublisher) refused(m *wire.PublishRefused) {
+	p.mu.Lock()
+	b := p.mu.w.answered(m.RequestID)
+	if b == nil {
+		p.mu.Unlock()
+		return
+	}
+	r := m.Reason
+	switch {
+	case r.Kind == wire.RefusedNotLeader:
+		if r.Addr != nil {
+			p.mu.addr = *r.Addr
+		}
+		ic := p.mu.conn
+		p.mu.Unlock()
+		if ic != nil {
+			p.lost(ic)
+		}
+	case r.Kind == wire.RefusedSequenceGap && p.mu.w.holds(b.shard, r.Expected):
+		p.mu.w.resendFrom(b.shard, r.Expected)
+		p.mu.Unlock()
+		notify(p.wake)
+	default:
+		p.fatalLocked(&RefusedError{Reason: r, Message: m.Message})
+	}
+}
+
+// failed applies publish_error: a retryable class sends the batch (and
+// those after it on its shard) again after a backoff, or after the delay
+// the broker asked for; a fatal one stops the publisher.
+func (p *IdempotentPublisher) failed(req uint64, be *BrokerError) {
+	p.mu.Lock()
+	b := p.mu.w.answered(req)
+	if b == nil {
+		p.mu.Unlock()
+		return
+	}
+	switch be.Retry() {
+	case wire.Retry, wire.RetryAfter, wire.OutcomeUnknown, wire.Redirect:
+	default:
+		p.fatalLocked(be)
+		return
+	}
+	p.mu.retryDelay = min(max(2*p.mu.retryDelay, 10*time.Millisecond), time.Second)
+	delay := max(p.mu.retryDelay, be.RetryAfter())
+	p.mu.Unlock()
+	time.AfterFunc(delay, func() {
+		p.mu.Lock()
+		p.mu.w.resendFrom(b.shard, b.seq)
+		p.mu.Unlock()
+		notify(p.wake)
+	})
+}
+
+// fatalLocked stops the publisher with err: every pending batch and every
+// later call fails with it. It unlocks p.mu.
+func (p *IdempotentPublisher) fatalLocked(err error) {
+	if p.mu.err == nil {
+		p.mu.err = err
+	}
+	err = p.mu.err
+	batches := p.mu.w.drain()
+	ic := p.mu.conn
+	p.mu.conn = nil
+	p.mu.Unlock()
+	if ic != nil {
+		ic.close()
+	}
+	for _, b := range batches {
+		<-p.room
+		b.pa.rtt = time.Since(b.pa.sent)
+		b.pa.finish(err)
+	}
+	notify(p.wake)
+}
+
+// pump connects again after a connection failed and sends what is due
+// again, one goroutine, so that answers are never waited on by a write.
+func (p *IdempotentPublisher) pump() {
+	defer close(p.done)
+	for {
+		select {
+		case <-p.wake:
+		case <-p.stop:
+			return
+		case <-p.first.stop: // the Client closed under the publisher
+			p.mu.Lock()
+			p.fatalLocked(ErrClosed)
+			return
+		}
+		for p.sendDue() {
+		}
+	}
+}
+
+// sendDue dials if the connection is gone and batches wait, then sends the
+// due batches. It reports whether to look again.
+func (p *IdempotentPublisher) sendDue() bool {
+	p.mu.Lock()
+	if p.mu.err != nil {
+		p.mu.Unlock()
+		return false
+	}
+	ic := p.mu.conn
+	if ic == nil {
+		if len(p.mu.w.inflight) == 0 {
+			p.mu.Unlock()
+			return false // dial when there is something to send
+		}
+		addr := p.mu.addr
+		p.mu.Unlock()
+		nic := p.connect(addr)
+		if nic == nil {
+			return false // closed
+		}
+		p.waitDead()
+		p.mu.Lock()
+		if p.mu.err != nil {
+			p.mu.Unlock()
+			nic.close()
+			return false
+		}
+		ic, p.mu.conn = nic, nic
+		p.mu.w.resendAll = true
+		p.reconnects.Add(1)
+	}
+	due := p.mu.w.due()
+	if len(due) == 0 {
+		p.mu.Unlock()
+		return false
+	}
+	ic.wmu.Lock()
+	p.mu.Unlock()
+	err := ic.write(p, due...)
+	ic.wmu.Unlock()
+	p.resends.Add(uint64(len(due)))
+	if err != nil {
+		p.lost(ic)
+	}
+	return true
+}
+
+// connect dials addr until it works or Close; nil after Close.
+func (p *IdempotentPublisher) connect(addr string) *idemConn {
+	backoff := 20 * time.Millisecond
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), p.opts.DialTimeout)
+		go func() {
+			select {
+			case <-p.stop:
+				cancel()
+			case <-p.first.stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		c, err := p.redial(ctx, addr)
+		var ic *idemConn
+		if err == nil {
+			if ic, err = p.open(ctx, c, c); err != nil {
+				c.Close()
+			}
+		}
+		cancel()
+		if err == nil {
+			return ic
+		}
+		p.first.cfg.Logger.Debug("idempotent publisher: redial failed", "addr", addr, "err", err, "retry_in", backoff)
+		select {
+		case <-p.stop:
+			return nil
+		case <-p.first.stop:
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+func (p *IdempotentPublisher) redial(ctx context.Context, addr string) (*Client, error) {
+	if p.opts.Redial != nil {
+		return p.opts.Redial(ctx, addr)
+	}
+	if addr == "" {
+		addr = p.first.addr
+	}
+	return Dial(ctx, addr, p.first.cfg)
+}
+
+// Close waits until every batch sent was answered (or ctx ended, or the
+// publisher stopped), then stops reconnecting and ends its streams. Batches
+// still unanswered then fail with ErrClosed, which Close returns too: they
+// may or may not have been written.
+func (p *IdempotentPublisher) Close(ctx context.Context) error {
+	p.mu.Lock()
+	p.mu.closing = true
+	p.mu.Unlock()
+	for i := 0; i < p.opts.Window; i++ {
+		select {
+		case p.room <- struct{}{}:
+		case <-ctx.Done():
+			i = p.opts.Window
+		}
+	}
+	close(p.stop)
+	<-p.done
+	p.mu.Lock()
+	n := len(p.mu.w.inflight)
+	p.fatalLocked(ErrClosed)
+	if n > 0 {
+		return fmt.Errorf("%w with %d batches unanswered", ErrClosed, n)
+	}
+	return nil
+}
