@@ -49,6 +49,7 @@ type Broker struct {
 	catalogMu     sync.Mutex // serialises stream creation with catalog writes
 	stopRetention chan struct{}
 	stalls        *stallMemory
+	authLog       *logLimit // auth refusals and forwarded stream opens
 	retentionDone chan struct{}
 	closeOnce     sync.Once
 	closeErr      error
@@ -76,6 +77,7 @@ func New(cfg Config) (*Broker, error) {
 		pool:      &fanout.Pool{},
 		listening: make(chan struct{}),
 		stalls:    newStallMemory(cfg.BlackHoleCooldown),
+		authLog:   newLogLimit(100*time.Millisecond, 20),
 	}
 	if b.verifier == nil {
 		b.verifier = DevVerifier{}

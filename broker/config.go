@@ -100,15 +100,15 @@ type Config struct {
 	// NodeToken is a node credential shared by the cluster's brokers:
 	// a stream that advertises wire.CapForwarded and authenticates with it
 	// may publish to any tenant's streams (a broker forwarding for a client
-	// it authorised). Empty: forwarded streams authenticate like clients
-	// (unless NodeVerifier accepts their token).
+	// it authorised). Empty: only NodeVerifier admits forwarded streams.
 	NodeToken string
 	// NodeVerifier accepts per-broker node credentials on forwarded
-	// streams: nil error means token is a valid node credential (a Felix
-	// token of the operator tenant with the cluster.node permission). It
-	// is asked only for streams that advertise wire.CapForwarded and whose
-	// token is not NodeToken. nil: NodeToken only.
-	NodeVerifier func(ctx context.Context, token string) error
+	// streams: a Felix token of the operator tenant with the cluster.node
+	// permission. It is asked only for streams that advertise
+	// wire.CapForwarded and whose token is not NodeToken; the stream ends
+	// at the credential's Expiry. nil: NodeToken only, and without one a
+	// forwarded stream is refused.
+	NodeVerifier func(ctx context.Context, token string) (NodeCredential, error)
 	// Logger receives the broker's logs; nil discards them.
 	Logger *slog.Logger
 }

@@ -109,7 +109,7 @@ func (ct *control) authenticate() bool {
 	}
 	p, err := ct.c.b.verify(ct.c.ctx, auth)
 	if err != nil {
-		ct.c.b.log.Info("auth refused", "conn", ct.c.id, "tenant", auth.TenantID, "err", err)
+		ct.c.b.authRefused(ct.c.id, auth, err)
 		ct.fail(err.Error())
 		return false
 	}

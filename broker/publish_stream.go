@@ -56,6 +56,7 @@ func (ps *publishStream) run() error {
 		return errUniViolation
 	}
 	if ps.principal, err = ps.c.b.verify(ps.c.ctx, auth); err != nil {
+		ps.c.b.authRefused(ps.c.id, auth, err)
 		return err
 	}
 	ps.forwarded = wire.Supports(wire.PeerFlags(auth.ClientFlags), wire.CapForwarded)

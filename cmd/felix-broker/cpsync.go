@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -31,6 +32,9 @@ type cpSync struct {
 	b    *broker.Broker
 	log  *slog.Logger
 	http *http.Client
+	// verifier checks Felix tokens with the tenant keys the control plane
+	// publishes; cluster mode verifies node credentials with it.
+	verifier *auth.Verifier
 
 	mu      sync.Mutex
 	tenants map[string]bool
@@ -103,24 +107,29 @@ func followControlPlane(base string, cred *credential, cfg *broker.Config, log *
 		return nil, err
 	}
 	cfg.Verifier = broker.TokenVerifier{V: v, ClockSkew: tokenClockSkew}
-	cfg.NodeVerifier = nodeVerifier(v)
+	s.verifier = v
 	return s, nil
 }
 
-// nodeVerifier accepts a node credential: a Felix token, verified with its
-// own tenant's keys (the operator tenant's), that grants cluster.node.
-// Forwarding brokers present theirs on forwarded streams.
-func nodeVerifier(v *auth.Verifier) func(ctx context.Context, token string) error {
-	return func(ctx context.Context, token string) error {
-		tenant, err := tokenTenant(token)
+// nodeVerifier accepts a node credential on a forwarded stream: a Felix
+// token of the operator tenant, verified with that tenant's keys, granting
+// cluster.node itself. Another tenant's token fails verification for the
+// operator tenant; an admin grant is not a node credential, so neither a
+// tenant's admin nor the operator's own admin tokens open forwarded
+// streams.
+func nodeVerifier(v *auth.Verifier, operator string) func(ctx context.Context, token string) (broker.NodeCredential, error) {
+	return func(ctx context.Context, token string) (broker.NodeCredential, error) {
+		c, err := v.Verify(ctx, operator, token)
 		if err != nil {
-			return err
+			return broker.NodeCredential{}, fmt.Errorf("%s: %w", auth.Reason(err), err)
 		}
-		c, err := v.Verify(ctx, tenant, token)
-		if err != nil {
-			return err
+		if !slices.ContainsFunc(c.Perms, func(p auth.Permission) bool { return p.Action == auth.ActionClusterNode }) {
+			return broker.NodeCredential{}, fmt.Errorf("token of %q grants no %s", c.Subject, auth.ActionClusterNode)
 		}
-		return auth.Check(c, auth.ActionClusterNode, tenant+"/cluster/node")
+		if err := auth.Check(c, auth.ActionClusterNode, operator+"/cluster/node"); err != nil {
+			return broker.NodeCredential{}, err
+		}
+		return broker.NodeCredential{Subject: c.Subject, Expiry: c.Expiry.Add(tokenClockSkew)}, nil
 	}
 }
 

@@ -2,11 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -14,9 +9,6 @@ import (
 
 	"github.com/felixmq/felix/auth"
 	"github.com/felixmq/felix/client"
-	"github.com/felixmq/felix/controlplane"
-	"github.com/felixmq/felix/internal/devtls"
-	"github.com/felixmq/felix/internal/testutil"
 )
 
 // TestBrokerFollowsControlPlane: a broker process started with
@@ -29,50 +21,18 @@ func TestBrokerFollowsControlPlane(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a broker process against a control plane")
 	}
-	const bootstrap = "bootstrap-token-for-the-test-0123456789"
-	authz, err := controlplane.NewBootstrapAuthorizer(bootstrap)
-	require.NoError(t, err)
-	cp, err := controlplane.New(controlplane.Config{Authorizer: authz})
-	require.NoError(t, err)
 	minter, err := auth.NewMinter(auth.MinterConfig{})
 	require.NoError(t, err)
-	require.NoError(t, minter.AddTenant("acme"))
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/tenants/{tenant}/.well-known/jwks.json", func(w http.ResponseWriter, r *http.Request) {
-		jwks, err := minter.JWKS(r.PathValue("tenant"))
-		if err != nil {
-			http.NotFound(w, r)
-			return
-		}
-		w.Write(jwks)
-	})
-	mux.Handle("/", cp)
-	srv := httptest.NewServer(mux)
-	// Close ends the broker's pending long-poll, which srv.Close waits for.
-	defer func() { cp.Close(); srv.Close() }()
-	cpPost := func(path, body string) {
-		code, _ := testutil.Call(t, http.MethodPost, srv.URL+path, body, bootstrap)
-		require.Equal(t, http.StatusCreated, code, path)
-	}
-	cpPost("/v1/tenants", `{"tenant":"acme"}`)
-	cpPost("/v1/tenants/acme/namespaces", `{"tenant":"acme","namespace":"prod"}`)
-
-	dir := t.TempDir()
-	tokenFile := filepath.Join(dir, "cp-token")
-	require.NoError(t, os.WriteFile(tokenFile, []byte(bootstrap+"\n"), 0o600))
-	bp := startBrokerProcess(t, "FELIX_CONTROLPLANE_URL="+srv.URL, "FELIX_CONTROLPLANE_TOKEN_FILE="+tokenFile, "FELIX_STREAMS=")
+	url, tokenFile, cpPost := jwksControlPlane(t, minter, "prod", "acme")
+	bp := startBrokerProcess(t, "FELIX_CONTROLPLANE_URL="+url, "FELIX_CONTROLPLANE_TOKEN_FILE="+tokenFile, "FELIX_STREAMS=")
 
 	created := time.Now()
 	cpPost("/v1/tenants/acme/namespaces/prod/streams", `{"tenant":"acme","namespace":"prod","stream":"orders","shards":1}`)
-	pem, err := os.ReadFile(bp.cert)
-	require.NoError(t, err)
-	pool, err := devtls.Pool(pem)
-	require.NoError(t, err)
 	tok, _, err := minter.Mint("acme", "svc", []auth.Permission{{Action: auth.ActionPublish, Resource: "acme/prod/*"}})
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c, err := client.Dial(ctx, bp.addr, client.Config{Tenant: "acme", Token: tok, TLS: &tls.Config{RootCAs: pool}})
+	c, err := client.Dial(ctx, bp.addr, client.Config{Tenant: "acme", Token: tok, TLS: bp.clientTLS(t)})
 	require.NoError(t, err)
 	defer c.Close()
 	pub, err := c.NewPublisher(ctx, "prod", "orders")
@@ -88,7 +48,7 @@ func TestBrokerFollowsControlPlane(t *testing.T) {
 	require.NoError(t, other.AddTenant("ghost"))
 	gtok, _, err := other.Mint("ghost", "svc", []auth.Permission{{Action: auth.ActionPublish, Resource: "ghost/prod/*"}})
 	require.NoError(t, err)
-	g, err := client.Dial(ctx, bp.addr, client.Config{Tenant: "ghost", Token: gtok, TLS: &tls.Config{RootCAs: pool}})
+	g, err := client.Dial(ctx, bp.addr, client.Config{Tenant: "ghost", Token: gtok, TLS: bp.clientTLS(t)})
 	require.NoError(t, err)
 	defer g.Close()
 	_, err = g.NewPublisher(ctx, "prod", "orders")

@@ -3,10 +3,8 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/tls"
 	"encoding/binary"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -18,7 +16,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/felixmq/felix/client"
-	"github.com/felixmq/felix/internal/devtls"
 )
 
 // brokerProcess is the broker (this test binary re-executed) in its own
@@ -30,6 +27,43 @@ type brokerProcess struct {
 	dataDir string // FELIX_DATA_DIR, when the test set one
 	cert    string // the self-signed certificate it wrote
 	exited  chan error
+	log     *logSink // its stderr after "felix-broker ready"
+}
+
+// logSink counts what a broker process logs and keeps the first
+// logSinkKeep bytes of it.
+type logSink struct {
+	mu    sync.Mutex
+	n     int64
+	lines []string
+	kept  int
+}
+
+const logSinkKeep = 1 << 20
+
+func (s *logSink) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.n += int64(len(p))
+	if s.kept < logSinkKeep {
+		s.lines = append(s.lines, string(p))
+		s.kept += len(p)
+	}
+	return len(p), nil
+}
+
+// bytes is how much the broker has logged since it was ready.
+func (s *logSink) bytes() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.n
+}
+
+// text is what was kept of the log.
+func (s *logSink) text() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return strings.Join(s.lines, "")
 }
 
 func startBrokerProcess(t *testing.T, env ...string) *brokerProcess {
@@ -43,20 +77,18 @@ func startBrokerProcess(t *testing.T, env ...string) *brokerProcess {
 	sc := bufio.NewScanner(stderr)
 	for sc.Scan() && !strings.Contains(sc.Text(), "felix-broker ready") {
 	}
-	go io.Copy(io.Discard, stderr)
-	go func() { bp.exited <- bp.cmd.Wait() }()
+	bp.log = &logSink{}
+	copied := make(chan struct{})
+	go func() { io.Copy(bp.log, stderr); close(copied) }()
+	go func() { <-copied; bp.exited <- bp.cmd.Wait() }()
 	t.Cleanup(func() { bp.cmd.Process.Kill() })
 	return bp
 }
 
 func (bp *brokerProcess) dial(t *testing.T) *client.Client {
-	pem, err := os.ReadFile(bp.cert)
-	require.NoError(t, err)
-	pool, err := devtls.Pool(pem)
-	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := client.Dial(ctx, bp.addr, client.Config{Tenant: "t1", Token: "dev", TLS: &tls.Config{RootCAs: pool}})
+	c, err := client.Dial(ctx, bp.addr, client.Config{Tenant: "t1", Token: "dev", TLS: bp.clientTLS(t)})
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
 	return c
