@@ -112,6 +112,7 @@ type Stats struct {
 	Draining      bool              `json:"draining"`
 	Buffers       fanout.PoolStats  `json:"buffers"`
 	DroppedEvents uint64            `json:"dropped_events"`
+	Peers         PeerStats         `json:"peers"`
 	Streams       []StreamStats     `json:"streams"`
 	Caches        []CacheStats      `json:"caches"`
 	Connections   []ConnectionStats `json:"connections"`
@@ -179,7 +180,7 @@ type SubscriptionStats struct {
 // Stats returns a snapshot of the broker's state.
 func (b *Broker) Stats() Stats {
 	s := Stats{Time: time.Now(), Ready: b.Ready(), Draining: b.draining.Load(), Buffers: b.pool.Stats(), DroppedEvents: b.droppedEvents(),
-		Cluster: b.ClusterStats()}
+		Peers: b.peerStats(), Cluster: b.ClusterStats()}
 	for _, st := range b.streams.list() {
 		ss := StreamStats{StreamSpec: st.spec}
 		for _, sh := range st.shards {

@@ -49,7 +49,8 @@ type Broker struct {
 	catalogMu     sync.Mutex // serialises stream creation with catalog writes
 	stopRetention chan struct{}
 	stalls        *stallMemory
-	authLog       *logLimit // auth refusals and forwarded stream opens
+	authLog       *logLimit   // auth refusals and forwarded stream opens
+	frames        *byteBudget // bytes held for incomplete frames, all connections
 	retentionDone chan struct{}
 	closeOnce     sync.Once
 	closeErr      error
@@ -78,6 +79,7 @@ func New(cfg Config) (*Broker, error) {
 		listening: make(chan struct{}),
 		stalls:    newStallMemory(cfg.BlackHoleCooldown),
 		authLog:   newLogLimit(100*time.Millisecond, 20),
+		frames:    newByteBudget(cfg.FrameBufferBytes, nil),
 	}
 	if b.verifier == nil {
 		b.verifier = DevVerifier{}
@@ -192,8 +194,9 @@ func (b *Broker) baseQUICConfig() *quic.Config {
 		KeepAlivePeriod:                10 * time.Second,
 		InitialStreamReceiveWindow:     uint64(b.cfg.StreamReceiveWindow),
 		MaxStreamReceiveWindow:         uint64(b.cfg.StreamReceiveWindow),
-		InitialConnectionReceiveWindow: uint64(b.cfg.ConnectionReceiveWindow),
+		InitialConnectionReceiveWindow: b.cfg.preAuthWindow(),
 		MaxConnectionReceiveWindow:     uint64(b.cfg.ConnectionReceiveWindow),
+		AllowConnectionWindowIncrease:  allowWindowIncrease,
 		MaxIncomingStreams:             b.cfg.MaxIncomingStreams,
 		MaxIncomingUniStreams:          b.cfg.MaxIncomingStreams,
 		// Only so clients may send liveness probes (DATAGRAM frames, see
@@ -211,6 +214,7 @@ func (b *Broker) Serve(pc net.PacketConn) error {
 	tlsConf.NextProtos = []string{ALPN}
 	tr := &quic.Transport{Conn: pc, StatelessResetKey: statelessResetKey(tlsConf),
 		ConnContext: func(ctx context.Context, ci *quic.ClientInfo) (context.Context, error) {
+			ctx = withConnState(ctx)
 			if b.cfg.NoConnTrace && b.cfg.ConnStatsInterval == 0 {
 				return ctx, nil // udp.StatsTracer then gives quic-go no tracer
 			}

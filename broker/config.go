@@ -57,6 +57,17 @@ type Config struct {
 	// frame before it is reset: streams opened and left silent would
 	// otherwise hold a goroutine each. 0 means 10 s.
 	AuthTimeout time.Duration
+	// PreAuthMaxFrameBytes caps a stream's first frame, read before it has
+	// authenticated (budget.go). 0 means 64 KiB; never above MaxFrameBytes.
+	PreAuthMaxFrameBytes uint32
+	// PreAuthMaxStreams is how many streams of one connection may read
+	// their auth frame at a time; later ones wait. 0 means 16.
+	PreAuthMaxStreams int
+	// FrameBufferBytes bounds the bytes all connections together hold for
+	// frames not yet complete (each connection within its
+	// ConnectionReceiveWindow); a stream whose frame would go beyond it
+	// is ended. 0 means 1 GiB.
+	FrameBufferBytes int64
 	// DataDir holds the logs of durable streams, one directory per shard
 	// (segment.ShardDirName). Empty: durable streams are refused.
 	DataDir string
@@ -122,6 +133,9 @@ const (
 	defaultMaxStreams     = 1024
 	defaultMaxConnections = 10000
 	defaultAuthTimeout    = 10 * time.Second
+	defaultPreAuthFrame   = 64 << 10
+	defaultPreAuthStreams = 16
+	defaultFrameBuffers   = 1 << 30
 )
 
 func (c Config) withDefaults() Config {
@@ -152,6 +166,16 @@ func (c Config) withDefaults() Config {
 	if c.AuthTimeout == 0 {
 		c.AuthTimeout = defaultAuthTimeout
 	}
+	if c.PreAuthMaxFrameBytes == 0 {
+		c.PreAuthMaxFrameBytes = defaultPreAuthFrame
+	}
+	c.PreAuthMaxFrameBytes = min(c.PreAuthMaxFrameBytes, c.MaxFrameBytes)
+	if c.PreAuthMaxStreams == 0 {
+		c.PreAuthMaxStreams = defaultPreAuthStreams
+	}
+	if c.FrameBufferBytes == 0 {
+		c.FrameBufferBytes = defaultFrameBuffers
+	}
 	if c.RetentionInterval == 0 {
 		c.RetentionInterval = time.Minute
 	}
@@ -176,7 +200,8 @@ func (c Config) validate() error {
 			}
 		}
 	}
-	if c.AdmitTimeout < 0 || c.MaxSubscriptionsPerConn < 0 || c.MaxConnections < 0 || c.AuthTimeout < 0 {
+	if c.AdmitTimeout < 0 || c.MaxSubscriptionsPerConn < 0 || c.MaxConnections < 0 || c.AuthTimeout < 0 ||
+		c.PreAuthMaxStreams < 0 || c.FrameBufferBytes < 0 {
 		return fmt.Errorf("%w: negative limit", ErrInvalidConfig)
 	}
 	return nil

@@ -3,12 +3,14 @@ package broker
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/quic-go/quic-go"
 
+	"github.com/felixmq/felix/internal/frameio"
 	"github.com/felixmq/felix/wire"
 )
 
@@ -40,10 +42,19 @@ type conn struct {
 		joined map[membership]struct{}
 	}
 	streams sync.WaitGroup // stream handlers and subscription writers
+
+	state   *connState
+	frames  *byteBudget   // bytes its streams hold for incomplete frames
+	preauth chan struct{} // a slot per stream reading its auth frame
 }
 
 func newConn(b *Broker, qc *quic.Conn) *conn {
-	c := &conn{b: b, qc: qc, id: b.nextConnID.Add(1), ctx: qc.Context()}
+	c := &conn{b: b, qc: qc, id: b.nextConnID.Add(1), ctx: qc.Context(),
+		frames:  newByteBudget(int64(b.cfg.ConnectionReceiveWindow), b.frames),
+		preauth: make(chan struct{}, b.cfg.PreAuthMaxStreams)}
+	if c.state = stateOf(c.ctx); c.state == nil {
+		c.state = &connState{}
+	}
 	c.mu.subs = map[uint64]*subscription{}
 	c.mu.extras = map[uint64]ender{}
 	c.mu.joined = map[membership]struct{}{}
@@ -60,9 +71,10 @@ func (c *conn) serve() {
 		c.streams.Add(1)
 		go func() { defer c.streams.Done(); c.logStats(log, iv) }()
 	}
-	for {
+	for c.takePreAuthSlot() {
 		str, err := c.qc.AcceptStream(c.ctx)
 		if err != nil {
+			c.releasePreAuthSlot()
 			break
 		}
 		c.streams.Add(1)
@@ -79,14 +91,43 @@ func (c *conn) serve() {
 }
 
 func (c *conn) acceptUni() {
-	for {
+	for c.takePreAuthSlot() {
 		str, err := c.qc.AcceptUniStream(c.ctx)
 		if err != nil {
+			c.releasePreAuthSlot()
 			return
 		}
 		c.streams.Add(1)
 		go func() { defer c.streams.Done(); newPublishStream(c, str).serve() }()
 	}
+}
+
+// frameReader reads str's frames within the connection's frame budget,
+// with the pre-auth frame limit until the stream has authenticated.
+func (c *conn) frameReader(str io.Reader) *frameio.Reader {
+	return newFrameReader(str, c.b.cfg, c.frames)
+}
+
+// takePreAuthSlot waits until fewer than PreAuthMaxStreams streams of the
+// connection are reading their auth frame; false once it has ended. The
+// stream accepted next releases the slot when its auth is decided.
+func (c *conn) takePreAuthSlot() bool {
+	select {
+	case c.preauth <- struct{}{}:
+		return true
+	case <-c.ctx.Done():
+		return false
+	}
+}
+
+func (c *conn) releasePreAuthSlot() { <-c.preauth }
+
+// authenticated records that the stream read by fr authenticated: its
+// frames may now be MaxFrameBytes, and the connection may grow its receive
+// window.
+func (c *conn) authenticated(fr *frameio.Reader) {
+	c.state.authed.Store(true)
+	liftFrameLimit(fr, c.b.cfg)
 }
 
 func (c *conn) add(s *subscription) error {

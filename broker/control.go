@@ -2,6 +2,7 @@ package broker
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -45,15 +46,17 @@ func newControl(c *conn, str *quic.Stream) *control {
 		publisher:  newPublisher(c, int64(str.StreamID())),
 		str:        str,
 		stopExpiry: func() {},
-		fr:         frameio.NewReader(str, c.b.cfg.MaxFrameBytes),
+		fr:         c.frameReader(str),
 		log:        c.b.log.With("conn", c.id, "stream", int64(str.StreamID())),
 	}
 }
 
 func (ct *control) serve() {
 	ct.out = newReplyWriter(ct.str)
-	defer func() { ct.stopExpiry() }()
-	if ct.authenticate() && ct.loop() {
+	defer func() { ct.stopExpiry(); ct.fr.Release() }()
+	authed := ct.authenticate()
+	ct.c.releasePreAuthSlot()
+	if authed && ct.loop() {
 		// The client finished its side (or a one-shot request was
 		// answered): flush replies, then finish ours.
 		ct.out.close()
@@ -96,6 +99,8 @@ func (ct *control) authenticate() bool {
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			ct.c.b.metrics.authTimeouts.Inc()
 			ct.fail("auth required within " + ct.c.b.cfg.AuthTimeout.String())
+		case errors.Is(err, wire.ErrFrameTooLarge), errors.Is(err, frameio.ErrBudget):
+			ct.fail("auth required: " + err.Error())
 		case !errors.Is(err, io.EOF):
 			ct.fail("auth required")
 		}
@@ -114,6 +119,7 @@ func (ct *control) authenticate() bool {
 		return false
 	}
 	ct.principal = p
+	ct.c.authenticated(ct.fr)
 	ct.stopExpiry = atExpiry(p, ct.expire)
 	ct.peer = wire.PeerFlags(auth.ClientFlags)
 	ct.ownerAcks = wire.Supports(ct.peer, wire.CapOwner)
@@ -152,6 +158,9 @@ func (ct *control) loop() bool {
 			continue
 		case err != nil && ct.expired.Load():
 			return false // expire already said why
+		case errors.Is(err, frameio.ErrBudget):
+			ct.fail(fmt.Sprintf("%v: %v", ErrLimitExceeded, err))
+			return false
 		case err != nil:
 			ct.fail("malformed frame: " + err.Error())
 			return false

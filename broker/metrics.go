@@ -73,6 +73,12 @@ func newMetrics(b *Broker) *metrics {
 		m.deliveredEvents, m.bytesOut, m.connections, m.connRefused, m.authTimeouts, m.subscribers, m.violations, m.ackLatency,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "felix_streams", Help: "Registered streams."},
 			func() float64 { return float64(len(b.streams.list())) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "felix_frame_buffer_bytes",
+			Help: "Bytes held for client frames not yet complete, all connections (bound: FELIX_FRAME_BUFFER_BUDGET_BYTES)."},
+			func() float64 { return float64(b.frames.used.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "felix_frame_buffer_refusals_total",
+			Help: "Streams ended because a frame needed more buffer than their connection's or the broker's budget."},
+			func() float64 { return float64(b.frames.refused.Load()) }),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

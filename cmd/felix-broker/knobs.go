@@ -111,6 +111,12 @@ var (
 		"record each connection's path MTU, congestion, ECN and PTO state from quic-go's per-packet trace events (in /debug/felix/stats and felixtrace); costs CPU per packet, see docs/BENCHMARKS.md; FELIX_CONN_STATS_MS > 0 turns it on")
 	knobAuthTimeout = registry.Duration("FELIX_AUTH_TIMEOUT_MS", 10000, 100, 600000, time.Millisecond,
 		"a stream that sends no auth frame within this long is reset")
+	knobPreAuthFrame = registry.Bytes("FELIX_PREAUTH_MAX_FRAME_BYTES", 64<<10, 1<<10, 16<<20,
+		"largest frame a stream may send before it has authenticated (its auth frame); at most FELIX_MAX_FRAME_BYTES")
+	knobPreAuthStreams = registry.Int("FELIX_PREAUTH_MAX_STREAMS_PER_CONN", 16, 1, 1<<16,
+		"streams of one connection read at a time before they authenticate; the next wait, unread; with the frame limit this is the connection's receive window until a stream authenticates")
+	knobFrameBudget = registry.Bytes("FELIX_FRAME_BUFFER_BUDGET_BYTES", 1<<30, 1<<20, 1<<40,
+		"bytes all connections together may hold for frames not yet complete (each connection also within FELIX_QUIC_CONN_RECV_WINDOW); a stream whose frame would exceed either is ended")
 )
 
 // Packet path.

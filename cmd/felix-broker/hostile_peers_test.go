@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/quic-go/quic-go"
+	"github.com/stretchr/testify/require"
+
+	"github.com/felixmq/felix/client"
+	"github.com/felixmq/felix/wire"
+)
+
+// peerAttack is one hostile-peer scenario against a broker process: the
+// broker's environment, the attack (run until ctx ends) and what must hold.
+// Every scenario is measured the same way (peerCost), for the "hostile
+// peers" table in docs/RELIABILITY.md.
+type peerAttack struct {
+	name   string
+	env    []string
+	attack func(ctx context.Context, t *testing.T, bp *brokerProcess)
+	check  func(t *testing.T, bp *brokerProcess, c peerCost)
+}
+
+// peerCost is what an attack cost the broker and a healthy client.
+type peerCost struct {
+	idle, peak soakSample // RSS and fds before and at their highest
+	logBytes   int64      // logged while the attack ran
+	p50, p99   time.Duration
+	acked      int
+}
+
+func (c peerCost) String() string {
+	return fmt.Sprintf("RSS %d -> %d MiB, fds %d -> %d, %d log bytes; healthy client %d acks, p50 %v, p99 %v",
+		c.idle.rss>>20, c.peak.rss>>20, c.idle.fds, c.peak.fds, c.logBytes, c.acked,
+		c.p50.Round(10*time.Microsecond), c.p99.Round(10*time.Microsecond))
+}
+
+// peerAttackDuration is how long each attack runs (FELIX_HOSTILE_SCALE
+// times longer under `make reliability`).
+func peerAttackDuration() time.Duration { return time.Duration(hostileScale()) * 2 * time.Second }
+
+// runPeerAttack starts a broker with a's environment, lets a healthy
+// client (a publisher dialled beforehand, acking one record at a time)
+// publish while the attack runs, and measures both.
+func runPeerAttack(t *testing.T, a peerAttack) peerCost {
+	bp := startBrokerProcess(t, a.env...)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	pub, err := bp.dial(t).NewPublisher(ctx, "default", "demo")
+	require.NoError(t, err)
+	var c peerCost
+	c.idle = sample(t, bp)
+	logged := bp.log.bytes()
+	actx, stop := context.WithTimeout(ctx, peerAttackDuration())
+	defer stop()
+	var wg sync.WaitGroup
+	wg.Go(func() { a.attack(actx, t, bp) })
+	var peakRSS atomic.Int64
+	wg.Go(func() { sampleRSS(actx, bp.cmd.Process.Pid, &peakRSS) })
+	var peakFDs int
+	wg.Go(func() {
+		for actx.Err() == nil {
+			peakFDs = max(peakFDs, sample(t, bp).fds)
+			select {
+			case <-actx.Done():
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	})
+	var lat []time.Duration
+	for actx.Err() == nil {
+		start := time.Now()
+		require.NoError(t, pub.Publish(ctx, make([]byte, 256)), "the healthy client is served during the attack")
+		lat = append(lat, time.Since(start))
+	}
+	wg.Wait()
+	c.peak = soakSample{rss: peakRSS.Load(), fds: peakFDs}
+	c.logBytes = bp.log.bytes() - logged
+	c.acked, c.p50, c.p99 = len(lat), quantile(lat, 0.5), quantile(lat, 0.99)
+	t.Logf("%s: %v", a.name, c)
+	a.check(t, bp, c)
+	return c
+}
+
+// rawDial connects to bp as a hostile peer: plain QUIC, no Felix client.
+func rawDial(ctx context.Context, bp *brokerProcess, tlsConf *tls.Config) (*quic.Conn, error) {
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	conf := tlsConf.Clone()
+	conf.NextProtos = []string{client.ALPN}
+	return quic.DialAddr(dctx, bp.addr, conf, &quic.Config{MaxIdleTimeout: 30 * time.Second, KeepAlivePeriod: 5 * time.Second})
+}
+
+// announceUnauthenticated is the pre-auth memory attack: conns connections,
+// on each 64 streams that never authenticate, each announcing a frame of
+// size bytes and sending all of it but the last byte, as fast as flow
+// control allows, until ctx ends.
+func announceUnauthenticated(conns int, size uint32) func(ctx context.Context, t *testing.T, bp *brokerProcess) {
+	return func(ctx context.Context, t *testing.T, bp *brokerProcess) {
+		var wg sync.WaitGroup
+		tlsConf := bp.clientTLS(t)
+		for range conns {
+			qc, err := rawDial(ctx, bp, tlsConf)
+			require.NoError(t, err)
+			defer qc.CloseWithError(0, "")
+			for range 64 {
+				str, err := qc.OpenStreamSync(ctx)
+				if err != nil {
+					break
+				}
+				wg.Go(func() { sendAllButLast(ctx, str, size) })
+			}
+		}
+		wg.Wait()
+	}
+}
+
+func sendAllButLast(ctx context.Context, str *quic.Stream, size uint32) {
+	defer str.CancelWrite(0)
+	stop := context.AfterFunc(ctx, func() { str.CancelWrite(0) })
+	defer stop()
+	if _, err := str.Write(wire.AppendHeader(nil, 0, size)); err != nil {
+		return
+	}
+	chunk := make([]byte, 64<<10)
+	for left := int(size) - 1; left > 0; {
+		n, err := str.Write(chunk[:min(len(chunk), left)])
+		if left -= n; err != nil {
+			return // the broker stopped reading, or ctx ended
+		}
+	}
+	<-ctx.Done()
+}
+
+// hostileRSSGrowth bounds how much the broker's RSS may grow under an
+// unauthenticated attack: its connections' windows and frame buffers,
+// quic-go's per-stream state, and the Go runtime's slack.
+const hostileRSSGrowth = 64 << 20
+
+// TestHostilePeers runs each unauthenticated attack of the security issue
+// against its own broker process and checks the bound it must stay within
+// while a healthy client keeps publishing. The figures it logs are
+// docs/RELIABILITY.md's "hostile peers" table.
+func TestHostilePeers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs broker processes under attack")
+	}
+	for _, a := range []peerAttack{
+		{
+			// 2 connections x 64 streams announcing 16 MiB, unauthenticated:
+			// 23 MB -> 3.49 GB of RSS in 10 s before the pre-auth bounds.
+			name: "pre-auth 16 MiB frames", attack: announceUnauthenticated(2, 16<<20),
+			check: func(t *testing.T, _ *brokerProcess, c peerCost) {
+				require.Less(t, c.peak.rss-c.idle.rss, int64(hostileRSSGrowth), "RSS growth")
+			},
+		},
+		{
+			name: "pre-auth 64 KiB frames", attack: announceUnauthenticated(2, 64<<10-1),
+			check: func(t *testing.T, _ *brokerProcess, c peerCost) {
+				require.Less(t, c.peak.rss-c.idle.rss, int64(hostileRSSGrowth), "RSS growth")
+			},
+		},
+	} {
+		t.Run(a.name, func(t *testing.T) { runPeerAttack(t, a) })
+	}
+}
