@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -42,7 +43,8 @@ type Broker struct {
 
 	mu struct {
 		sync.Mutex
-		conns     map[*conn]struct{}
+		conns     map[*conn]struct{} // live connections (handshakes in progress are not counted)
+		perSource map[netip.Addr]int // live connections per peer address
 		listeners []*quic.Listener
 		closed    bool
 	}
@@ -86,6 +88,7 @@ func New(cfg Config) (*Broker, error) {
 		b.log.Warn("auth: dev verifier accepts any token (loopback only)")
 	}
 	b.mu.conns = map[*conn]struct{}{}
+	b.mu.perSource = map[netip.Addr]int{}
 	b.load.at = time.Now()
 	b.streams = newRegistry(func(st *stream, id int) (*shard, error) { return newShard(b, st, id) })
 	b.caches = newCacheRegistry()
@@ -164,23 +167,14 @@ func (b *Broker) Streams() []StreamSpec {
 func (b *Broker) quicConfig() *quic.Config {
 	c := b.baseQUICConfig()
 	c.GetConfigForClient = func(ci *quic.ClientInfo) (*quic.Config, error) {
-		if n := b.connCount(); n >= b.cfg.MaxConnections {
-			b.metrics.connRefused.Inc()
-			return nil, fmt.Errorf("broker: %d connections, the most FELIX_MAX_CONNECTIONS allows", n)
+		if err := b.admit(ci.RemoteAddr); err != nil {
+			return nil, err
 		}
 		pc := b.baseQUICConfig()
 		b.mtuFor(ci.RemoteAddr).Apply(pc)
 		return pc, nil
 	}
 	return c
-}
-
-// connCount is the number of live connections (handshakes in progress are
-// not counted: quic-go bounds those with its accept queue).
-func (b *Broker) connCount() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return len(b.mu.conns)
 }
 
 func (b *Broker) mtuFor(peer net.Addr) udp.MTUSettings {
@@ -259,7 +253,7 @@ func (b *Broker) handle(qc *quic.Conn) {
 		qc.CloseWithError(connErrShutdown, "broker shutting down")
 		return
 	}
-	b.mu.conns[c] = struct{}{}
+	b.rememberLocked(c)
 	b.work.Add(1)
 	b.mu.Unlock()
 	b.metrics.connections.Inc()
@@ -267,7 +261,7 @@ func (b *Broker) handle(qc *quic.Conn) {
 		defer b.work.Done()
 		c.serve()
 		b.mu.Lock()
-		delete(b.mu.conns, c)
+		b.forgetLocked(c)
 		b.mu.Unlock()
 		b.metrics.connections.Dec()
 	}()

@@ -51,11 +51,17 @@ type Config struct {
 	ConnectionReceiveWindow uint64 // per connection, default 64 MiB
 	MaxIncomingStreams      int64  // bidirectional and unidirectional, default 1024
 	// MaxConnections refuses handshakes beyond this many live connections
-	// (quic-go answers CONNECTION_REFUSED). 0 means 10,000.
+	// (quic-go answers CONNECTION_REFUSED), after closing the oldest one
+	// that authenticated nothing if there is one (admission.go). 0 means
+	// 10,000.
 	MaxConnections int
+	// MaxConnectionsPerSource is MaxConnections per peer IP address. 0
+	// means 1,024.
+	MaxConnectionsPerSource int
 	// AuthTimeout is how long a new stream may take to send its auth
-	// frame before it is reset: streams opened and left silent would
-	// otherwise hold a goroutine each. 0 means 10 s.
+	// frame before it is reset (streams opened and left silent would
+	// otherwise hold a goroutine each), and how long a connection may go
+	// without any stream authenticating before it is closed. 0 means 10 s.
 	AuthTimeout time.Duration
 	// PreAuthMaxFrameBytes caps a stream's first frame, read before it has
 	// authenticated (budget.go). 0 means 64 KiB; never above MaxFrameBytes.
@@ -132,6 +138,7 @@ const (
 	defaultConnWindow     = 64 << 20
 	defaultMaxStreams     = 1024
 	defaultMaxConnections = 10000
+	defaultMaxPerSource   = 1024
 	defaultAuthTimeout    = 10 * time.Second
 	defaultPreAuthFrame   = 64 << 10
 	defaultPreAuthStreams = 16
@@ -162,6 +169,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxConnections == 0 {
 		c.MaxConnections = defaultMaxConnections
+	}
+	if c.MaxConnectionsPerSource == 0 {
+		c.MaxConnectionsPerSource = defaultMaxPerSource
 	}
 	if c.AuthTimeout == 0 {
 		c.AuthTimeout = defaultAuthTimeout
@@ -201,7 +211,7 @@ func (c Config) validate() error {
 		}
 	}
 	if c.AdmitTimeout < 0 || c.MaxSubscriptionsPerConn < 0 || c.MaxConnections < 0 || c.AuthTimeout < 0 ||
-		c.PreAuthMaxStreams < 0 || c.FrameBufferBytes < 0 {
+		c.PreAuthMaxStreams < 0 || c.FrameBufferBytes < 0 || c.MaxConnectionsPerSource < 0 {
 		return fmt.Errorf("%w: negative limit", ErrInvalidConfig)
 	}
 	return nil

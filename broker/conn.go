@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -46,10 +47,13 @@ type conn struct {
 	state   *connState
 	frames  *byteBudget   // bytes its streams hold for incomplete frames
 	preauth chan struct{} // a slot per stream reading its auth frame
+	source  netip.Addr    // the peer's address, for per-source limits
+	opened  time.Time
 }
 
 func newConn(b *Broker, qc *quic.Conn) *conn {
 	c := &conn{b: b, qc: qc, id: b.nextConnID.Add(1), ctx: qc.Context(),
+		source: sourceOf(qc.RemoteAddr()), opened: time.Now(),
 		frames:  newByteBudget(int64(b.cfg.ConnectionReceiveWindow), b.frames),
 		preauth: make(chan struct{}, b.cfg.PreAuthMaxStreams)}
 	if c.state = stateOf(c.ctx); c.state == nil {
@@ -65,6 +69,7 @@ func newConn(b *Broker, qc *quic.Conn) *conn {
 func (c *conn) serve() {
 	log := c.b.log.With("conn", c.id, "remote", c.qc.RemoteAddr().String())
 	log.Debug("connection accepted")
+	defer c.closeUnlessAuthenticated()()
 	c.streams.Add(1)
 	go func() { defer c.streams.Done(); c.acceptUni() }()
 	if iv := c.b.cfg.ConnStatsInterval; iv > 0 {

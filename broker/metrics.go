@@ -22,12 +22,16 @@ type metrics struct {
 	bytesOut          prometheus.Counter
 	connections       prometheus.Gauge
 	connRefused       prometheus.Counter
-	authTimeouts      prometheus.Counter
-	subscribers       prometheus.Gauge
-	violations        *prometheus.CounterVec
-	ackLatency        prometheus.Histogram
-	endedDroppedEvent atomic.Uint64 // drops of subscriptions that have ended
-	cluster           clusterMetrics
+	connRefusedSource prometheus.Counter
+	// connUnauthenticated counts connections closed for authenticating
+	// nothing: at the auth timeout, or evicted to admit another.
+	connUnauthenticated *prometheus.CounterVec
+	authTimeouts        prometheus.Counter
+	subscribers         prometheus.Gauge
+	violations          *prometheus.CounterVec
+	ackLatency          prometheus.Histogram
+	endedDroppedEvent   atomic.Uint64 // drops of subscriptions that have ended
+	cluster             clusterMetrics
 }
 
 func newMetrics(b *Broker) *metrics {
@@ -54,6 +58,13 @@ func newMetrics(b *Broker) *metrics {
 		connRefused: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "felix_connections_refused_total", Help: "Handshakes refused at FELIX_MAX_CONNECTIONS.",
 		}),
+		connRefusedSource: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "felix_connections_refused_per_source_total", Help: "Handshakes refused at FELIX_MAX_CONNECTIONS_PER_SOURCE.",
+		}),
+		connUnauthenticated: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "felix_connections_unauthenticated_closed_total",
+			Help: "Connections closed because none of their streams authenticated: at FELIX_AUTH_TIMEOUT_MS (timeout), or to admit another at a connection limit (evicted).",
+		}, []string{"reason"}),
 		authTimeouts: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "felix_auth_timeouts_total", Help: "Streams reset for sending no auth frame within FELIX_AUTH_TIMEOUT_MS.",
 		}),
@@ -70,7 +81,7 @@ func newMetrics(b *Broker) *metrics {
 		}),
 	}
 	m.reg.MustRegister(m.publishRequests, m.publishEvents, m.bytesIn, newDropCollector(b), storageCollector{b},
-		m.deliveredEvents, m.bytesOut, m.connections, m.connRefused, m.authTimeouts, m.subscribers, m.violations, m.ackLatency,
+		m.deliveredEvents, m.bytesOut, m.connections, m.connRefused, m.connRefusedSource, m.connUnauthenticated, m.authTimeouts, m.subscribers, m.violations, m.ackLatency,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "felix_streams", Help: "Registered streams."},
 			func() float64 { return float64(len(b.streams.list())) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "felix_frame_buffer_bytes",

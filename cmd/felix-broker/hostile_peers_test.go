@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -138,6 +139,65 @@ func sendAllButLast(ctx context.Context, str *quic.Stream, size uint32) {
 	<-ctx.Done()
 }
 
+// idleConnections keeps n connections open that never open a stream
+// (their keep-alives would hold them open), dialling again whenever the
+// broker closes one, and every 50 ms, until ctx ends, dials a new client
+// that must connect and publish; served counts them and their slowest.
+func idleConnections(n int, served *newClients) func(ctx context.Context, t *testing.T, bp *brokerProcess) {
+	return func(ctx context.Context, t *testing.T, bp *brokerProcess) {
+		tlsConf := bp.clientTLS(t)
+		var idle []*quic.Conn
+		defer func() {
+			for _, qc := range idle {
+				qc.CloseWithError(0, "")
+			}
+		}()
+		for ctx.Err() == nil {
+			idle = slices.DeleteFunc(idle, func(qc *quic.Conn) bool { return qc.Context().Err() != nil })
+			for len(idle) < n {
+				qc, err := rawDial(ctx, bp, tlsConf)
+				if ctx.Err() != nil {
+					return
+				}
+				require.NoError(t, err)
+				idle = append(idle, qc)
+			}
+			start := time.Now()
+			err := publishOnce(ctx, bp.addr, tlsConf)
+			if ctx.Err() != nil {
+				return
+			}
+			require.NoError(t, err, "a new client connects and publishes while %d idle connections are open", n)
+			served.n.Add(1)
+			served.slowest.Store(max(served.slowest.Load(), int64(time.Since(start))))
+			select {
+			case <-ctx.Done():
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+}
+
+// newClients counts the clients dialled during an attack.
+type newClients struct {
+	n       atomic.Int64
+	slowest atomic.Int64 // nanoseconds from dial to ack
+}
+
+// publishOnce dials a new client that publishes one record.
+func publishOnce(ctx context.Context, addr string, tlsConf *tls.Config) error {
+	c, err := client.Dial(ctx, addr, client.Config{Tenant: "t1", Token: "dev", TLS: tlsConf})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	pub, err := c.NewPublisher(ctx, "default", "demo")
+	if err != nil {
+		return err
+	}
+	return pub.Publish(ctx, []byte("new client"))
+}
+
 // hostileRSSGrowth bounds how much the broker's RSS may grow under an
 // unauthenticated attack: its connections' windows and frame buffers,
 // quic-go's per-stream state, and the Go runtime's slack.
@@ -151,6 +211,7 @@ func TestHostilePeers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs broker processes under attack")
 	}
+	var fresh newClients
 	for _, a := range []peerAttack{
 		{
 			// 2 connections x 64 streams announcing 16 MiB, unauthenticated:
@@ -164,6 +225,17 @@ func TestHostilePeers(t *testing.T) {
 			name: "pre-auth 64 KiB frames", attack: announceUnauthenticated(2, 64<<10-1),
 			check: func(t *testing.T, _ *brokerProcess, c peerCost) {
 				require.Less(t, c.peak.rss-c.idle.rss, int64(hostileRSSGrowth), "RSS growth")
+			},
+		},
+		{
+			// 50 connections that never authenticate held every slot of
+			// FELIX_MAX_CONNECTIONS=50: every new client was refused.
+			name: "50 idle connections at FELIX_MAX_CONNECTIONS=50", env: []string{"FELIX_MAX_CONNECTIONS=50"},
+			attack: idleConnections(50, &fresh),
+			check: func(t *testing.T, _ *brokerProcess, c peerCost) {
+				t.Logf("%d new clients connected and published during the attack, the slowest in %v",
+					fresh.n.Load(), time.Duration(fresh.slowest.Load()))
+				require.Positive(t, fresh.n.Load())
 			},
 		},
 	} {

@@ -375,15 +375,22 @@ func (s *swarm) announce(ctx context.Context) {
 }
 
 // silent opens streams and never authenticates them: the broker resets
-// each after FELIX_AUTH_TIMEOUT_MS, and at FELIX_MAX_STREAMS_PER_CONN open
-// ones the next open blocks.
+// each after FELIX_AUTH_TIMEOUT_MS, at FELIX_MAX_STREAMS_PER_CONN open ones
+// the next open blocks, and the connection, having authenticated nothing,
+// is closed at the auth timeout too; silent dials again.
 func (s *swarm) silent(ctx context.Context) {
-	qc, err := s.dial(ctx)
-	if err != nil {
-		return
-	}
-	defer qc.CloseWithError(0, "")
 	for ctx.Err() == nil {
+		qc, err := s.dial(ctx)
+		if err != nil {
+			return
+		}
+		s.silentOn(ctx, qc)
+		qc.CloseWithError(0, "")
+	}
+}
+
+func (s *swarm) silentOn(ctx context.Context, qc *quic.Conn) {
+	for ctx.Err() == nil && qc.Context().Err() == nil {
 		str, err := qc.OpenStream()
 		if err != nil {
 			var tooMany *quic.StreamLimitReachedError
@@ -404,8 +411,9 @@ func (s *swarm) silent(ctx context.Context) {
 	}
 }
 
-// flood dials connections as fast as it can, keeping them, until the
-// broker refuses.
+// flood dials connections as fast as it can, authenticating a stream on
+// each (an unauthenticated one would only hold its slot until a handshake
+// evicts it) and keeping them, until the broker refuses.
 func (s *swarm) flood(ctx context.Context) {
 	var conns []*quic.Conn
 	defer func() {
@@ -413,6 +421,7 @@ func (s *swarm) flood(ctx context.Context) {
 			c.CloseWithError(0, "")
 		}
 	}()
+	auth := wire.AppendJSONFrame(nil, &wire.Auth{TenantID: "t1", Token: "dev"})
 	for ctx.Err() == nil && len(conns) < 200 {
 		qc, err := s.dial(ctx)
 		if err != nil {
@@ -421,6 +430,10 @@ func (s *swarm) flood(ctx context.Context) {
 				s.refusedConns.Add(1)
 			}
 			continue
+		}
+		if str, err := qc.OpenStreamSync(ctx); err == nil {
+			str.Write(auth)
+			str.Read(make([]byte, 256)) // auth ok: the connection holds its slot
 		}
 		conns = append(conns, qc)
 	}

@@ -104,13 +104,15 @@ var (
 	knobMaxSubs = registry.Int("FELIX_MAX_SUBSCRIPTIONS_PER_CONN", 4096, 1, 1<<20,
 		"live subscriptions one connection may hold")
 	knobMaxConns = registry.Int("FELIX_MAX_CONNECTIONS", 10000, 1, 1<<20,
-		"live client connections; further handshakes are refused (CONNECTION_REFUSED)")
+		"live client connections; a further handshake closes the oldest connection that has authenticated nothing, or is refused (CONNECTION_REFUSED) if there is none")
+	knobMaxConnsSource = registry.Int("FELIX_MAX_CONNECTIONS_PER_SOURCE", 1024, 1, 1<<20,
+		"live client connections from one IP address, with the same eviction of unauthenticated ones as FELIX_MAX_CONNECTIONS")
 	knobMaxStreams = registry.Int("FELIX_MAX_STREAMS_PER_CONN", 1024, 1, 1<<16,
 		"streams a client may have open on one connection, each direction (QUIC MAX_STREAMS)")
 	knobConnTrace = registry.Bool("FELIX_CONN_TRACE", true,
 		"record each connection's path MTU, congestion, ECN and PTO state from quic-go's per-packet trace events (in /debug/felix/stats and felixtrace); costs CPU per packet, see docs/BENCHMARKS.md; FELIX_CONN_STATS_MS > 0 turns it on")
 	knobAuthTimeout = registry.Duration("FELIX_AUTH_TIMEOUT_MS", 10000, 100, 600000, time.Millisecond,
-		"a stream that sends no auth frame within this long is reset")
+		"a stream that sends no auth frame within this long is reset, and a connection none of whose streams authenticated within this long is closed")
 	knobPreAuthFrame = registry.Bytes("FELIX_PREAUTH_MAX_FRAME_BYTES", 64<<10, 1<<10, 16<<20,
 		"largest frame a stream may send before it has authenticated (its auth frame); at most FELIX_MAX_FRAME_BYTES")
 	knobPreAuthStreams = registry.Int("FELIX_PREAUTH_MAX_STREAMS_PER_CONN", 16, 1, 1<<16,

@@ -181,6 +181,7 @@ func brokerConfig(vals *knob.Values, log *slog.Logger) broker.Config {
 		IngressDrop:             knobIngressPolicy.Get(vals) == "drop",
 		MaxSubscriptionsPerConn: int(knobMaxSubs.Get(vals)),
 		MaxConnections:          int(knobMaxConns.Get(vals)),
+		MaxConnectionsPerSource: int(knobMaxConnsSource.Get(vals)),
 		MaxIncomingStreams:      knobMaxStreams.Get(vals),
 		AuthTimeout:             knobAuthTimeout.Get(vals),
 		PreAuthMaxFrameBytes:    uint32(knobPreAuthFrame.Get(vals)),
