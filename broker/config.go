@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/felixmq/felix/fanout"
@@ -126,6 +127,12 @@ type Config struct {
 	// at the credential's Expiry. nil: NodeToken only, and without one a
 	// forwarded stream is refused.
 	NodeVerifier func(ctx context.Context, token string) (NodeCredential, error)
+	// AdminAuth authenticates admin HTTP requests (AdminHandler) to every
+	// endpoint but /live and /ready, before their body is read: nil error
+	// lets one through, an *AdminAuthError says with which status it is
+	// refused. nil serves everyone who reaches the listener, which
+	// felix-broker allows on loopback only.
+	AdminAuth func(r *http.Request) error
 	// Logger receives the broker's logs; nil discards them.
 	Logger *slog.Logger
 }

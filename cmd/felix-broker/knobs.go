@@ -17,6 +17,12 @@ var (
 		"UDP address of the QUIC listener")
 	knobAdminBind = registry.HostPort("FELIX_ADMIN_BIND", "127.0.0.1:8080",
 		"TCP address of the admin HTTP server (/live, /ready, /metrics, /debug, /v1/streams)")
+	knobAdminToken = registry.String("FELIX_ADMIN_TOKEN_FILE", "", "a file path, or empty",
+		"bearer token every admin endpoint but /live and /ready requires (read again when the file changes); empty, with FELIX_ADMIN_TENANT empty too: the admin API is local-only (loopback, unauthenticated)", nil)
+	knobAdminTenant = registry.String("FELIX_ADMIN_TENANT", "", "a tenant name, or empty",
+		"tenant whose Felix tokens with admin on the whole tenant (tenant/*/*) the admin API also accepts as bearer tokens; empty: none", nil)
+	knobAdminRemote = registry.Bool("FELIX_ADMIN_REMOTE", false,
+		"allow FELIX_ADMIN_BIND beyond loopback; it also needs FELIX_ADMIN_TOKEN_FILE or FELIX_ADMIN_TENANT")
 	knobTLSCert = registry.String("FELIX_TLS_CERT_FILE", "", "path to a PEM file, or empty",
 		"server certificate (PEM); empty generates a self-signed one and logs its fingerprint", nil)
 	knobTLSKey = registry.String("FELIX_TLS_KEY_FILE", "", "path to a PEM file, or empty",

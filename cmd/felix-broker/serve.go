@@ -48,6 +48,9 @@ func serve(ctx context.Context, vals *knob.Values, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	if err := adminAuth(vals, &cfg, log); err != nil {
+		return err
+	}
 	node, err := clusterSetup(vals, &cfg, cps, log)
 	if err != nil {
 		return err
