@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -53,6 +54,7 @@ type Broker struct {
 	stalls        *stallMemory
 	authLog       *logLimit   // auth refusals and forwarded stream opens
 	frames        *byteBudget // bytes held for incomplete frames, all connections
+	space         *diskSpace  // durable bytes per tenant, free space of DataDir
 	retentionDone chan struct{}
 	closeOnce     sync.Once
 	closeErr      error
@@ -82,6 +84,7 @@ func New(cfg Config) (*Broker, error) {
 		stalls:    newStallMemory(cfg.BlackHoleCooldown),
 		authLog:   newLogLimit(100*time.Millisecond, 20),
 		frames:    newByteBudget(cfg.FrameBufferBytes, nil),
+		space:     newDiskSpace(cfg),
 	}
 	if b.verifier == nil {
 		b.verifier = DevVerifier{}
@@ -111,8 +114,19 @@ func New(cfg Config) (*Broker, error) {
 func (b *Broker) CreateStream(spec StreamSpec) error {
 	b.catalogMu.Lock()
 	defer b.catalogMu.Unlock()
+	// A creation that fails part-way (a shard that cannot open, no space,
+	// the catalog) leaves nothing behind.
+	made := b.newShardDirs(spec)
+	undo := func() {
+		for _, d := range made {
+			os.RemoveAll(d)
+		}
+	}
 	st, err := b.streams.create(spec)
 	if err != nil {
+		if !errors.Is(err, ErrStreamExists) {
+			undo()
+		}
 		return err
 	}
 	if st.spec.Durable {
@@ -123,6 +137,7 @@ func (b *Broker) CreateStream(spec StreamSpec) error {
 		}
 		if err != nil {
 			b.streams.remove(st)
+			undo()
 			return fmt.Errorf("broker: recording durable stream %s: %w", spec.StreamKey, err)
 		}
 	}

@@ -81,6 +81,14 @@ type Config struct {
 	// Storage is the segment configuration of every durable shard (segment
 	// size, index spacing, retention, recovery options).
 	Storage segment.Config
+	// TenantDurableBytes bounds the disk one tenant's durable streams and
+	// caches hold (preallocated segments included); a publish that needs
+	// more is refused with ErrTenantQuota. 0: no bound.
+	TenantDurableBytes int64
+	// DataMinFreeBytes is the free space a preallocation must leave on the
+	// data directory's file system, or it is refused (ErrDiskReserve). 0
+	// means 256 MiB; negative, none.
+	DataMinFreeBytes int64
 	// FsyncInterval is the sync interval of "periodic" durable streams;
 	// 0 means 250 ms.
 	FsyncInterval time.Duration
@@ -150,6 +158,7 @@ const (
 	defaultPreAuthFrame   = 64 << 10
 	defaultPreAuthStreams = 16
 	defaultFrameBuffers   = 1 << 30
+	defaultMinFree        = 256 << 20
 )
 
 func (c Config) withDefaults() Config {
@@ -193,6 +202,9 @@ func (c Config) withDefaults() Config {
 	if c.FrameBufferBytes == 0 {
 		c.FrameBufferBytes = defaultFrameBuffers
 	}
+	if c.DataMinFreeBytes == 0 {
+		c.DataMinFreeBytes = defaultMinFree
+	}
 	if c.RetentionInterval == 0 {
 		c.RetentionInterval = time.Minute
 	}
@@ -218,7 +230,7 @@ func (c Config) validate() error {
 		}
 	}
 	if c.AdmitTimeout < 0 || c.MaxSubscriptionsPerConn < 0 || c.MaxConnections < 0 || c.AuthTimeout < 0 ||
-		c.PreAuthMaxStreams < 0 || c.FrameBufferBytes < 0 || c.MaxConnectionsPerSource < 0 {
+		c.PreAuthMaxStreams < 0 || c.FrameBufferBytes < 0 || c.MaxConnectionsPerSource < 0 || c.TenantDurableBytes < 0 {
 		return fmt.Errorf("%w: negative limit", ErrInvalidConfig)
 	}
 	return nil

@@ -20,25 +20,31 @@ var ErrNoDataDir = errors.New("durable streams need a data directory (FELIX_DATA
 // caches both write through one; segment and commit never import each
 // other, the broker joins them here.
 type durableLog struct {
-	log *segment.Log
-	seq *commit.Sequencer
+	log   *segment.Log
+	seq   *commit.Sequencer
+	space *logSpace // what the log holds of its tenant's disk (quota.go)
 }
 
-// openDurableLog opens (recovering) the log in dir and starts its
-// sequencer. fsync must be a valid commit mode (validated with the spec).
-func openDurableLog(b *Broker, dir, fsync string, cfg segment.Config, logger *slog.Logger) (*durableLog, error) {
+// openDurableLog opens (recovering) the log of tenant in dir and starts
+// its sequencer. fsync must be a valid commit mode (validated with the
+// spec).
+func openDurableLog(b *Broker, dir, tenant, fsync string, cfg segment.Config, logger *slog.Logger) (*durableLog, error) {
 	cfg.Logger = logger
+	space := b.space.forLog(tenant)
+	cfg.Space = space
 	log, err := segment.Open(dir, cfg)
 	if err != nil {
 		return nil, err
 	}
+	space.charge(log.Stats().Recovery.FoundBytes)
 	mode, _ := commit.ParseMode(fsync)
 	seq, err := commit.New(commit.Config{Mode: mode, Interval: b.cfg.FsyncInterval, Syncer: log, Logger: logger})
 	if err != nil {
 		log.Close()
+		space.releaseAll()
 		return nil, err
 	}
-	return &durableLog{log: log, seq: seq}, nil
+	return &durableLog{log: log, seq: seq, space: space}, nil
 }
 
 // append appends payloads as one batch and reserves it with the sequencer.
@@ -64,7 +70,9 @@ func (d *durableLog) append(payloads [][]byte, done func(base uint64, err error)
 // close makes everything appended durable (a final sync in every mode),
 // completes what is pending, and closes the log.
 func (d *durableLog) close() error {
-	return errors.Join(d.seq.Close(), d.log.Close())
+	err := errors.Join(d.seq.Close(), d.log.Close())
+	d.space.releaseAll()
+	return err
 }
 
 // durable is the storage of one durable shard.
@@ -78,7 +86,7 @@ func openDurable(b *Broker, spec StreamSpec, shard int) (*durable, error) {
 	}
 	dir := filepath.Join(b.cfg.DataDir, segment.ShardDirName(spec.Tenant, spec.Namespace, spec.Stream, uint32(shard)))
 	start := time.Now()
-	dl, err := openDurableLog(b, dir, spec.Fsync, b.cfg.Storage, b.log.With("stream", spec.String(), "shard", shard))
+	dl, err := openDurableLog(b, dir, spec.Tenant, spec.Fsync, b.cfg.Storage, b.log.With("stream", spec.String(), "shard", shard))
 	if err != nil {
 		return nil, err
 	}

@@ -99,6 +99,11 @@ func (l *Log) Append(payloads [][]byte, ts int64) (uint64, error) {
 		}
 		active = l.mu.segs[len(l.mu.segs)-1]
 	}
+	if active.written.Load()+size > active.allocated {
+		if err := l.growLocked(active, size); err != nil {
+			return 0, err
+		}
+	}
 	first := active.next
 	stage, err := active.appendLocked(payloads, ts, l.cfg.IndexSpacingBytes, l.mu.stage, l.cfg.WriteMode == WriteModeFD)
 	l.mu.stage = stage
@@ -216,6 +221,19 @@ func (l *Log) Close() error {
 	}
 	l.mu.segs = nil
 	return first
+}
+
+// AllocatedBytes is the disk the log's segment files hold: the sealed
+// ones' contents and the active one's preallocation. A Config.Space has
+// been asked for all of it but Stats().Recovery.FoundBytes.
+func (l *Log) AllocatedBytes() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var n int64
+	for _, s := range l.mu.segs {
+		n += s.allocated
+	}
+	return n
 }
 
 // Stats returns a snapshot of the counters.

@@ -40,7 +40,15 @@ func recoverDir(fsys FS, dir string, cfg Config, st *RecoveryStats) ([]*segment,
 		_ = fsys.Remove(o) // an index whose segment retention removed
 	}
 	if len(bases) == 0 {
-		s, err := createSegment(fsys, dir, base, cfg.SegmentBytes, cfg.Now().UnixMicro())
+		if cfg.Space != nil {
+			if err := cfg.Space.Reserve(cfg.InitialAllocBytes); err != nil {
+				return nil, fmt.Errorf("%w: new log %s: %w", ErrNoSpace, dir, err)
+			}
+		}
+		s, err := createSegment(fsys, dir, base, cfg.SegmentBytes, cfg.InitialAllocBytes, cfg.Now().UnixMicro())
+		if err != nil && cfg.Space != nil {
+			cfg.Space.Release(cfg.InitialAllocBytes)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("segment: %w", err)
 		}
@@ -69,6 +77,7 @@ func recoverDir(fsys FS, dir string, cfg Config, st *RecoveryStats) ([]*segment,
 			return fail(err)
 		}
 		segs = append(segs, s)
+		st.FoundBytes += s.allocated
 		if i > 0 && s.base != segs[i-1].next {
 			return fail(&CorruptionError{Path: s.path, Offset: 8, Kind: KindOffsetGap,
 				Detail: fmt.Sprintf("base offset %d, previous segment ends at %d", s.base, segs[i-1].next)})
@@ -236,7 +245,7 @@ func openSealed(fsys FS, dir string, base uint64, cfg Config, st *RecoveryStats)
 			return nil, fmt.Errorf("segment: rewrite index: %w", err)
 		}
 	}
-	s.next, s.lastTS, s.sealed = r.next, r.lastTS, true
+	s.next, s.lastTS, s.sealed, s.allocated = r.next, r.lastTS, true, size
 	if r.records == 0 && r.next == base {
 		s.lastTS = h.CreatedAtMicros // empty segment: its age is its creation
 	}

@@ -29,8 +29,15 @@ func (l *Log) rollLocked(need int64) error {
 		advanceU(&l.durable, old.next) // sealing synced it
 	}
 	size := max(l.cfg.SegmentBytes, SegmentHeaderBytes+need)
+	alloc := max(l.cfg.InitialAllocBytes, SegmentHeaderBytes+need)
+	if err := l.reserveLocked(alloc); err != nil {
+		return fmt.Errorf("%w: roll at offset %d: %w", ErrNoSpace, old.next, err)
+	}
 	created := l.cfg.Now().UnixMicro()
-	s, err := createSegment(l.fs, l.dir, old.next, size, created)
+	s, err := createSegment(l.fs, l.dir, old.next, size, alloc, created)
+	if err != nil {
+		l.releaseSpace(alloc)
+	}
 	if err != nil && linux.IsNoSpace(err) {
 		// createSegment removed its file; the log stays as it was, with
 		// old sealed, and the next Append retries.
@@ -50,6 +57,52 @@ func (l *Log) rollLocked(need int64) error {
 	return nil
 }
 
+// growLocked preallocates more of the active segment s for a batch of
+// need bytes: twice its allocation, or what the batch needs, within its
+// mapping. No space (from Config.Space or the file system) fails the
+// append with ErrNoSpace and leaves the log usable; a later append tries
+// again. The file system's refusal may have extended the file in part,
+// which the allocation then counts.
+func (l *Log) growLocked(s *segment, need int64) error {
+	target := min(int64(len(s.data)), max(2*s.allocated, s.written.Load()+need))
+	if err := l.reserveLocked(target - s.allocated); err != nil {
+		return fmt.Errorf("%w: grow %s to %d bytes: %w", ErrNoSpace, s.path, target, err)
+	}
+	err := s.file.Preallocate(target)
+	if err == nil {
+		s.allocated = target
+		return nil
+	}
+	got := s.allocated
+	if size, serr := s.file.Size(); serr == nil && size > got {
+		got = min(size, target)
+	}
+	l.releaseSpace(target - got)
+	s.allocated = got
+	if linux.IsNoSpace(err) {
+		l.stat.noSpace.Add(1)
+		return fmt.Errorf("%w: grow %s to %d bytes: %w", ErrNoSpace, s.path, target, err)
+	}
+	return l.failLocked(fmt.Errorf("grow %s to %d bytes: %w", s.path, target, err))
+}
+
+func (l *Log) reserveLocked(n int64) error {
+	if l.cfg.Space == nil || n <= 0 {
+		return nil
+	}
+	if err := l.cfg.Space.Reserve(n); err != nil {
+		l.stat.noSpace.Add(1)
+		return err
+	}
+	return nil
+}
+
+func (l *Log) releaseSpace(n int64) {
+	if l.cfg.Space != nil && n > 0 {
+		l.cfg.Space.Release(n)
+	}
+}
+
 // sealLocked makes s immutable and durable: data written back, file
 // truncated to its contents, index written.
 func (l *Log) sealLocked(s *segment) error {
@@ -67,6 +120,8 @@ func (l *Log) sealLocked(s *segment) error {
 	if err := s.file.Truncate(end); err != nil {
 		return fmt.Errorf("seal %s: truncate to %d: %w", s.path, end, err)
 	}
+	l.releaseSpace(s.allocated - end)
+	s.allocated = end
 	if err := s.file.Sync(); err != nil {
 		return fmt.Errorf("seal %s: fsync: %w", s.path, err)
 	}

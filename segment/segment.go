@@ -34,6 +34,11 @@ type segment struct {
 	refs   atomic.Int32
 
 	// Guarded by Log.mu.
+	// allocated is the file's size: preallocated, and what records may
+	// fill. The mapping (data) may be longer, up to the size the segment
+	// rolls at; nothing reads or writes it past allocated (that would
+	// fault past the end of the file).
+	allocated    int64
 	next         uint64       // offset the next record of this segment gets
 	lastTS       int64        // timestamp of the newest record
 	index        []IndexEntry // append-only; readers copy the slice header
@@ -46,9 +51,10 @@ func segmentNames(dir string, base uint64) (string, string) {
 	return filepath.Join(dir, name+".log"), filepath.Join(dir, name+".index")
 }
 
-// createSegment makes a new preallocated, mapped segment whose header is
-// written and synced. The caller syncs the directory.
-func createSegment(fsys FS, dir string, base uint64, size int64, createdMicros int64) (*segment, error) {
+// createSegment makes a new segment mapped at size, of which alloc bytes
+// are preallocated, whose header is written and synced. The caller syncs
+// the directory.
+func createSegment(fsys FS, dir string, base uint64, size, alloc int64, createdMicros int64) (*segment, error) {
 	path, indexPath := segmentNames(dir, base)
 	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
@@ -60,9 +66,10 @@ func createSegment(fsys FS, dir string, base uint64, size int64, createdMicros i
 		_ = fsys.Remove(path)
 		return nil, err
 	}
-	if err := f.Preallocate(size); err != nil {
+	if err := f.Preallocate(alloc); err != nil {
 		return fail(fmt.Errorf("preallocate %s: %w", path, err))
 	}
+	s.allocated = alloc
 	var hdr [SegmentHeaderBytes]byte
 	putSegmentHeader(hdr[:], SegmentHeader{BaseOffset: base, CreatedAtMicros: createdMicros})
 	if err := writeFull(f, hdr[:], 0); err != nil {

@@ -34,7 +34,11 @@ type RecoveryStats struct {
 	TruncatedBytes    int64
 	IndexesRebuilt    int // index files that were missing or wrong
 	SegmentsDiscarded int // newest segments that were never installed (all zeros)
-	Duration          time.Duration
+	// FoundBytes is what the segment files Open found hold on disk: the
+	// bytes Config.Space was not asked for (a caller accounting disk
+	// counts them at Open).
+	FoundBytes int64
+	Duration   time.Duration
 }
 
 // Histogram is a snapshot of a latency histogram with power-of-two

@@ -230,14 +230,7 @@ func (s *cpSync) follow(ctx context.Context, cursor int64) error {
 
 func (s *cpSync) apply(ch controlplane.Change) {
 	if ch.Op != controlplane.OpCreated {
-		// Deleting a stream a broker serves needs draining its
-		// subscribers; until that exists the broker keeps serving it.
-		s.log.Warn("control plane: deletion not applied until restart", "kind", ch.Kind, "key", ch.Path)
-		if ch.Kind == controlplane.KindTenant {
-			s.mu.Lock()
-			delete(s.tenants, ch.Path)
-			s.mu.Unlock()
-		}
+		s.applyDeletion(ch.Ref)
 		return
 	}
 	var err error
@@ -262,6 +255,34 @@ func (s *cpSync) apply(ch controlplane.Change) {
 	}
 	if err != nil {
 		s.log.Error("control plane: bad change", "kind", ch.Kind, "key", ch.Path, "err", err)
+	}
+}
+
+// applyDeletion removes what the control plane deleted: a stream or cache
+// ends its subscribers and leaves the data directory at once; a tenant's
+// keys are no longer fetched. (A snapshot after a resync only creates: a
+// deletion missed while the feed was unreachable stays until restart.)
+func (s *cpSync) applyDeletion(ref controlplane.Ref) {
+	var err error
+	parts := strings.Split(ref.Path, "/")
+	switch {
+	case ref.Kind == controlplane.KindTenant:
+		s.mu.Lock()
+		delete(s.tenants, ref.Path)
+		s.mu.Unlock()
+	case ref.Kind == controlplane.KindStream && len(parts) == 3:
+		err = s.b.DeleteStream(broker.StreamKey{Tenant: parts[0], Namespace: parts[1], Stream: parts[2]})
+		if errors.Is(err, broker.ErrStreamNotFound) {
+			err = nil
+		}
+	case ref.Kind == controlplane.KindCache && len(parts) == 3:
+		err = s.b.DeleteCache(broker.CacheKey{Tenant: parts[0], Namespace: parts[1], Cache: parts[2]})
+		if errors.Is(err, broker.ErrCacheNotFound) {
+			err = nil
+		}
+	}
+	if err != nil {
+		s.log.Error("control plane: cannot apply deletion", "kind", ref.Kind, "key", ref.Path, "err", err)
 	}
 }
 

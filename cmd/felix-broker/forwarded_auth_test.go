@@ -21,12 +21,15 @@ import (
 	"github.com/felixmq/felix/wire"
 )
 
+// testBootstrap is jwksControlPlane's bootstrap token.
+const testBootstrap = "bootstrap-token-for-the-test-0123456789"
+
 // jwksControlPlane is a control plane (memory store, bootstrap token) that
 // also serves the tenant keys of minter, as a real one serves its own, with
 // the tenants given, each with namespace ns. post creates what it is given
 // there with the bootstrap token.
 func jwksControlPlane(t *testing.T, minter *auth.Minter, ns string, tenants ...string) (url, tokenFile string, post func(path, body string)) {
-	const bootstrap = "bootstrap-token-for-the-test-0123456789"
+	const bootstrap = testBootstrap
 	authz, err := controlplane.NewBootstrapAuthorizer(bootstrap)
 	require.NoError(t, err)
 	cp, err := controlplane.New(controlplane.Config{Authorizer: authz})

@@ -70,7 +70,13 @@ var (
 	knobFsyncInterval = registry.Duration("FELIX_FSYNC_INTERVAL_MS", 250, 1, 3600000, time.Millisecond,
 		"sync interval of durable streams in fsync mode periodic (the loss window on power failure)")
 	knobSegmentBytes = registry.Bytes("FELIX_DURABLE_SEGMENT_BYTES", 256<<20, 64<<10, 64<<30,
-		"size a durable shard's segment is preallocated to and rolled at")
+		"size a durable shard's segment rolls at (preallocated a step at a time: FELIX_DURABLE_PREALLOC_BYTES)")
+	knobInitialAlloc = registry.Bytes("FELIX_DURABLE_PREALLOC_BYTES", 1<<20, 4<<10, 64<<30,
+		"what a new segment preallocates; the allocation doubles as records need it, up to FELIX_DURABLE_SEGMENT_BYTES")
+	knobTenantDurable = registry.Bytes("FELIX_TENANT_DURABLE_BYTES", 0, 0, 1<<50,
+		"disk one tenant's durable streams and caches may hold (preallocation included); a publish needing more is refused with tenant_quota; 0: no bound")
+	knobMinFree = registry.Bytes("FELIX_DATA_MIN_FREE_BYTES", 256<<20, 0, 1<<50,
+		"free space a preallocation must leave on FELIX_DATA_DIR's file system, or the publish needing it is refused; 0: none")
 	knobIndexSpacing = registry.Bytes("FELIX_DURABLE_INDEX_SPACING_BYTES", 4096, 64, 64<<20,
 		"bytes of log between two sparse index entries")
 	knobRetentionBytes = registry.Bytes("FELIX_DURABLE_RETENTION_BYTES", 0, 0, 1<<50,

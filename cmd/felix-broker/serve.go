@@ -199,8 +199,11 @@ func brokerConfig(vals *knob.Values, log *slog.Logger) broker.Config {
 		DataDir:                 knobDataDir.Get(vals),
 		FsyncInterval:           knobFsyncInterval.Get(vals),
 		RetentionInterval:       knobRetentionInterval.Get(vals),
+		TenantDurableBytes:      knobTenantDurable.Get(vals),
+		DataMinFreeBytes:        minFree(knobMinFree.Get(vals)),
 		Storage: segment.Config{
 			SegmentBytes:       knobSegmentBytes.Get(vals),
+			InitialAllocBytes:  knobInitialAlloc.Get(vals),
 			IndexSpacingBytes:  knobIndexSpacing.Get(vals),
 			RetentionBytes:     knobRetentionBytes.Get(vals),
 			RetentionAge:       knobRetentionMS.Get(vals),
@@ -210,6 +213,15 @@ func brokerConfig(vals *knob.Values, log *slog.Logger) broker.Config {
 		},
 		Logger: log,
 	}
+}
+
+// minFree maps FELIX_DATA_MIN_FREE_BYTES, where 0 means none, to
+// broker.Config.DataMinFreeBytes, where 0 means the default.
+func minFree(n int64) int64 {
+	if n == 0 {
+		return -1
+	}
+	return n
 }
 
 // loadTLS loads the configured certificate, or generates a self-signed one,

@@ -112,3 +112,13 @@ func seek(fd uintptr, off int64, whence int) (int64, bool, error) {
 	}
 	return pos, true, nil
 }
+
+// FreeBytes is statfs(2)'s space available to an unprivileged user on the
+// file system holding path (f_bavail x f_bsize).
+func FreeBytes(path string) (int64, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(path, &st); err != nil {
+		return 0, fmt.Errorf("statfs %s: %w", path, err)
+	}
+	return int64(st.Bavail) * int64(st.Bsize), nil
+}

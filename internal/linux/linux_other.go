@@ -51,3 +51,8 @@ func SeekData(fd uintptr, off int64) (pos int64, ok bool, err error) {
 func SeekHole(fd uintptr, off int64) (pos int64, ok bool, err error) {
 	return 0, false, fmt.Errorf("%w: lseek SEEK_HOLE", ErrNotSupported)
 }
+
+// FreeBytes is not available: callers skip their free-space check.
+func FreeBytes(path string) (int64, error) {
+	return 0, fmt.Errorf("%w: statfs", ErrNotSupported)
+}
