@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -198,6 +200,54 @@ func publishOnce(ctx context.Context, addr string, tlsConf *tls.Config) error {
 	return pub.Publish(ctx, []byte("new client"))
 }
 
+// refusedAuths sends, on 4 connections as fast as the broker answers, auth
+// frames the broker refuses, each claiming a tenant of its own: 60 KiB
+// names (under the pre-auth frame cap), 200-byte names of no tenant, and
+// now and then a 15 MiB one (the attack that wrote 314 MB of log in 2.2 s
+// when a refusal logged the claimed tenant verbatim). *sent counts them.
+func refusedAuths(sent *atomic.Int64) func(ctx context.Context, t *testing.T, bp *brokerProcess) {
+	return func(ctx context.Context, t *testing.T, bp *brokerProcess) {
+		tlsConf := bp.clientTLS(t)
+		var wg sync.WaitGroup
+		for w := range 4 {
+			wg.Go(func() {
+				qc, err := rawDial(ctx, bp, tlsConf)
+				if err != nil {
+					return
+				}
+				defer qc.CloseWithError(0, "")
+				for i := 0; ctx.Err() == nil; i++ {
+					size := []int{60 << 10, 200, 60 << 10, 200}[i%4]
+					if w == 0 && i%50 == 0 {
+						size = 15 << 20
+					}
+					tenant := strings.Repeat(string(rune('a'+i%26)), size)
+					if sendAuth(ctx, qc, &wire.Auth{TenantID: tenant, Token: "x.y.z"}) != nil {
+						return
+					}
+					sent.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+	}
+}
+
+// sendAuth opens a stream, sends a, and reads until the broker ends it.
+func sendAuth(ctx context.Context, qc *quic.Conn, a *wire.Auth) error {
+	str, err := qc.OpenStreamSync(ctx)
+	if err != nil {
+		return err
+	}
+	defer str.CancelRead(0)
+	stop := context.AfterFunc(ctx, func() { str.CancelWrite(0); str.CancelRead(0) })
+	defer stop()
+	str.Write(wire.AppendJSONFrame(nil, a))
+	str.Close()
+	io.Copy(io.Discard, str)
+	return nil
+}
+
 // hostileRSSGrowth bounds how much the broker's RSS may grow under an
 // unauthenticated attack: its connections' windows and frame buffers,
 // quic-go's per-stream state, and the Go runtime's slack.
@@ -212,6 +262,7 @@ func TestHostilePeers(t *testing.T) {
 		t.Skip("runs broker processes under attack")
 	}
 	var fresh newClients
+	var refused atomic.Int64
 	for _, a := range []peerAttack{
 		{
 			// 2 connections x 64 streams announcing 16 MiB, unauthenticated:
@@ -236,6 +287,20 @@ func TestHostilePeers(t *testing.T) {
 				t.Logf("%d new clients connected and published during the attack, the slowest in %v",
 					fresh.n.Load(), time.Duration(fresh.slowest.Load()))
 				require.Positive(t, fresh.n.Load())
+			},
+		},
+		{
+			// Refused auths logged the claimed tenant verbatim.
+			name: "refused auths with huge tenant names", env: []string{"FELIX_EMBEDDED_CONTROLPLANE_BIND=127.0.0.1:0"},
+			attack: refusedAuths(&refused),
+			check: func(t *testing.T, bp *brokerProcess, c peerCost) {
+				t.Logf("%d auth frames refused", refused.Load())
+				require.Greater(t, refused.Load(), int64(100))
+				require.Less(t, c.logBytes, int64(64<<10), "log bytes")
+				require.Contains(t, bp.log.text(), "lines_suppressed=")
+				for _, line := range strings.Split(bp.log.text(), "\n") {
+					require.Less(t, len(line), 2<<10, "a log line echoes what the peer sent: %.200s", line)
+				}
 			},
 		},
 	} {

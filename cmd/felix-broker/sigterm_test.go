@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/felixmq/felix/client"
+	"github.com/felixmq/felix/internal/devdir"
 )
 
 // brokerProcess is the broker (this test binary re-executed) in its own
@@ -85,13 +87,24 @@ func startBrokerProcess(t *testing.T, env ...string) *brokerProcess {
 	return bp
 }
 
+// dial connects a client of t1 with the embedded control plane's token
+// when it runs, else with any token (the dev verifier).
 func (bp *brokerProcess) dial(t *testing.T) *client.Client {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := client.Dial(ctx, bp.addr, client.Config{Tenant: "t1", Token: "dev", TLS: bp.clientTLS(t)})
+	c, err := client.Dial(ctx, bp.addr, client.Config{Tenant: "t1", Token: bp.token(), TLS: bp.clientTLS(t)})
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// token is the embedded control plane's dev token, or "dev".
+func (bp *brokerProcess) token() string {
+	raw, err := os.ReadFile(filepath.Join(filepath.Dir(bp.cert), devdir.TokenFile))
+	if err != nil {
+		return "dev"
+	}
+	return strings.TrimSpace(string(raw))
 }
 
 // ackLog records which sequence numbers were acked and signals when a
