@@ -39,7 +39,7 @@ func TestIdleUnauthenticatedConnectionsLockNoOneOut(t *testing.T) {
 	h := startBroker(t, broker.Config{MaxConnections: 50})
 	var idle []*quic.Conn
 	for range 50 {
-		idle = append(idle, h.rawConn(t))
+		idle = append(idle, h.keepAliveConn(t))
 	}
 	require.Eventually(t, func() bool { return len(h.b.Stats().Connections) == 50 }, 5*time.Second, 5*time.Millisecond)
 	for i := range 3 {
@@ -54,6 +54,18 @@ func TestIdleUnauthenticatedConnectionsLockNoOneOut(t *testing.T) {
 	require.Nil(t, idle[3].Context().Err(), "only as many closed as clients came")
 }
 
+// keepAliveConn is rawConn with keep-alives, as an attacker holding a
+// slot would send them; they also make a close the peer missed (its one
+// CONNECTION_CLOSE packet dropped) heard at the next one.
+func (h *harness) keepAliveConn(t *testing.T) *quic.Conn {
+	tlsConf := h.clientTLS.Clone()
+	tlsConf.NextProtos = []string{broker.ALPN}
+	qc, err := quic.DialAddr(ctxT(t, 10*time.Second), h.addr, tlsConf, &quic.Config{KeepAlivePeriod: 100 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { qc.CloseWithError(0, "") })
+	return qc
+}
+
 // TestConnectionMustAuthenticate: a connection that opens no stream, or
 // only streams that never authenticate, is closed at FELIX_AUTH_TIMEOUT_MS;
 // one whose stream authenticated is not.
@@ -63,12 +75,12 @@ func TestConnectionMustAuthenticate(t *testing.T) {
 	c := h.dial(t)
 	pub, err := c.NewPublisher(ctx, "default", "demo")
 	require.NoError(t, err)
-	silent := h.rawConn(t)
+	silent := h.keepAliveConn(t)
 	str, err := silent.OpenStreamSync(ctx)
 	require.NoError(t, err)
 	str.Write([]byte("F")) // a stream, never an auth frame
 	opened := time.Now()
-	require.EqualValues(t, wire.CloseUnauthenticated, closedWith(t, h.rawConn(t), 5*time.Second))
+	require.EqualValues(t, wire.CloseUnauthenticated, closedWith(t, h.keepAliveConn(t), 5*time.Second))
 	require.EqualValues(t, wire.CloseUnauthenticated, closedWith(t, silent, 5*time.Second))
 	require.GreaterOrEqual(t, time.Since(opened), 300*time.Millisecond)
 	require.NoError(t, pub.Publish(ctx, []byte("still connected")))
