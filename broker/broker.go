@@ -53,6 +53,7 @@ type Broker struct {
 	stopRetention chan struct{}
 	stalls        *stallMemory
 	authLog       *logLimit   // auth refusals and forwarded stream opens
+	storageLog    *logLimit   // storage corruption found by readers
 	frames        *byteBudget // bytes held for incomplete frames, all connections
 	space         *diskSpace  // durable bytes per tenant, free space of DataDir
 	retentionDone chan struct{}
@@ -76,15 +77,16 @@ func New(cfg Config) (*Broker, error) {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
 	b := &Broker{
-		cfg:       cfg,
-		log:       cfg.Logger,
-		verifier:  cfg.Verifier,
-		pool:      &fanout.Pool{},
-		listening: make(chan struct{}),
-		stalls:    newStallMemory(cfg.BlackHoleCooldown),
-		authLog:   newLogLimit(100*time.Millisecond, 20),
-		frames:    newByteBudget(cfg.FrameBufferBytes, nil),
-		space:     newDiskSpace(cfg),
+		cfg:        cfg,
+		log:        cfg.Logger,
+		verifier:   cfg.Verifier,
+		pool:       &fanout.Pool{},
+		listening:  make(chan struct{}),
+		stalls:     newStallMemory(cfg.BlackHoleCooldown),
+		authLog:    newLogLimit(100*time.Millisecond, 20),
+		storageLog: newLogLimit(100*time.Millisecond, 20),
+		frames:     newByteBudget(cfg.FrameBufferBytes, nil),
+		space:      newDiskSpace(cfg),
 	}
 	if b.verifier == nil {
 		b.verifier = DevVerifier{}
@@ -95,6 +97,7 @@ func New(cfg Config) (*Broker, error) {
 	b.load.at = time.Now()
 	b.streams = newRegistry(func(st *stream, id int) (*shard, error) { return newShard(b, st, id) })
 	b.caches = newCacheRegistry()
+	b.metrics = newMetrics(b) // reopening the catalog may count corruption
 	if cfg.DataDir != "" {
 		if err := b.reopenCatalog(); err != nil {
 			b.closeShardsNow()
@@ -104,7 +107,6 @@ func New(cfg Config) (*Broker, error) {
 	b.stopRetention = make(chan struct{})
 	b.retentionDone = make(chan struct{})
 	go b.retentionLoop()
-	b.metrics = newMetrics(b)
 	return b, nil
 }
 

@@ -87,6 +87,9 @@ func openDurable(b *Broker, spec StreamSpec, shard int) (*durable, error) {
 	dir := filepath.Join(b.cfg.DataDir, segment.ShardDirName(spec.Tenant, spec.Namespace, spec.Stream, uint32(shard)))
 	start := time.Now()
 	dl, err := openDurableLog(b, dir, spec.Tenant, spec.Fsync, b.cfg.Storage, b.log.With("stream", spec.String(), "shard", shard))
+	if errors.Is(err, segment.ErrCorrupt) {
+		b.reportCorruption("storage corruption: the log cannot open", err, "log", shardName(spec.StreamKey, shard))
+	}
 	if err != nil {
 		return nil, err
 	}

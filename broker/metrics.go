@@ -30,6 +30,7 @@ type metrics struct {
 	subscribers         prometheus.Gauge
 	violations          *prometheus.CounterVec
 	ackLatency          prometheus.Histogram
+	corruptions         prometheus.Counter
 	endedDroppedEvent   atomic.Uint64 // drops of subscriptions that have ended
 	cluster             clusterMetrics
 }
@@ -74,6 +75,10 @@ func newMetrics(b *Broker) *metrics {
 		violations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "felix_protocol_violations_total", Help: "Frames refused as protocol violations, by stream kind.",
 		}, []string{"stream"}),
+		corruptions: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "felix_storage_corruptions_total",
+			Help: "Durable log records that failed their checks when read (replays, consumer groups) or at open; each is logged with its file and byte.",
+		}),
 		ackLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "felix_publish_ack_latency_seconds",
 			Help:    "Broker-side time from an acked publish's frame to its ack being queued.",
@@ -81,7 +86,7 @@ func newMetrics(b *Broker) *metrics {
 		}),
 	}
 	m.reg.MustRegister(m.publishRequests, m.publishEvents, m.bytesIn, newDropCollector(b), storageCollector{b},
-		m.deliveredEvents, m.bytesOut, m.connections, m.connRefused, m.connRefusedSource, m.connUnauthenticated, m.authTimeouts, m.subscribers, m.violations, m.ackLatency,
+		m.deliveredEvents, m.bytesOut, m.connections, m.connRefused, m.connRefusedSource, m.connUnauthenticated, m.authTimeouts, m.subscribers, m.violations, m.ackLatency, m.corruptions,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "felix_streams", Help: "Registered streams."},
 			func() float64 { return float64(len(b.streams.list())) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "felix_frame_buffer_bytes",

@@ -29,7 +29,33 @@ var (
 	ErrOwnerUnavailable = errors.New("client: owner_unavailable")
 	// ErrNotNegotiated: the broker did not advertise what the call needs.
 	ErrNotNegotiated = errors.New("client: capability not negotiated with the broker")
+	// ErrStorage matches a *StorageError.
+	ErrStorage = errors.New("client: storage")
 )
+
+// StorageError ends a subscription whose replay reached a record the
+// broker cannot read (its durable log is damaged there): every record
+// before Offset was delivered, none from it on.
+type StorageError struct {
+	Offset  uint64
+	Message string
+}
+
+func (e *StorageError) Error() string { return "broker: " + e.Message }
+
+// Is makes errors.Is(err, ErrStorage) true.
+func (e *StorageError) Is(target error) bool { return target == ErrStorage }
+
+// eventStreamError is the error an event stream's error frame carries: a
+// *StorageError when it leads with the storage code and an offset, else a
+// *BrokerError.
+func eventStreamError(msg string) error {
+	var off uint64
+	if _, err := fmt.Sscanf(msg, "storage: offset %d", &off); err == nil {
+		return &StorageError{Offset: off, Message: msg}
+	}
+	return &BrokerError{Message: msg}
+}
 
 // BrokerError is an error the broker reported for a request.
 type BrokerError struct {

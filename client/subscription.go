@@ -153,9 +153,12 @@ func (s *Subscription) decode(h wire.Header, payload []byte, batch *wire.EventBa
 		if err != nil {
 			return nil, err
 		}
-		if gap, ok := m.(*wire.SubscriptionGap); ok {
-			s.dropped.Add(gap.Dropped)
-			return []Event{{Dropped: gap.Dropped}}, nil
+		switch m := m.(type) {
+		case *wire.SubscriptionGap:
+			s.dropped.Add(m.Dropped)
+			return []Event{{Dropped: m.Dropped}}, nil
+		case *wire.ErrorMessage: // why the broker ends the subscription
+			return nil, eventStreamError(m.Message)
 		}
 		return nil, fmt.Errorf("%w: %s on an event stream", ErrProtocol, m.Type())
 	}
