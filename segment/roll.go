@@ -1,6 +1,7 @@
 package segment
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -9,9 +10,10 @@ import (
 
 // rollLocked seals the active segment and installs a new one big enough for
 // a batch of need bytes. Any failure is terminal for the log and recorded
-// before rollLocked returns, except no space for the new segment
-// (ErrNoSpace), after which the sealed segment stays the newest and the
-// next call tries again.
+// before rollLocked returns, except no space (ErrNoSpace): for the steps of
+// the seal after the write back, after which the segment stays active, or
+// for the new segment, after which the sealed segment stays the newest;
+// either way the next call tries again.
 //
 // Order (each step durable before the next, so recovery always finds either
 // the old segment as the newest or a fully installed new one):
@@ -23,7 +25,12 @@ import (
 func (l *Log) rollLocked(need int64) error {
 	old := l.mu.segs[len(l.mu.segs)-1]
 	if !old.sealed {
-		if err := l.sealLocked(old); err != nil {
+		err := l.sealLocked(old)
+		if errors.Is(err, ErrNoSpace) {
+			l.stat.noSpace.Add(1)
+			return err // the segment stays active; the next Append seals again
+		}
+		if err != nil {
 			return l.failLocked(err)
 		}
 		advanceU(&l.durable, old.next) // sealing synced it
@@ -105,6 +112,14 @@ func (l *Log) releaseSpace(n int64) {
 
 // sealLocked makes s immutable and durable: data written back, file
 // truncated to its contents, index written.
+//
+// Once the data is written back, no space for the steps after it (the
+// truncate and its fsync change metadata only, and both may be done again)
+// returns an error wrapping ErrNoSpace and leaves s active, to be sealed by
+// the next roll, as a roll that finds no space for the next segment does.
+// The index is a hint that recovery checks entry by entry and rebuilds: a
+// failure to write it seals s without one. A write-back failure is
+// terminal: what the page cache holds is then unknown.
 func (l *Log) sealLocked(s *segment) error {
 	end := s.written.Load()
 	from := s.synced.Load()
@@ -117,20 +132,29 @@ func (l *Log) sealLocked(s *segment) error {
 	if err != nil {
 		return fmt.Errorf("seal %s: write back: %w", s.path, err)
 	}
+	advance(&s.synced, end)
 	if err := s.file.Truncate(end); err != nil {
-		return fmt.Errorf("seal %s: truncate to %d: %w", s.path, end, err)
+		return noSpaceOr(fmt.Errorf("seal %s: truncate to %d: %w", s.path, end, err))
 	}
 	l.releaseSpace(s.allocated - end)
 	s.allocated = end
 	if err := s.file.Sync(); err != nil {
-		return fmt.Errorf("seal %s: fsync: %w", s.path, err)
+		return noSpaceOr(fmt.Errorf("seal %s: fsync: %w", s.path, err))
 	}
-	advance(&s.synced, end)
 	s.sealed = true
 	if err := writeIndex(l.fs, s.indexPath, s.base, s.index); err != nil {
-		return fmt.Errorf("seal %s: %w", s.path, err)
+		_ = l.fs.Remove(s.indexPath)
+		l.cfg.Logger.Warn("segment: index not written; the next open rebuilds it", "segment", s.path, "err", err)
 	}
 	return nil
+}
+
+// noSpaceOr wraps err in ErrNoSpace when the file system is full.
+func noSpaceOr(err error) error {
+	if linux.IsNoSpace(err) {
+		return fmt.Errorf("%w: %w", ErrNoSpace, err)
+	}
+	return err
 }
 
 // writeIndex writes and fsyncs an index file.
