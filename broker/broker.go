@@ -56,6 +56,7 @@ type Broker struct {
 	storageLog    *logLimit   // storage corruption found by readers
 	frames        *byteBudget // bytes held for incomplete frames, all connections
 	space         *diskSpace  // durable bytes per tenant, free space of DataDir
+	reopening     bool        // New is reopening the catalog's streams (set before any goroutine)
 	retentionDone chan struct{}
 	closeOnce     sync.Once
 	closeErr      error
@@ -154,6 +155,8 @@ func (b *Broker) reopenCatalog() error {
 	if err != nil {
 		return err
 	}
+	b.reopening = true
+	defer func() { b.reopening = false }()
 	for _, spec := range c.Streams {
 		if _, err := b.streams.create(spec); err != nil {
 			return fmt.Errorf("broker: reopening %s: %w", spec.StreamKey, err)

@@ -81,6 +81,12 @@ type Config struct {
 	// Storage is the segment configuration of every durable shard (segment
 	// size, index spacing, retention, recovery options).
 	Storage segment.Config
+	// ResetMissing lists durable streams whose missing shard directories
+	// New may recreate empty, at offset 0: an operator's decision that
+	// their records are gone. Otherwise a stream the catalog lists whose
+	// shard directory is missing refuses to open (segment.ErrMissing),
+	// and so does New.
+	ResetMissing []StreamKey
 	// TenantDurableBytes bounds the disk one tenant's durable streams and
 	// caches hold (preallocated segments included); a publish that needs
 	// more is refused with ErrTenantQuota. 0: no bound.

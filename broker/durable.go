@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/felixmq/felix/commit"
@@ -84,9 +84,24 @@ func openDurable(b *Broker, spec StreamSpec, shard int) (*durable, error) {
 	if b.cfg.DataDir == "" {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidStream, ErrNoDataDir)
 	}
-	dir := filepath.Join(b.cfg.DataDir, segment.ShardDirName(spec.Tenant, spec.Namespace, spec.Stream, uint32(shard)))
+	dir := b.shardDir(spec, shard)
 	start := time.Now()
-	dl, err := openDurableLog(b, dir, spec.Tenant, spec.Fsync, b.cfg.Storage, b.log.With("stream", spec.String(), "shard", shard))
+	scfg := b.cfg.Storage
+	// A stream the catalog lists had its logs created already (outside
+	// cluster mode, where a broker opens only the shards it comes to own):
+	// a missing one lost its records, and recreating it empty would reuse
+	// their offsets. Only the operator may say so (Config.ResetMissing).
+	reset := slices.Contains(b.cfg.ResetMissing, spec.StreamKey)
+	scfg.MustExist = b.reopening && b.cfg.NodeID == "" && !reset
+	if reset && b.reopening && !exists(dir) {
+		b.log.Warn("durable shard directory missing: starting it empty at offset 0 (FELIX_DURABLE_RESET_MISSING)",
+			"stream", spec.String(), "shard", shard, "dir", dir)
+	}
+	dl, err := openDurableLog(b, dir, spec.Tenant, spec.Fsync, scfg, b.log.With("stream", spec.String(), "shard", shard))
+	if errors.Is(err, segment.ErrMissing) {
+		return nil, fmt.Errorf("%w; the catalog (%s) lists %s, so its records are gone: restore the directory, "+
+			"or start the stream empty at offset 0 with FELIX_DURABLE_RESET_MISSING=%s", err, catalogFile, spec.StreamKey, spec.StreamKey)
+	}
 	if errors.Is(err, segment.ErrCorrupt) {
 		b.reportCorruption("storage corruption: the log cannot open", err, "log", shardName(spec.StreamKey, shard))
 	}

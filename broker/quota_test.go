@@ -3,6 +3,7 @@ package broker_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -149,4 +150,40 @@ func TestDeleteStreamAppliesAtOnce(t *testing.T) {
 	require.NoError(t, h.b.Close())
 	h2 := serveBroker(t, broker.Config{DataDir: dir})
 	require.Empty(t, h2.b.Streams(), "and so is its catalog entry")
+}
+
+// TestMissingShardDirectoryIsRefused: a shard directory removed while the
+// catalog lists its stream was recreated empty at offset 0, reusing the
+// offsets of acknowledged records that were gone, without a warning. Now
+// the broker refuses to open (New fails naming the directory and the way
+// out) and creates nothing; with the stream in ResetMissing it starts that
+// shard empty, saying so.
+func TestMissingShardDirectoryIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	spec := tenantStream("t1", "jobs", 2)
+	h := serveBroker(t, broker.Config{DataDir: dir}, spec)
+	ctx := ctxT(t, 20*time.Second)
+	pub, err := h.dial(t).NewPublisher(ctx, "default", "jobs")
+	require.NoError(t, err)
+	for shard := range 2 {
+		require.NoError(t, pub.PublishShardAsync(uint32(shard), [][]byte{[]byte("acked")}).Wait(ctx))
+	}
+	require.NoError(t, h.b.Close())
+	gone := filepath.Join(dir, segment.ShardDirName("t1", "default", "jobs", 1))
+	require.NoError(t, os.RemoveAll(gone))
+
+	_, err = broker.New(broker.Config{DataDir: dir, TLS: h0TLS(t), ListenAddrs: []string{"127.0.0.1:0"}})
+	require.ErrorIs(t, err, segment.ErrMissing)
+	require.ErrorContains(t, err, "FELIX_DURABLE_RESET_MISSING=t1/default/jobs")
+	require.NoDirExists(t, gone, "nothing recreated")
+
+	var logs syncBuffer
+	h2 := serveBroker(t, broker.Config{DataDir: dir, ResetMissing: []broker.StreamKey{spec.StreamKey},
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	require.Contains(t, logs.String(), "durable shard directory missing: starting it empty at offset 0")
+	sub, err := h2.dial(t).Subscribe(ctx, "default", "jobs", client.SubscribeOptions{From: client.Earliest()})
+	require.NoError(t, err)
+	ev, err := sub.Next(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "acked", string(ev.Payload), "shard 0 kept its record")
 }

@@ -111,3 +111,27 @@ func TestSpaceRefusalIsNotTerminal(t *testing.T) {
 	require.Len(t, readAll(t, l2, 0), appended+1)
 	require.Equal(t, l2.AllocatedBytes(), dirBytes(t, filepath.Clean(dir)))
 }
+
+// TestMustExistRefusesMissingLog: a log that was created before and whose
+// directory, or whose every segment, is gone is refused with ErrMissing
+// instead of being created again empty at its base offset; nothing is
+// created on disk.
+func TestMustExistRefusesMissingLog(t *testing.T) {
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "shard")
+	_, err := Open(dir, Config{MustExist: true})
+	require.ErrorIs(t, err, ErrMissing)
+	require.NoDirExists(t, dir)
+
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	_, err = Open(dir, Config{MustExist: true})
+	require.ErrorIs(t, err, ErrMissing, "a directory without segments")
+
+	l := openLog(t, dir, Config{})
+	_, err = l.Append([][]byte{[]byte("x")}, 1)
+	require.NoError(t, err)
+	require.NoError(t, l.Sync())
+	require.NoError(t, l.Close())
+	l2 := openLog(t, dir, Config{MustExist: true})
+	require.Len(t, readAll(t, l2, 0), 1)
+}

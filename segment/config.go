@@ -88,6 +88,10 @@ type Config struct {
 	// RetentionAge removes sealed segments whose newest record is older.
 	// 0 = off.
 	RetentionAge time.Duration
+	// MustExist says the log was created before: Open refuses a missing
+	// directory, or one without segments, with ErrMissing instead of
+	// creating an empty log whose offsets would start over.
+	MustExist bool
 	// VerifyAllOnOpen scans every record of every segment on Open instead of
 	// only the records after the last index entry of sealed segments.
 	VerifyAllOnOpen bool

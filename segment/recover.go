@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"slices"
 	"strconv"
@@ -18,10 +19,15 @@ import (
 // tail is cut by zeroing the header at the cut first (an all-zero header
 // ends the data) and only then the rest.
 func recoverDir(fsys FS, dir string, cfg Config, st *RecoveryStats) ([]*segment, error) {
-	if err := fsys.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("segment: create %s: %w", dir, err)
+	if !cfg.MustExist {
+		if err := fsys.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("segment: create %s: %w", dir, err)
+		}
 	}
 	bases, orphans, err := listSegments(fsys, dir)
+	if cfg.MustExist && (errors.Is(err, fs.ErrNotExist) || err == nil && len(bases) == 0) {
+		return nil, fmt.Errorf("%w: %s holds no segment", ErrMissing, dir)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -87,6 +87,8 @@ var (
 		"how often retention runs (off the append path)")
 	knobRepairTail = registry.Bool("FELIX_DURABLE_REPAIR_CHECKSUM_TAIL", false,
 		"let recovery truncate a damaged (not merely torn) record at the very tail of the active segment")
+	knobResetMissing = registry.String("FELIX_DURABLE_RESET_MISSING", "", "comma list of tenant/namespace/stream, or empty",
+		"durable streams the data directory's catalog lists whose missing shard directories may be recreated empty at offset 0 (their records are gone); without it such a stream stops the broker at start-up (exit 2); remove it once the broker has started", checkStreamKeys)
 	knobVerifyAll = registry.Bool("FELIX_DURABLE_VERIFY_ALL_ON_OPEN", false,
 		"check every record of every segment at start-up, not only the active segment")
 	knobWriteMode = registry.Enum("FELIX_DURABLE_WRITE_MODE", "fd", []string{"fd", "mapped"},

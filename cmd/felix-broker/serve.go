@@ -166,6 +166,7 @@ func brokerConfig(vals *knob.Values, log *slog.Logger) broker.Config {
 		delay = fanout.NoDelay // the knob's 0 means "do not wait"; the Config's 0 means default
 	}
 	nk := netKnobs.Get(vals)
+	resetMissing, _ := parseStreamKeys(knobResetMissing.Get(vals)) // validated by the registry
 	ring := int(knobRingEvents.Get(vals))
 	if ring == 0 {
 		ring = -1 // the knob's 0 means none; the Config's 0 means default
@@ -200,6 +201,7 @@ func brokerConfig(vals *knob.Values, log *slog.Logger) broker.Config {
 		FsyncInterval:           knobFsyncInterval.Get(vals),
 		RetentionInterval:       knobRetentionInterval.Get(vals),
 		TenantDurableBytes:      knobTenantDurable.Get(vals),
+		ResetMissing:            resetMissing,
 		DataMinFreeBytes:        minFree(knobMinFree.Get(vals)),
 		Storage: segment.Config{
 			SegmentBytes:       knobSegmentBytes.Get(vals),

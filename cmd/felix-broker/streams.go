@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -51,6 +52,28 @@ func checkStreamList(s string) error {
 		return errors.New(err.Error())
 	}
 	return nil
+}
+
+// parseStreamKeys parses a comma list of tenant/namespace/stream.
+func parseStreamKeys(s string) ([]broker.StreamKey, error) {
+	var out []broker.StreamKey
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		parts := strings.Split(item, "/")
+		if len(parts) != 3 || slices.Contains(parts, "") {
+			return nil, fmt.Errorf("%q is not tenant/namespace/stream", item)
+		}
+		out = append(out, broker.StreamKey{Tenant: parts[0], Namespace: parts[1], Stream: parts[2]})
+	}
+	return out, nil
+}
+
+func checkStreamKeys(s string) error {
+	_, err := parseStreamKeys(s)
+	return err
 }
 
 // parseCacheList parses FELIX_CACHES: "t/ns/c[:fsync],...".
