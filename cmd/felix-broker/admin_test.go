@@ -81,3 +81,25 @@ func TestAdminAPIRefusesAnonymousBeyondLoopback(t *testing.T) {
 	require.NotContains(t, body, `"s0"`, "no refused request created anything")
 	require.Eventually(t, func() bool { return containsAll(bp.log.text(), "admin request refused") }, 5*time.Second, 10*time.Millisecond)
 }
+
+// TestDevDirOfAnotherUserIsRefused: a FELIX_DEV_DIR another local user
+// pre-created let that user swap controlplane.url and collect the
+// operator's bearer token. The broker now exits 2 instead of writing into
+// it, and writes nothing there.
+func TestDevDirOfAnotherUserIsRefused(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to give a directory to another user")
+	}
+	dir := filepath.Join(t.TempDir(), "felix-dev")
+	require.NoError(t, os.Mkdir(dir, 0o777))
+	require.NoError(t, os.Chown(dir, 65534, 65534))
+	out, err := brokerCmd(t, []string{"FELIX_DEV_DIR=" + dir, "FELIX_EMBEDDED_CONTROLPLANE_BIND=127.0.0.1:0",
+		"FELIX_QUIC_BIND=" + freeAddr(t, "udp"), "FELIX_ADMIN_BIND=" + freeAddr(t, "tcp")}).CombinedOutput()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, "the broker started: %s", out)
+	require.Equal(t, command.ExitConfig, ee.ExitCode())
+	require.Contains(t, string(out), "is owned by user id 65534")
+	left, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Empty(t, left, "nothing written there")
+}

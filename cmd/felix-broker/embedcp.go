@@ -236,7 +236,7 @@ func (e *embeddedCP) post(path, body string) error {
 
 // writeFiles writes the token (0600) and the URL into the dev directory.
 func (e *embeddedCP) writeFiles(token string) error {
-	if err := os.MkdirAll(e.dir, 0o755); err != nil {
+	if err := devdir.Ensure(e.dir); err != nil {
 		return fmt.Errorf("%w: FELIX_DEV_DIR: %v", errConfig, err)
 	}
 	if err := writeFileAtomic(filepath.Join(e.dir, devdir.TokenFile), token+"\n", 0o600); err != nil {

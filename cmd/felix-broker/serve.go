@@ -14,6 +14,7 @@ import (
 
 	"github.com/felixmq/felix/broker"
 	"github.com/felixmq/felix/fanout"
+	"github.com/felixmq/felix/internal/devdir"
 	"github.com/felixmq/felix/internal/devtls"
 	"github.com/felixmq/felix/internal/knob"
 	"github.com/felixmq/felix/ioruntime"
@@ -247,9 +248,13 @@ func loadTLS(vals *knob.Values, log *slog.Logger) (*tls.Config, error) {
 		return nil, err
 	}
 	dir := knobDevDir.Get(vals)
-	path := filepath.Join(dir, "cert.pem")
-	if err := os.MkdirAll(dir, 0o755); err == nil {
-		err = os.WriteFile(path, c.PEM, 0o644)
+	path := filepath.Join(dir, devdir.CertFile)
+	err = devdir.Ensure(dir)
+	if errors.Is(err, devdir.ErrNotPrivate) {
+		return nil, fmt.Errorf("%w: FELIX_DEV_DIR: %v; set FELIX_DEV_DIR to a directory of your own", errConfig, err)
+	}
+	if err == nil {
+		err = writeFileAtomic(path, string(c.PEM), 0o644)
 	}
 	if err != nil {
 		log.Warn("could not write the self-signed certificate for local clients", "path", path, "err", err)

@@ -7,6 +7,8 @@ import (
 	"fmt"
 
 	"golang.org/x/sys/unix"
+	"os"
+	"syscall"
 )
 
 // Msync flags and madvise advice, re-exported from x/sys/unix.
@@ -121,4 +123,14 @@ func FreeBytes(path string) (int64, error) {
 		return 0, fmt.Errorf("statfs %s: %w", path, err)
 	}
 	return int64(st.Bavail) * int64(st.Bsize), nil
+}
+
+// FileOwner is the user id that owns the file fi describes (from
+// os.Stat or os.Lstat).
+func FileOwner(fi os.FileInfo) (uid int, ok bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	return int(st.Uid), true
 }
