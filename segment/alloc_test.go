@@ -135,3 +135,52 @@ func TestMustExistRefusesMissingLog(t *testing.T) {
 	l2 := openLog(t, dir, Config{MustExist: true})
 	require.Len(t, readAll(t, l2, 0), 1)
 }
+
+// openFiles counts this process's descriptors on files in dir (Linux).
+func openFiles(t *testing.T, dir string) int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("needs /proc/self/fd")
+	}
+	n := 0
+	for _, e := range ents {
+		target, _ := os.Readlink(filepath.Join("/proc/self/fd", e.Name()))
+		if filepath.Dir(target) == dir {
+			n++
+		}
+	}
+	return n
+}
+
+// TestSealedSegmentsHoldNoDescriptor: a log held one descriptor per
+// retained segment, so a broker with enough segments hit RLIMIT_NOFILE (a
+// roll then failed terminally and the logs could not be reopened). Sealed
+// segments are now served by their mapping alone: a log holds one
+// descriptor, its active segment's, after rolls and after a reopen, and
+// still reads every record.
+func TestSealedSegmentsHoldNoDescriptor(t *testing.T) {
+	for _, fd := range []bool{false, true} {
+		t.Run(map[bool]string{false: "mapped", true: "fd"}[fd], func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := Config{SegmentBytes: 4096, WriteMode: writeMode(fd)}
+			l := openLog(t, dir, cfg)
+			for i := range 200 {
+				_, err := l.Append([][]byte{payload(i, 500)}, 1)
+				require.NoError(t, err)
+				if i%7 == 0 {
+					require.NoError(t, l.Sync())
+				}
+			}
+			require.NoError(t, l.Sync())
+			require.Greater(t, l.Stats().Segments, 20)
+			require.Equal(t, 1, openFiles(t, dir))
+			require.Len(t, readAll(t, l, 0), 200)
+			require.NoError(t, l.Close())
+			require.Zero(t, openFiles(t, dir))
+
+			l2 := openLog(t, dir, cfg)
+			require.Equal(t, 1, openFiles(t, dir))
+			require.Len(t, readAll(t, l2, 0), 200)
+		})
+	}
+}

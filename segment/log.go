@@ -165,9 +165,11 @@ func (l *Log) Sync() error {
 	}
 	s := l.mu.segs[len(l.mu.segs)-1]
 	s.acquire()
+	s.syncing.Store(true) // a roll sealing s meanwhile leaves its file open
 	upTo, nextOff := s.written.Load(), s.next
 	l.mu.Unlock()
 	defer s.release()
+	defer l.syncDone(s)
 
 	from := s.synced.Load()
 	if upTo > from {
@@ -191,6 +193,16 @@ func (l *Log) Sync() error {
 	}
 	advanceU(&l.durable, nextOff)
 	return nil
+}
+
+// syncDone closes s's file if a roll sealed s while Sync used it.
+func (l *Log) syncDone(s *segment) {
+	s.syncing.Store(false)
+	if s.closeAfterSync.Load() {
+		l.mu.Lock()
+		_ = s.closeFile()
+		l.mu.Unlock()
+	}
 }
 
 func advance(v *atomic.Int64, to int64) {

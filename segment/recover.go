@@ -252,6 +252,10 @@ func openSealed(fsys FS, dir string, base uint64, cfg Config, st *RecoveryStats)
 		}
 	}
 	s.next, s.lastTS, s.sealed, s.allocated = r.next, r.lastTS, true, size
+	if err := s.closeFile(); err != nil { // its mapping serves it
+		_ = s.release()
+		return nil, fmt.Errorf("segment: close %s: %w", s.path, err)
+	}
 	if r.records == 0 && r.next == base {
 		s.lastTS = h.CreatedAtMicros // empty segment: its age is its creation
 	}

@@ -146,6 +146,13 @@ func (l *Log) sealLocked(s *segment) error {
 		_ = l.fs.Remove(s.indexPath)
 		l.cfg.Logger.Warn("segment: index not written; the next open rebuilds it", "segment", s.path, "err", err)
 	}
+	// Its mapping serves it from now on. A Sync still writing it back
+	// closes the file when done (syncDone); the flag is set before the
+	// check so that one of the two always does.
+	s.closeAfterSync.Store(true)
+	if !s.syncing.Load() {
+		_ = s.closeFile()
+	}
 	return nil
 }
 

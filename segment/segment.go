@@ -32,6 +32,9 @@ type segment struct {
 	// (under Log.syncMu) and by seal (under Log.mu); only ever grows.
 	synced atomic.Int64
 	refs   atomic.Int32
+	// syncing: a Sync is writing the segment back outside Log.mu, so a
+	// seal leaves the file open and sets closeAfterSync for it.
+	syncing, closeAfterSync atomic.Bool
 
 	// Guarded by Log.mu.
 	// allocated is the file's size: preallocated, and what records may
@@ -125,16 +128,26 @@ func (s *segment) release() error {
 	return s.closeFiles()
 }
 
+// closeFile closes the file of a sealed segment, which only its mapping
+// serves from then on: a log holds one descriptor, its active segment's,
+// however many segments it retains (near RLIMIT_NOFILE a roll would
+// otherwise fail, and the broker could not reopen its logs).
+func (s *segment) closeFile() error {
+	if s.file == nil {
+		return nil
+	}
+	err := s.file.Close()
+	s.file = nil
+	return err
+}
+
 func (s *segment) closeFiles() error {
 	var errs []error
 	if s.mapping != nil {
 		errs = append(errs, s.mapping.Unmap())
 		s.mapping, s.data = nil, nil
 	}
-	if s.file != nil {
-		errs = append(errs, s.file.Close())
-		s.file = nil
-	}
+	errs = append(errs, s.closeFile())
 	return errors.Join(errs...)
 }
 
