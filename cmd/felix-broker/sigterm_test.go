@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/felixmq/felix/client"
 	"github.com/felixmq/felix/internal/devdir"
+	"github.com/felixmq/felix/internal/testutil"
 )
 
 // brokerProcess is the broker (this test binary re-executed) in its own
@@ -214,4 +216,34 @@ func TestSIGTERMUnderLoadLosesNoAckedPublish(t *testing.T) {
 		elapsed, len(log.acked), len(received), dropped, missing)
 	require.Less(t, elapsed, budget)
 	require.Zero(t, missing, "acked publishes missing at the subscriber")
+}
+
+// TestCleanShutdownLogsNoError: every SIGTERM of a broker with its
+// embedded control plane logged an ERROR (the feed's long-poll, cut by the
+// shutdown, "request failed ... context canceled"). A clean shutdown now
+// exits 0 with no ERROR line.
+func TestCleanShutdownLogsNoError(t *testing.T) {
+	bp := startBrokerProcess(t, "FELIX_EMBEDDED_CONTROLPLANE_BIND=127.0.0.1:0")
+	// A stream created at the control plane and served: the broker's feed
+	// delivered it and is back in its long-poll.
+	dir := filepath.Dir(bp.cert)
+	url, err := os.ReadFile(filepath.Join(dir, devdir.ControlPlaneURLFile))
+	require.NoError(t, err)
+	code, body := testutil.Call(t, http.MethodPost, strings.TrimSpace(string(url))+"/v1/tenants/t1/namespaces/default/streams",
+		`{"tenant":"t1","namespace":"default","stream":"late"}`, bp.token())
+	require.Equal(t, http.StatusCreated, code, body)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pub, err := bp.dial(t).NewPublisher(ctx, "default", "late")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return pub.Publish(ctx, []byte("x")) == nil }, 5*time.Second, 5*time.Millisecond)
+	require.NoError(t, bp.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case err := <-bp.exited:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("no exit within 30 s of SIGTERM")
+	}
+	require.Contains(t, bp.log.text(), "msg=stopped")
+	require.NotContains(t, bp.log.text(), "level=ERROR")
 }
