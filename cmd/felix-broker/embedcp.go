@@ -197,8 +197,10 @@ func (e *embeddedCP) register(streams []broker.StreamSpec, caches []broker.Cache
 			Durable: c.Durable, Fsync: c.Fsync, MaxEntries: int64(c.MaxEntries), MaxBytes: c.MaxBytes})})
 	}
 	for _, r := range reqs {
+		// What FELIX_STREAMS and FELIX_CACHES name is refused only when
+		// they are wrong: a configuration error.
 		if err := e.post(r[0], r[1]); err != nil && !errors.Is(err, errExists) {
-			return fmt.Errorf("embedded control plane: %w", err)
+			return fmt.Errorf("%w: FELIX_STREAMS / FELIX_CACHES: embedded control plane: %v", errConfig, err)
 		}
 	}
 	return nil
@@ -224,8 +226,13 @@ func (e *embeddedCP) post(path, body string) error {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusCreated {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		err := fmt.Errorf("POST %s: HTTP %d: %s", path, resp.StatusCode, strings.TrimSpace(string(msg)))
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		msg := strings.TrimSpace(string(raw))
+		var body controlplane.ErrorBody
+		if json.Unmarshal(raw, &body) == nil && body.Message != "" {
+			msg = body.Message
+		}
+		err := fmt.Errorf("POST %s: %s", path, msg)
 		if resp.StatusCode == http.StatusConflict {
 			err = fmt.Errorf("%w: %w", errExists, err)
 		}

@@ -53,9 +53,9 @@ var knobEmbeddedCP = registry.String("FELIX_EMBEDDED_CONTROLPLANE_BIND", "127.0.
 
 // Streams, caches, shards, ring.
 var (
-	knobStreams = registry.String("FELIX_STREAMS", "t1/default/demo:1", "comma list of tenant/namespace/stream[:shards[:fsync]], or empty",
+	knobStreams = registry.List("FELIX_STREAMS", "t1/default/demo:1", "comma list of tenant/namespace/stream[:shards[:fsync]], or empty",
 		"streams created at start-up (more through POST /v1/streams), in the embedded control plane too when it runs; ignored in cluster mode (create them at the control plane); an fsync mode (on_commit|periodic|never) makes one durable", checkStreamList)
-	knobCaches = registry.String("FELIX_CACHES", "t1/default/demo", "comma list of tenant/namespace/cache[:fsync], or empty",
+	knobCaches = registry.List("FELIX_CACHES", "t1/default/demo", "comma list of tenant/namespace/cache[:fsync], or empty",
 		"caches created at start-up (more through POST /v1/caches), in the embedded control plane too when it runs; an fsync mode (on_commit|periodic|never) makes one durable", checkCacheList)
 	knobRingEvents = registry.Int("FELIX_STREAM_RING_EVENTS", 1024, 0, 1<<24,
 		"recent events each shard keeps in memory for subscribers starting in the past")
@@ -170,4 +170,6 @@ var (
 		"minimum level of log lines")
 	knobLogFormat = registry.Enum("FELIX_LOG_FORMAT", "text", []string{"text", "json"},
 		"log line format on stderr")
+	knobAllowUnknown = registry.Bool("FELIX_ALLOW_UNKNOWN_KNOBS", false,
+		"start although the environment sets FELIX_* variables that are not knobs (each is then a warning); without it they stop the start (exit 2), naming the closest knob")
 )

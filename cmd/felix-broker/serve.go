@@ -126,7 +126,7 @@ func provision(ctx context.Context, vals *knob.Values, b *broker.Broker, emb *em
 		// A stream only this broker knows is never placed, so a cluster
 		// broker would refuse it (owner_unavailable); streams belong to
 		// the control plane.
-		if raw, set := vals.Raw("FELIX_STREAMS"); set {
+		if raw, _ := vals.Raw("FELIX_STREAMS"); raw != "" {
 			log.Warn("FELIX_STREAMS ignored in cluster mode: create streams at the control plane", "streams", raw)
 		}
 		specs = nil
