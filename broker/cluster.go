@@ -278,7 +278,7 @@ func (b *Broker) authRefused(conn uint64, auth *wire.Auth, err error) {
 	if ok, n := b.authLog.allow(time.Now()); ok {
 		b.log.Warn("auth refused", "conn", conn, "tenant", clip(auth.TenantID),
 			"forwarded", wire.Supports(wire.PeerFlags(auth.ClientFlags), wire.CapForwarded),
-			"err", clip(err.Error()), "lines_suppressed", n)
+			"err", clipTo(logDetail(err), maxErrorEchoBytes), "lines_suppressed", n)
 	}
 }
 

@@ -2,7 +2,7 @@ package broker
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/netip"
@@ -145,7 +145,9 @@ func (c *conn) add(s *subscription) error {
 	return nil
 }
 
-var errTooManySubs = errors.New("max subscriptions per connection exceeded")
+// errTooManySubs is a limit, not a failure to retry: its message leads
+// with limit_exceeded, as the typed error code of the published Felix.
+var errTooManySubs = fmt.Errorf("%w: max subscriptions per connection exceeded", ErrLimitExceeded)
 
 func (c *conn) forget(s *subscription) {
 	c.mu.Lock()

@@ -52,10 +52,16 @@ func (l *logLimit) allow(now time.Time) (ok bool, suppressed int) {
 // it, never the 15 MiB a frame may carry.
 const maxEchoBytes = 128
 
+// maxErrorEchoBytes caps an error message logged for a peer's request:
+// room for the cause, not for what the peer put in it.
+const maxErrorEchoBytes = 512
+
 // clip is s cut to maxEchoBytes, saying how long it was.
-func clip(s string) string {
-	if len(s) <= maxEchoBytes {
+func clip(s string) string { return clipTo(s, maxEchoBytes) }
+
+func clipTo(s string, n int) string {
+	if len(s) <= n {
 		return s
 	}
-	return fmt.Sprintf("%s...(%d bytes)", s[:maxEchoBytes], len(s))
+	return fmt.Sprintf("%s...(%d bytes)", s[:n], len(s))
 }

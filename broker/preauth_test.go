@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/felixmq/felix/broker"
+	"github.com/felixmq/felix/client"
 	"github.com/felixmq/felix/wire"
 )
 
@@ -190,4 +191,18 @@ func TestFrameBuffersHaveABudget(t *testing.T) {
 	wg.Wait()
 	require.Eventually(t, func() bool { return h.b.Stats().Peers.FrameBufferBytes == 0 }, 5*time.Second, 5*time.Millisecond,
 		"the budget is whole again")
+}
+
+// TestLimitRefusalsAreCodedAsLimits: the subscription limit's refusal was
+// an uncoded message a client could take for something to retry; it now
+// leads with limit_exceeded, which the client matches as ErrLimitExceeded.
+func TestLimitRefusalsAreCodedAsLimits(t *testing.T) {
+	h := startBroker(t, broker.Config{MaxSubscriptionsPerConn: 1})
+	c := h.dial(t)
+	ctx := ctxT(t, 10*time.Second)
+	_, err := c.Subscribe(ctx, "default", "demo", client.SubscribeOptions{})
+	require.NoError(t, err)
+	_, err = c.Subscribe(ctx, "default", "demo", client.SubscribeOptions{})
+	require.ErrorIs(t, err, client.ErrLimitExceeded)
+	require.ErrorContains(t, err, "limit_exceeded: max subscriptions per connection exceeded")
 }

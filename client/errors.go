@@ -29,6 +29,10 @@ var (
 	ErrOwnerUnavailable = errors.New("client: owner_unavailable")
 	// ErrNotNegotiated: the broker did not advertise what the call needs.
 	ErrNotNegotiated = errors.New("client: capability not negotiated with the broker")
+	// ErrLimitExceeded matches a BrokerError refusing a request over one of
+	// the broker's limits (subscriptions per connection, a frame over the
+	// frame budget, a connection limit): retrying it unchanged fails again.
+	ErrLimitExceeded = errors.New("client: limit_exceeded")
 	// ErrStorage matches a *StorageError.
 	ErrStorage = errors.New("client: storage")
 )
@@ -67,15 +71,17 @@ type BrokerError struct {
 
 func (e *BrokerError) Error() string { return "broker: " + e.Message }
 
-// Is maps the broker's cluster error codes, which lead the message
-// ("not_owner: ...", "owner_unavailable: ..."), to ErrNotOwner and
-// ErrOwnerUnavailable.
+// Is maps the broker's error codes, which lead the message ("not_owner:
+// ...", "owner_unavailable: ...", "limit_exceeded: ..."), to ErrNotOwner,
+// ErrOwnerUnavailable and ErrLimitExceeded.
 func (e *BrokerError) Is(target error) bool {
 	switch target {
 	case ErrNotOwner:
 		return strings.HasPrefix(e.Message, "not_owner")
 	case ErrOwnerUnavailable:
 		return strings.HasPrefix(e.Message, "owner_unavailable")
+	case ErrLimitExceeded:
+		return strings.HasPrefix(e.Message, "limit_exceeded")
 	}
 	return false
 }

@@ -159,3 +159,34 @@ func TestNodeVerifierTakesOnlyOperatorNodeCredentials(t *testing.T) {
 		require.Error(t, err, name)
 	}
 }
+
+// TestAuthRefusalHidesInternalURLs: a token whose kid the tenant's keys do
+// not have was refused with the control plane's internal JWKS URL in the
+// message, shown to a peer that has not authenticated. The peer now gets
+// the reason without the URL; the broker's log keeps it.
+func TestAuthRefusalHidesInternalURLs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a broker process against a control plane")
+	}
+	minter, err := auth.NewMinter(auth.MinterConfig{})
+	require.NoError(t, err)
+	url, tokenFile, _ := jwksControlPlane(t, minter, "default", "t1")
+	bp := startBrokerProcess(t, "FELIX_CONTROLPLANE_URL="+url, "FELIX_CONTROLPLANE_TOKEN_FILE="+tokenFile, "FELIX_STREAMS=t1/default/orders")
+	stranger, err := auth.NewMinter(auth.MinterConfig{}) // same tenant name, keys the control plane never published
+	require.NoError(t, err)
+	require.NoError(t, stranger.AddTenant("t1"))
+	tok, _, err := stranger.Mint("t1", "x", []auth.Permission{{Action: auth.ActionPublish, Resource: "t1/*/*"}})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := client.Dial(ctx, bp.addr, client.Config{Tenant: "t1", Token: tok, TLS: bp.clientTLS(t)})
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.NewPublisher(ctx, "default", "orders")
+	require.ErrorIs(t, err, client.ErrAuth)
+	require.ErrorContains(t, err, "unknown_key")
+	require.NotContains(t, err.Error(), "://")
+	require.NotContains(t, err.Error(), strings.TrimPrefix(url, "http://"))
+	require.Eventually(t, func() bool { return strings.Contains(bp.log.text(), url+"/v1/tenants/t1/.well-known/jwks.json") },
+		5*time.Second, 10*time.Millisecond, "the log keeps the URL")
+}

@@ -210,7 +210,8 @@ func (o *hostileOutcome) check(t *testing.T, limits bool) {
 	if limits {
 		require.Positive(t, sw.refusedConns.Load(), "FELIX_MAX_CONNECTIONS refused nothing")
 		require.Positive(t, subs.refused.Load(), "FELIX_MAX_SUBSCRIPTIONS_PER_CONN refused nothing")
-		require.Equal(t, "max subscriptions per connection exceeded", *subs.refusal.Load())
+		require.Equal(t, "limit_exceeded: max subscriptions per connection exceeded", *subs.refusal.Load())
+		require.ErrorIs(t, &client.BrokerError{Message: *subs.refusal.Load()}, client.ErrLimitExceeded)
 		require.Equal(t, int64(subs.conns*subs.limit), subs.held.Load(), "each swarm connection holds the limit")
 		require.Positive(t, sw.silentReset.Load(), "FELIX_AUTH_TIMEOUT_MS reset no silent stream")
 		require.Positive(t, sw.streamBlocked.Load(), "FELIX_MAX_STREAMS_PER_CONN blocked no stream")
