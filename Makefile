@@ -95,8 +95,8 @@ bench: ## run every benchmark (see docs/BENCHMARKS.md for the recorded runs)
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
 
 .PHONY: reliability
-reliability: ## long fault scenarios (kill -9 x50 under load and under mixed load, hostile swarm at 4x; short versions run in make test)
-	FELIX_KILL_ROUNDS=50 FELIX_HOSTILE_SCALE=4 $(GO) test -count=1 -v -timeout 60m -run 'TestKill9|TestHostileClientsAreContained' ./cmd/felix-broker
+reliability: ## long fault scenarios (kill -9 x50 under load and under mixed load, hostile swarm at 4x, hostile peers 8 s each; short versions run in make test)
+	FELIX_KILL_ROUNDS=50 FELIX_HOSTILE_SCALE=4 $(GO) test -count=1 -v -timeout 60m -run 'TestKill9|TestHostileClientsAreContained|TestHostilePeers' ./cmd/felix-broker
 
 .PHONY: soak
 soak: ## mixed workload against the real binary for DURATION (default 30m); make test runs 2m

@@ -180,6 +180,55 @@ func idleConnections(n int, served *newClients) func(ctx context.Context, t *tes
 	}
 }
 
+// handshakeFlood dials connections from 4 goroutines as fast as the broker
+// completes handshakes, keeping each (keep-alives, no stream), while a new
+// client every 50 ms must connect and publish: one process used to fill
+// the default 10,000 slots in about 10 s. *held counts the connections
+// dialled.
+func handshakeFlood(held *atomic.Int64, served *newClients) func(ctx context.Context, t *testing.T, bp *brokerProcess) {
+	return func(ctx context.Context, t *testing.T, bp *brokerProcess) {
+		tlsConf := bp.clientTLS(t)
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				var conns []*quic.Conn
+				defer func() {
+					for _, qc := range conns {
+						qc.CloseWithError(0, "")
+					}
+				}()
+				for ctx.Err() == nil {
+					if qc, err := rawDial(ctx, bp, tlsConf); err == nil {
+						conns = append(conns, qc)
+						held.Add(1)
+					}
+				}
+			})
+		}
+		wg.Go(func() { newClientsUntil(ctx, t, bp, tlsConf, served) })
+		wg.Wait()
+	}
+}
+
+// newClientsUntil dials a new client every 50 ms until ctx ends; each must
+// connect and publish.
+func newClientsUntil(ctx context.Context, t *testing.T, bp *brokerProcess, tlsConf *tls.Config, served *newClients) {
+	for ctx.Err() == nil {
+		start := time.Now()
+		err := publishOnce(ctx, bp.addr, tlsConf)
+		if ctx.Err() != nil {
+			return
+		}
+		require.NoError(t, err, "a new client connects and publishes during the attack")
+		served.n.Add(1)
+		served.slowest.Store(max(served.slowest.Load(), int64(time.Since(start))))
+		select {
+		case <-ctx.Done():
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
 // newClients counts the clients dialled during an attack.
 type newClients struct {
 	n       atomic.Int64
@@ -248,6 +297,11 @@ func sendAuth(ctx context.Context, qc *quic.Conn, a *wire.Auth) error {
 	return nil
 }
 
+// perConnectionRSS bounds what one connection that never opens a stream
+// costs the broker (measured ~85 KiB: quic-go's connection state, the
+// broker's per-connection goroutines).
+const perConnectionRSS = 128 << 10
+
 // hostileRSSGrowth bounds how much the broker's RSS may grow under an
 // unauthenticated attack: its connections' windows and frame buffers,
 // quic-go's per-stream state, and the Go runtime's slack.
@@ -261,7 +315,8 @@ func TestHostilePeers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs broker processes under attack")
 	}
-	var fresh newClients
+	var fresh, fromFlood newClients
+	var flooded atomic.Int64
 	var refused atomic.Int64
 	for _, a := range []peerAttack{
 		{
@@ -287,6 +342,18 @@ func TestHostilePeers(t *testing.T) {
 				t.Logf("%d new clients connected and published during the attack, the slowest in %v",
 					fresh.n.Load(), time.Duration(fresh.slowest.Load()))
 				require.Positive(t, fresh.n.Load())
+			},
+		},
+		{
+			name: "handshake flood from one address", attack: handshakeFlood(&flooded, &fromFlood),
+			check: func(t *testing.T, _ *brokerProcess, c peerCost) {
+				t.Logf("%d connections dialled; %d new clients connected and published, the slowest in %v",
+					flooded.Load(), fromFlood.n.Load(), time.Duration(fromFlood.slowest.Load()))
+				require.Positive(t, fromFlood.n.Load())
+				// At most FELIX_MAX_CONNECTIONS_PER_SOURCE of them are held,
+				// each costing quic-go's state and the broker's goroutines.
+				held := min(flooded.Load(), 1024)
+				require.Less(t, c.peak.rss-c.idle.rss, 16<<20+held*perConnectionRSS, "RSS growth")
 			},
 		},
 		{
