@@ -101,3 +101,19 @@ func TestConnectionsPerSource(t *testing.T) {
 	require.ErrorAs(t, err, &te)
 	require.Equal(t, quic.ConnectionRefused, te.ErrorCode)
 }
+
+// TestIdleClientRedialsAfterAuthTimeout: a Client dialled and left idle
+// past the auth timeout has its connection closed by the broker (it
+// authenticated nothing); its next stream dials a new connection, so an
+// application that dials at start and publishes later is not broken by it.
+func TestIdleClientRedialsAfterAuthTimeout(t *testing.T) {
+	h := startBroker(t, broker.Config{AuthTimeout: 200 * time.Millisecond})
+	c := h.dial(t)
+	first := c.Conn()
+	require.EqualValues(t, wire.CloseUnauthenticated, closedWith(t, first, 5*time.Second))
+	ctx := ctxT(t, 10*time.Second)
+	pub, err := c.NewPublisher(ctx, "default", "demo")
+	require.NoError(t, err)
+	require.NoError(t, pub.Publish(ctx, []byte("after the idle close")))
+	require.NotSame(t, first, c.Conn())
+}
