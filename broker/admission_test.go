@@ -42,6 +42,15 @@ func TestIdleUnauthenticatedConnectionsLockNoOneOut(t *testing.T) {
 		idle = append(idle, h.keepAliveConn(t))
 	}
 	require.Eventually(t, func() bool { return len(h.b.Stats().Connections) == 50 }, 5*time.Second, 5*time.Millisecond)
+	closed := func() (n int) {
+		for _, qc := range idle {
+			var ae *quic.ApplicationError
+			if errors.As(context.Cause(qc.Context()), &ae) && uint64(ae.ErrorCode) == wire.CloseUnauthenticated {
+				n++
+			}
+		}
+		return n
+	}
 	for i := range 3 {
 		start := time.Now()
 		ctx := ctxT(t, 5*time.Second)
@@ -49,9 +58,12 @@ func TestIdleUnauthenticatedConnectionsLockNoOneOut(t *testing.T) {
 		require.NoError(t, err, "client %d connects while the table is full of idle connections", i)
 		require.NoError(t, pub.Publish(ctx, []byte("in")))
 		t.Logf("client %d connected and published in %v", i, time.Since(start))
-		require.EqualValues(t, wire.CloseUnauthenticated, closedWith(t, idle[i], 5*time.Second), "the oldest idle one is closed")
+		// The oldest by the broker's accept order, which under load need
+		// not be the order they were dialled in.
+		require.Eventually(t, func() bool { return closed() == i+1 }, 5*time.Second, 5*time.Millisecond,
+			"an idle connection is closed for each client that came")
 	}
-	require.Nil(t, idle[3].Context().Err(), "only as many closed as clients came")
+	require.Equal(t, 3, closed(), "only as many closed as clients came")
 }
 
 // keepAliveConn is rawConn with keep-alives, as an attacker holding a
