@@ -307,7 +307,7 @@ const perConnectionRSS = 128 << 10
 // quic-go's per-stream state, and the Go runtime's slack.
 const hostileRSSGrowth = 64 << 20
 
-// TestHostilePeers runs each unauthenticated attack of the security issue
+// TestHostilePeers runs each unauthenticated attack of the security review
 // against its own broker process and checks the bound it must stay within
 // while a healthy client keeps publishing. The figures it logs are
 // docs/RELIABILITY.md's "hostile peers" table.
