@@ -17,7 +17,8 @@ import (
 // AdminHandler serves the admin endpoints: /live, /ready (503 while starting
 // or draining), /metrics, /debug/pprof/, /debug/felix/stats, and the stream
 // and cache API (POST and GET /v1/streams, /v1/caches) used until the
-// control plane exists.
+// control plane exists. Every endpoint but /live and /ready is behind
+// Config.AdminAuth.
 func (b *Broker) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /live", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
@@ -28,24 +29,63 @@ func (b *Broker) AdminHandler() http.Handler {
 		}
 		w.Write([]byte("ready\n"))
 	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(b.metrics.reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	mux.HandleFunc("GET /debug/felix/stats", func(w http.ResponseWriter, _ *http.Request) {
+	guarded := http.NewServeMux()
+	guarded.Handle("GET /metrics", promhttp.HandlerFor(b.metrics.reg, promhttp.HandlerOpts{}))
+	guarded.HandleFunc("/debug/pprof/", pprof.Index)
+	guarded.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	guarded.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	guarded.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	guarded.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	guarded.HandleFunc("GET /debug/felix/stats", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, b.Stats())
 	})
-	mux.HandleFunc("GET /v1/streams", func(w http.ResponseWriter, _ *http.Request) {
+	guarded.HandleFunc("GET /v1/streams", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"streams": b.Streams()})
 	})
-	mux.HandleFunc("POST /v1/streams", b.postStream)
-	mux.HandleFunc("GET /v1/caches", func(w http.ResponseWriter, _ *http.Request) {
+	guarded.HandleFunc("POST /v1/streams", b.postStream)
+	guarded.HandleFunc("GET /v1/caches", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"caches": b.Caches()})
 	})
-	mux.HandleFunc("POST /v1/caches", b.postCache)
+	guarded.HandleFunc("POST /v1/caches", b.postCache)
+	mux.Handle("/", b.adminAuth(guarded))
 	return mux
+}
+
+// AdminAuthError is Config.AdminAuth's refusal: Status is 401 (no or an
+// unknown credential) or 403 (a credential without the rights).
+type AdminAuthError struct {
+	Status int
+	Reason string
+}
+
+func (e *AdminAuthError) Error() string { return "admin API: " + e.Reason }
+
+// adminAuth lets a request through to next once Config.AdminAuth accepts
+// it, before anything reads its body.
+func (b *Broker) adminAuth(next http.Handler) http.Handler {
+	if b.cfg.AdminAuth == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		err := b.cfg.AdminAuth(r)
+		if err == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		status := http.StatusUnauthorized
+		var ae *AdminAuthError
+		if errors.As(err, &ae) && ae.Status != 0 {
+			status = ae.Status
+		}
+		if status == http.StatusUnauthorized {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="felix-broker"`)
+		}
+		if ok, n := b.authLog.allow(time.Now()); ok {
+			b.log.Warn("admin request refused", "method", r.Method, "path", clip(r.URL.Path), "remote", r.RemoteAddr,
+				"err", clip(err.Error()), "lines_suppressed", n)
+		}
+		writeJSON(w, status, map[string]string{"error": err.Error()})
+	})
 }
 
 // postCache is POST /v1/caches: {tenant, namespace, cache, durable, fsync,
@@ -112,6 +152,7 @@ type Stats struct {
 	Draining      bool              `json:"draining"`
 	Buffers       fanout.PoolStats  `json:"buffers"`
 	DroppedEvents uint64            `json:"dropped_events"`
+	Peers         PeerStats         `json:"peers"`
 	Streams       []StreamStats     `json:"streams"`
 	Caches        []CacheStats      `json:"caches"`
 	Connections   []ConnectionStats `json:"connections"`
@@ -193,7 +234,7 @@ type SubscriptionStats struct {
 // Stats returns a snapshot of the broker's state.
 func (b *Broker) Stats() Stats {
 	s := Stats{Time: time.Now(), Ready: b.Ready(), Draining: b.draining.Load(), Buffers: b.pool.Stats(), DroppedEvents: b.droppedEvents(),
-		Cluster: b.ClusterStats()}
+		Peers: b.peerStats(), Cluster: b.ClusterStats()}
 	for _, st := range b.streams.list() {
 		ss := StreamStats{StreamSpec: st.spec}
 		for _, sh := range st.shards {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"time"
 
 	"github.com/felixmq/felix/auth"
@@ -23,13 +24,44 @@ type TokenVerifier struct {
 	ClockSkew time.Duration
 }
 
-// Verify implements Verifier.
+// Verify implements Verifier. A refusal names auth's reason and its
+// detail, without the URLs it may hold (a JWKS address inside the
+// deployment is not for an unauthenticated peer); the broker's log has
+// the whole cause (AuthError.Cause).
 func (t TokenVerifier) Verify(ctx context.Context, tenant, token string) (Principal, error) {
 	c, err := t.V.Verify(ctx, tenant, token)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrAuth, auth.Reason(err), err)
+		return nil, &AuthError{Reason: auth.Reason(err), cause: err}
 	}
 	return tokenPrincipal{c: c, skew: t.ClockSkew}, nil
+}
+
+// AuthError is a token the verifier refused: Error is what the peer is
+// told, Cause what the broker logs.
+type AuthError struct {
+	Reason string // auth.Reason: "expired", "unknown_key", ...
+	cause  error
+}
+
+func (e *AuthError) Error() string {
+	return fmt.Sprintf("%v: %s: %s", ErrAuth, e.Reason, urlPattern.ReplaceAllString(e.cause.Error(), "<url>"))
+}
+
+// Unwrap makes errors.Is(err, ErrAuth) and the auth sentinels work.
+func (e *AuthError) Unwrap() []error { return []error{ErrAuth, e.cause} }
+
+// Cause is the refusal as auth gave it, URLs included.
+func (e *AuthError) Cause() error { return e.cause }
+
+var urlPattern = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s"'()]+`)
+
+// logDetail is what the log says of an auth refusal: the whole cause.
+func logDetail(err error) string {
+	var ae *AuthError
+	if errors.As(err, &ae) {
+		return ae.cause.Error()
+	}
+	return err.Error()
 }
 
 type tokenPrincipal struct {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -42,13 +44,19 @@ type Broker struct {
 
 	mu struct {
 		sync.Mutex
-		conns     map[*conn]struct{}
+		conns     map[*conn]struct{} // live connections (handshakes in progress are not counted)
+		perSource map[netip.Addr]int // live connections per peer address
 		listeners []*quic.Listener
 		closed    bool
 	}
 	catalogMu     sync.Mutex // serialises stream creation with catalog writes
 	stopRetention chan struct{}
 	stalls        *stallMemory
+	authLog       *logLimit   // auth refusals and forwarded stream opens
+	storageLog    *logLimit   // storage corruption found by readers
+	frames        *byteBudget // bytes held for incomplete frames, all connections
+	space         *diskSpace  // durable bytes per tenant, free space of DataDir
+	reopening     bool        // New is reopening the catalog's streams (set before any goroutine)
 	retentionDone chan struct{}
 	closeOnce     sync.Once
 	closeErr      error
@@ -71,21 +79,27 @@ func New(cfg Config) (*Broker, error) {
 	}
 	cfg.Queue.Budget = fanout.NewBudget(cfg.QueueBudget)
 	b := &Broker{
-		cfg:       cfg,
-		log:       cfg.Logger,
-		verifier:  cfg.Verifier,
-		pool:      &fanout.Pool{},
-		listening: make(chan struct{}),
-		stalls:    newStallMemory(cfg.BlackHoleCooldown),
+		cfg:        cfg,
+		log:        cfg.Logger,
+		verifier:   cfg.Verifier,
+		pool:       &fanout.Pool{},
+		listening:  make(chan struct{}),
+		stalls:     newStallMemory(cfg.BlackHoleCooldown),
+		authLog:    newLogLimit(100*time.Millisecond, 20),
+		storageLog: newLogLimit(100*time.Millisecond, 20),
+		frames:     newByteBudget(cfg.FrameBufferBytes, nil),
+		space:      newDiskSpace(cfg),
 	}
 	if b.verifier == nil {
 		b.verifier = DevVerifier{}
 		b.log.Warn("auth: dev verifier accepts any token (loopback only)")
 	}
 	b.mu.conns = map[*conn]struct{}{}
+	b.mu.perSource = map[netip.Addr]int{}
 	b.load.at = time.Now()
 	b.streams = newRegistry(func(st *stream, id int) (*shard, error) { return newShard(b, st, id) })
 	b.caches = newCacheRegistry()
+	b.metrics = newMetrics(b) // reopening the catalog may count corruption
 	if cfg.DataDir != "" {
 		if err := b.reopenCatalog(); err != nil {
 			b.closeShardsNow()
@@ -95,7 +109,6 @@ func New(cfg Config) (*Broker, error) {
 	b.stopRetention = make(chan struct{})
 	b.retentionDone = make(chan struct{})
 	go b.retentionLoop()
-	b.metrics = newMetrics(b)
 	return b, nil
 }
 
@@ -105,8 +118,19 @@ func New(cfg Config) (*Broker, error) {
 func (b *Broker) CreateStream(spec StreamSpec) error {
 	b.catalogMu.Lock()
 	defer b.catalogMu.Unlock()
+	// A creation that fails part-way (a shard that cannot open, no space,
+	// the catalog) leaves nothing behind.
+	made := b.newShardDirs(spec)
+	undo := func() {
+		for _, d := range made {
+			os.RemoveAll(d)
+		}
+	}
 	st, err := b.streams.create(spec)
 	if err != nil {
+		if !errors.Is(err, ErrStreamExists) {
+			undo()
+		}
 		return err
 	}
 	if st.spec.Durable {
@@ -117,6 +141,7 @@ func (b *Broker) CreateStream(spec StreamSpec) error {
 		}
 		if err != nil {
 			b.streams.remove(st)
+			undo()
 			return fmt.Errorf("broker: recording durable stream %s: %w", spec.StreamKey, err)
 		}
 	}
@@ -131,6 +156,8 @@ func (b *Broker) reopenCatalog() error {
 	if err != nil {
 		return err
 	}
+	b.reopening = true
+	defer func() { b.reopening = false }()
 	for _, spec := range c.Streams {
 		if _, err := b.streams.create(spec); err != nil {
 			return fmt.Errorf("broker: reopening %s: %w", spec.StreamKey, err)
@@ -161,23 +188,14 @@ func (b *Broker) Streams() []StreamSpec {
 func (b *Broker) quicConfig() *quic.Config {
 	c := b.baseQUICConfig()
 	c.GetConfigForClient = func(ci *quic.ClientInfo) (*quic.Config, error) {
-		if n := b.connCount(); n >= b.cfg.MaxConnections {
-			b.metrics.connRefused.Inc()
-			return nil, fmt.Errorf("broker: %d connections, the most FELIX_MAX_CONNECTIONS allows", n)
+		if err := b.admit(ci.RemoteAddr); err != nil {
+			return nil, err
 		}
 		pc := b.baseQUICConfig()
 		b.mtuFor(ci.RemoteAddr).Apply(pc)
 		return pc, nil
 	}
 	return c
-}
-
-// connCount is the number of live connections (handshakes in progress are
-// not counted: quic-go bounds those with its accept queue).
-func (b *Broker) connCount() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return len(b.mu.conns)
 }
 
 func (b *Broker) mtuFor(peer net.Addr) udp.MTUSettings {
@@ -191,8 +209,9 @@ func (b *Broker) baseQUICConfig() *quic.Config {
 		KeepAlivePeriod:                10 * time.Second,
 		InitialStreamReceiveWindow:     uint64(b.cfg.StreamReceiveWindow),
 		MaxStreamReceiveWindow:         uint64(b.cfg.StreamReceiveWindow),
-		InitialConnectionReceiveWindow: uint64(b.cfg.ConnectionReceiveWindow),
+		InitialConnectionReceiveWindow: b.cfg.preAuthWindow(),
 		MaxConnectionReceiveWindow:     uint64(b.cfg.ConnectionReceiveWindow),
+		AllowConnectionWindowIncrease:  allowWindowIncrease,
 		MaxIncomingStreams:             b.cfg.MaxIncomingStreams,
 		MaxIncomingUniStreams:          b.cfg.MaxIncomingStreams,
 		// Only so clients may send liveness probes (DATAGRAM frames, see
@@ -210,6 +229,7 @@ func (b *Broker) Serve(pc net.PacketConn) error {
 	tlsConf.NextProtos = []string{ALPN}
 	tr := &quic.Transport{Conn: pc, StatelessResetKey: statelessResetKey(tlsConf),
 		ConnContext: func(ctx context.Context, ci *quic.ClientInfo) (context.Context, error) {
+			ctx = withConnState(ctx)
 			if b.cfg.NoConnTrace && b.cfg.ConnStatsInterval == 0 {
 				return ctx, nil // udp.StatsTracer then gives quic-go no tracer
 			}
@@ -254,7 +274,7 @@ func (b *Broker) handle(qc *quic.Conn) {
 		qc.CloseWithError(connErrShutdown, "broker shutting down")
 		return
 	}
-	b.mu.conns[c] = struct{}{}
+	b.rememberLocked(c)
 	b.work.Add(1)
 	b.mu.Unlock()
 	b.metrics.connections.Inc()
@@ -262,7 +282,7 @@ func (b *Broker) handle(qc *quic.Conn) {
 		defer b.work.Done()
 		c.serve()
 		b.mu.Lock()
-		delete(b.mu.conns, c)
+		b.forgetLocked(c)
 		b.mu.Unlock()
 		b.metrics.connections.Dec()
 	}()

@@ -71,7 +71,7 @@ func (c *cache) openLog(dir string, scfg segment.Config) error {
 		return fmt.Errorf("cache %s: recovering compaction: %w", c.spec.CacheKey, err)
 	}
 	for compacted := false; ; compacted = true {
-		d, err := openDurableLog(b, dir, c.spec.Fsync, scfg, b.log.With("cache", c.spec.String()))
+		d, err := openDurableLog(b, dir, c.spec.Tenant, c.spec.Fsync, scfg, b.log.With("cache", c.spec.String()))
 		if err != nil {
 			return err
 		}

@@ -254,34 +254,74 @@ func (p *publisher) forward(r *route, payloads [][]byte, acked bool, done func(p
 	})
 }
 
-// verify authenticates an auth frame. A forwarding broker's stream
-// (wire.CapForwarded with a node credential: Config.NodeToken or one that
-// Config.NodeVerifier accepts)
-// gets a node principal for the claimed tenant that may only publish: the
-// forwarding broker checked the client's own rights before forwarding.
-// Everything else goes to the verifier.
+// verify authenticates an auth frame. A stream that advertises
+// wire.CapForwarded is a forwarding broker's: it must present a node
+// credential (Config.NodeToken, or one Config.NodeVerifier accepts), and
+// gets a node principal for the claimed tenant that may only publish, until
+// the credential expires: the forwarding broker checked the client's own
+// rights before forwarding. Everything else goes to the verifier.
 func (b *Broker) verify(ctx context.Context, auth *wire.Auth) (Principal, error) {
-	if wire.Supports(wire.PeerSet(auth.ClientFlags, auth.ClientCaps), wire.CapForwarded) && b.isNodeCredential(ctx, auth.Token) {
-		if auth.TenantID == "" {
-			return nil, fmt.Errorf("%w: empty tenant", ErrAuth)
-		}
-		return nodePrincipal(auth.TenantID), nil
+	if len(auth.TenantID) > maxTenantBytes {
+		return nil, fmt.Errorf("%w: tenant_id of %d bytes, more than %d", ErrAuth, len(auth.TenantID), maxTenantBytes)
 	}
-	return b.verifier.Verify(ctx, auth.TenantID, auth.Token)
+	if !wire.Supports(wire.PeerSet(auth.ClientFlags, auth.ClientCaps), wire.CapForwarded) {
+		return b.verifier.Verify(ctx, auth.TenantID, auth.Token)
+	}
+	cred, err := b.nodeCredential(ctx, auth.Token)
+	if err == nil && auth.TenantID == "" {
+		err = errors.New("empty tenant")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: a forwarded stream needs a node credential: %w", ErrAuth, err)
+	}
+	if ok, n := b.authLog.allow(time.Now()); ok {
+		b.log.Info("forwarded stream opened", "node", clip(cred.Subject), "tenant", clip(auth.TenantID),
+			"until", cred.Expiry, "lines_suppressed", n)
+	}
+	return nodePrincipal{tenant: auth.TenantID, cred: cred}, nil
 }
 
-func (b *Broker) isNodeCredential(ctx context.Context, token string) bool {
-	if b.cfg.NodeToken != "" && subtle.ConstantTimeCompare([]byte(token), []byte(b.cfg.NodeToken)) == 1 {
-		return true
+// authRefused logs a refused auth frame, rate-limited and with what the
+// peer chose clipped: refusals cost an unauthenticated peer nothing.
+func (b *Broker) authRefused(conn uint64, auth *wire.Auth, err error) {
+	if ok, n := b.authLog.allow(time.Now()); ok {
+		b.log.Warn("auth refused", "conn", conn, "tenant", clip(auth.TenantID),
+			"forwarded", wire.Supports(wire.PeerSet(auth.ClientFlags, auth.ClientCaps), wire.CapForwarded),
+			"err", clipTo(logDetail(err), maxErrorEchoBytes), "lines_suppressed", n)
 	}
-	return b.cfg.NodeVerifier != nil && b.cfg.NodeVerifier(ctx, token) == nil
+}
+
+// maxTenantBytes is the longest tenant name an auth frame may claim, as
+// for every other name (registry.go).
+const maxTenantBytes = 255
+
+// NodeCredential is what a node credential proved: which broker presented
+// it and until when it is valid.
+type NodeCredential struct {
+	Subject string
+	// Expiry ends the forwarded streams it authenticated, as a token's
+	// does; zero (the shared NodeToken) never.
+	Expiry time.Time
+}
+
+func (b *Broker) nodeCredential(ctx context.Context, token string) (NodeCredential, error) {
+	if b.cfg.NodeToken != "" && subtle.ConstantTimeCompare([]byte(token), []byte(b.cfg.NodeToken)) == 1 {
+		return NodeCredential{Subject: "shared node token"}, nil
+	}
+	if b.cfg.NodeVerifier == nil {
+		return NodeCredential{}, errors.New("this broker accepts none (not in cluster mode, or no operator tenant)")
+	}
+	return b.cfg.NodeVerifier(ctx, token)
 }
 
 // nodePrincipal is a forwarding broker acting for tenant: publish only.
-type nodePrincipal string
+type nodePrincipal struct {
+	tenant string
+	cred   NodeCredential
+}
 
-func (p nodePrincipal) Tenant() string    { return string(p) }
-func (p nodePrincipal) Expiry() time.Time { return time.Time{} }
+func (p nodePrincipal) Tenant() string    { return p.tenant }
+func (p nodePrincipal) Expiry() time.Time { return p.cred.Expiry }
 func (p nodePrincipal) Check(a auth.Action, resource string) error {
 	if a == auth.ActionPublish {
 		return nil

@@ -177,7 +177,7 @@ func TestClusterRefusals(t *testing.T) {
 	require.ErrorIs(t, err, client.ErrOwnerUnavailable, "unreachable owner")
 	require.ErrorContains(t, err, "unreachable")
 
-	fwd := nodes[0].h.dialWith(t, client.Config{Flags: wire.KnownCapabilities | wire.CapForwarded})
+	fwd := nodes[0].h.dialWith(t, client.Config{Tenant: "t1", Token: "node-secret", Flags: wire.KnownCapabilities | wire.CapForwarded})
 	fpub, err := fwd.NewPublisher(ctx, "default", "quad")
 	require.NoError(t, err)
 	err = fpub.PublishShardAsync(1, [][]byte{[]byte("x")}).Wait(ctx)
@@ -242,6 +242,37 @@ func TestClusterNodeCredential(t *testing.T) {
 
 	_, err = nodes[1].h.dialWith(t, client.Config{Tenant: "t1", Token: "node-secret"}).NewPublisher(ctx, "default", "quad")
 	require.ErrorIs(t, err, client.ErrAuth, "the node credential is not a client token")
+}
+
+// TestForwardedStreamNeedsNodeCredential: a stream that declares itself
+// forwarded is a forwarding broker's. Without a node credential it is
+// refused, even with a token the verifier accepts for the claimed tenant
+// (the dev verifier takes any), so no client gets a publish-anywhere node
+// principal; with one it lives until the credential expires.
+func TestForwardedStreamNeedsNodeCredential(t *testing.T) {
+	expiry := time.Now().Add(time.Second)
+	cfg := broker.Config{NodeID: "b1", NodeVerifier: func(_ context.Context, token string) (broker.NodeCredential, error) {
+		if token != "node" {
+			return broker.NodeCredential{}, fmt.Errorf("not a node credential")
+		}
+		return broker.NodeCredential{Subject: "b2", Expiry: expiry}, nil
+	}}
+	h := startBroker(t, cfg, quad)
+	h.b.SetPlacement(assign(1, []cluster.Member{{ID: "b1", QUICAddr: h.addr, Live: true}}, quad.StreamKey, false, "b1", "b1", "b1", "b1"))
+	ctx := ctxT(t, 20*time.Second)
+	fwd := client.Config{Tenant: "t1", Token: "admin-of-t2", Flags: wire.KnownCapabilities | wire.CapForwarded}
+	_, err := h.dialWith(t, fwd).NewPublisher(ctx, "default", "quad")
+	require.ErrorIs(t, err, client.ErrAuth)
+	require.ErrorContains(t, err, "forwarded stream needs a node credential")
+
+	fwd.Token = "node"
+	pub, err := h.dialWith(t, fwd).NewPublisher(ctx, "default", "quad")
+	require.NoError(t, err)
+	require.NoError(t, pub.PublishShardAsync(1, [][]byte{[]byte("x")}).Wait(ctx))
+	require.Eventually(t, func() bool { return pub.Err() != nil }, 10*time.Second, 5*time.Millisecond,
+		"the stream ends when the node credential expires")
+	require.ErrorContains(t, pub.Err(), "token expired")
+	require.False(t, time.Now().Before(expiry))
 }
 
 // TestClusterRefusesShardsNotPlacedYet: a cluster broker does not act as the

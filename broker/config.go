@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/felixmq/felix/fanout"
@@ -68,18 +69,49 @@ type Config struct {
 	ConnectionReceiveWindow uint64 // per connection, default 64 MiB
 	MaxIncomingStreams      int64  // bidirectional and unidirectional, default 1024
 	// MaxConnections refuses handshakes beyond this many live connections
-	// (quic-go answers CONNECTION_REFUSED). 0 means 10,000.
+	// (quic-go answers CONNECTION_REFUSED), after closing the oldest one
+	// that authenticated nothing if there is one (admission.go). 0 means
+	// 10,000.
 	MaxConnections int
+	// MaxConnectionsPerSource is MaxConnections per peer IP address. 0
+	// means 1,024.
+	MaxConnectionsPerSource int
 	// AuthTimeout is how long a new stream may take to send its auth
-	// frame before it is reset: streams opened and left silent would
-	// otherwise hold a goroutine each. 0 means 10 s.
+	// frame before it is reset (streams opened and left silent would
+	// otherwise hold a goroutine each), and how long a connection may go
+	// without any stream authenticating before it is closed. 0 means 10 s.
 	AuthTimeout time.Duration
+	// PreAuthMaxFrameBytes caps a stream's first frame, read before it has
+	// authenticated (budget.go). 0 means 64 KiB; never above MaxFrameBytes.
+	PreAuthMaxFrameBytes uint32
+	// PreAuthMaxStreams is how many streams of one connection may read
+	// their auth frame at a time; later ones wait. 0 means 16.
+	PreAuthMaxStreams int
+	// FrameBufferBytes bounds the bytes all connections together hold for
+	// frames not yet complete (each connection within its
+	// ConnectionReceiveWindow); a stream whose frame would go beyond it
+	// is ended. 0 means 1 GiB.
+	FrameBufferBytes int64
 	// DataDir holds the logs of durable streams, one directory per shard
 	// (segment.ShardDirName). Empty: durable streams are refused.
 	DataDir string
 	// Storage is the segment configuration of every durable shard (segment
 	// size, index spacing, retention, recovery options).
 	Storage segment.Config
+	// ResetMissing lists durable streams whose missing shard directories
+	// New may recreate empty, at offset 0: an operator's decision that
+	// their records are gone. Otherwise a stream the catalog lists whose
+	// shard directory is missing refuses to open (segment.ErrMissing),
+	// and so does New.
+	ResetMissing []StreamKey
+	// TenantDurableBytes bounds the disk one tenant's durable streams and
+	// caches hold (preallocated segments included); a publish that needs
+	// more is refused with ErrTenantQuota. 0: no bound.
+	TenantDurableBytes int64
+	// DataMinFreeBytes is the free space a preallocation must leave on the
+	// data directory's file system, or it is refused (ErrDiskReserve). 0
+	// means 256 MiB; negative, none.
+	DataMinFreeBytes int64
 	// FsyncInterval is the sync interval of "periodic" durable streams;
 	// 0 means 250 ms.
 	FsyncInterval time.Duration
@@ -117,15 +149,21 @@ type Config struct {
 	// NodeToken is a node credential shared by the cluster's brokers:
 	// a stream that advertises wire.CapForwarded and authenticates with it
 	// may publish to any tenant's streams (a broker forwarding for a client
-	// it authorised). Empty: forwarded streams authenticate like clients
-	// (unless NodeVerifier accepts their token).
+	// it authorised). Empty: only NodeVerifier admits forwarded streams.
 	NodeToken string
 	// NodeVerifier accepts per-broker node credentials on forwarded
-	// streams: nil error means token is a valid node credential (a Felix
-	// token of the operator tenant with the cluster.node permission). It
-	// is asked only for streams that advertise wire.CapForwarded and whose
-	// token is not NodeToken. nil: NodeToken only.
-	NodeVerifier func(ctx context.Context, token string) error
+	// streams: a Felix token of the operator tenant with the cluster.node
+	// permission. It is asked only for streams that advertise
+	// wire.CapForwarded and whose token is not NodeToken; the stream ends
+	// at the credential's Expiry. nil: NodeToken only, and without one a
+	// forwarded stream is refused.
+	NodeVerifier func(ctx context.Context, token string) (NodeCredential, error)
+	// AdminAuth authenticates admin HTTP requests (AdminHandler) to every
+	// endpoint but /live and /ready, before their body is read: nil error
+	// lets one through, an *AdminAuthError says with which status it is
+	// refused. nil serves everyone who reaches the listener, which
+	// felix-broker allows on loopback only.
+	AdminAuth func(r *http.Request) error
 	// Logger receives the broker's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -138,9 +176,14 @@ const (
 	defaultConnWindow     = 64 << 20
 	defaultMaxStreams     = 1024
 	defaultMaxConnections = 10000
+	defaultMaxPerSource   = 1024
 	defaultAuthTimeout    = 10 * time.Second
 	defaultQueueBudget    = 1 << 30
 	defaultSlowConsumer   = 10 * time.Second
+	defaultPreAuthFrame   = 64 << 10
+	defaultPreAuthStreams = 16
+	defaultFrameBuffers   = 1 << 30
+	defaultMinFree        = 256 << 20
 )
 
 func (c Config) withDefaults() Config {
@@ -168,6 +211,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxConnections == 0 {
 		c.MaxConnections = defaultMaxConnections
 	}
+	if c.MaxConnectionsPerSource == 0 {
+		c.MaxConnectionsPerSource = defaultMaxPerSource
+	}
 	if c.AuthTimeout == 0 {
 		c.AuthTimeout = defaultAuthTimeout
 	}
@@ -176,6 +222,19 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SlowConsumerTimeout == 0 {
 		c.SlowConsumerTimeout = defaultSlowConsumer
+	}
+	if c.PreAuthMaxFrameBytes == 0 {
+		c.PreAuthMaxFrameBytes = defaultPreAuthFrame
+	}
+	c.PreAuthMaxFrameBytes = min(c.PreAuthMaxFrameBytes, c.MaxFrameBytes)
+	if c.PreAuthMaxStreams == 0 {
+		c.PreAuthMaxStreams = defaultPreAuthStreams
+	}
+	if c.FrameBufferBytes == 0 {
+		c.FrameBufferBytes = defaultFrameBuffers
+	}
+	if c.DataMinFreeBytes == 0 {
+		c.DataMinFreeBytes = defaultMinFree
 	}
 	if c.RetentionInterval == 0 {
 		c.RetentionInterval = time.Minute
@@ -204,7 +263,8 @@ func (c Config) validate() error {
 	if c.Queue.Policy == fanout.CatchUp {
 		return fmt.Errorf("%w: queue policy catch_up is for durable streams only (their default)", ErrInvalidConfig)
 	}
-	if c.AdmitTimeout < 0 || c.MaxSubscriptionsPerConn < 0 || c.MaxConnections < 0 || c.AuthTimeout < 0 || c.SlowConsumerTimeout < 0 {
+	if c.AdmitTimeout < 0 || c.MaxSubscriptionsPerConn < 0 || c.MaxConnections < 0 || c.AuthTimeout < 0 || c.SlowConsumerTimeout < 0 ||
+		c.PreAuthMaxStreams < 0 || c.FrameBufferBytes < 0 || c.MaxConnectionsPerSource < 0 || c.TenantDurableBytes < 0 {
 		return fmt.Errorf("%w: negative limit", ErrInvalidConfig)
 	}
 	return nil

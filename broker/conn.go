@@ -2,13 +2,16 @@ package broker
 
 import (
 	"context"
-	"errors"
+	"fmt"
+	"io"
 	"log/slog"
+	"net/netip"
 	"sync"
 	"time"
 
 	"github.com/quic-go/quic-go"
 
+	"github.com/felixmq/felix/internal/frameio"
 	"github.com/felixmq/felix/wire"
 )
 
@@ -41,10 +44,22 @@ type conn struct {
 		joined map[membership]struct{}
 	}
 	streams sync.WaitGroup // stream handlers and subscription writers
+
+	state   *connState
+	frames  *byteBudget   // bytes its streams hold for incomplete frames
+	preauth chan struct{} // a slot per stream reading its auth frame
+	source  netip.Addr    // the peer's address, for per-source limits
+	opened  time.Time
 }
 
 func newConn(b *Broker, qc *quic.Conn) *conn {
-	c := &conn{b: b, qc: qc, id: b.nextConnID.Add(1), ctx: qc.Context()}
+	c := &conn{b: b, qc: qc, id: b.nextConnID.Add(1), ctx: qc.Context(),
+		source: sourceOf(qc.RemoteAddr()), opened: time.Now(),
+		frames:  newByteBudget(int64(b.cfg.ConnectionReceiveWindow), b.frames),
+		preauth: make(chan struct{}, b.cfg.PreAuthMaxStreams)}
+	if c.state = stateOf(c.ctx); c.state == nil {
+		c.state = &connState{}
+	}
 	c.mu.subs = map[uint64]*subscription{}
 	c.mu.extras = map[uint64]ender{}
 	c.mu.joined = map[membership]struct{}{}
@@ -55,15 +70,17 @@ func newConn(b *Broker, qc *quic.Conn) *conn {
 func (c *conn) serve() {
 	log := c.b.log.With("conn", c.id, "remote", c.qc.RemoteAddr().String())
 	log.Debug("connection accepted")
+	defer c.closeUnlessAuthenticated()()
 	c.streams.Add(1)
 	go func() { defer c.streams.Done(); c.acceptUni() }()
 	if iv := c.b.cfg.ConnStatsInterval; iv > 0 {
 		c.streams.Add(1)
 		go func() { defer c.streams.Done(); c.logStats(log, iv) }()
 	}
-	for {
+	for c.takePreAuthSlot() {
 		str, err := c.qc.AcceptStream(c.ctx)
 		if err != nil {
+			c.releasePreAuthSlot()
 			break
 		}
 		c.streams.Add(1)
@@ -80,14 +97,43 @@ func (c *conn) serve() {
 }
 
 func (c *conn) acceptUni() {
-	for {
+	for c.takePreAuthSlot() {
 		str, err := c.qc.AcceptUniStream(c.ctx)
 		if err != nil {
+			c.releasePreAuthSlot()
 			return
 		}
 		c.streams.Add(1)
 		go func() { defer c.streams.Done(); newPublishStream(c, str).serve() }()
 	}
+}
+
+// frameReader reads str's frames within the connection's frame budget,
+// with the pre-auth frame limit until the stream has authenticated.
+func (c *conn) frameReader(str io.Reader) *frameio.Reader {
+	return newFrameReader(str, c.b.cfg, c.frames)
+}
+
+// takePreAuthSlot waits until fewer than PreAuthMaxStreams streams of the
+// connection are reading their auth frame; false once it has ended. The
+// stream accepted next releases the slot when its auth is decided.
+func (c *conn) takePreAuthSlot() bool {
+	select {
+	case c.preauth <- struct{}{}:
+		return true
+	case <-c.ctx.Done():
+		return false
+	}
+}
+
+func (c *conn) releasePreAuthSlot() { <-c.preauth }
+
+// authenticated records that the stream read by fr authenticated: its
+// frames may now be MaxFrameBytes, and the connection may grow its receive
+// window.
+func (c *conn) authenticated(fr *frameio.Reader) {
+	c.state.authed.Store(true)
+	liftFrameLimit(fr, c.b.cfg)
 }
 
 func (c *conn) add(s *subscription) error {
@@ -100,7 +146,9 @@ func (c *conn) add(s *subscription) error {
 	return nil
 }
 
-var errTooManySubs = errors.New("max subscriptions per connection exceeded")
+// errTooManySubs is a limit, not a failure to retry: its message leads
+// with limit_exceeded, as the typed error code of the published Felix.
+var errTooManySubs = fmt.Errorf("%w: max subscriptions per connection exceeded", ErrLimitExceeded)
 
 func (c *conn) forget(s *subscription) {
 	c.mu.Lock()

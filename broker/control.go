@@ -54,15 +54,17 @@ func newControl(c *conn, str *quic.Stream) *control {
 		publisher:  newPublisher(c, int64(str.StreamID())),
 		str:        str,
 		stopExpiry: func() {},
-		fr:         frameio.NewReader(str, c.b.cfg.MaxFrameBytes),
+		fr:         c.frameReader(str),
 		log:        c.b.log.With("conn", c.id, "stream", int64(str.StreamID())),
 	}
 }
 
 func (ct *control) serve() {
 	ct.out = newReplyWriter(ct.str)
-	defer func() { ct.stopExpiry() }()
-	if ct.authenticate() && ct.loop() {
+	defer func() { ct.stopExpiry(); ct.fr.Release() }()
+	authed := ct.authenticate()
+	ct.c.releasePreAuthSlot()
+	if authed && ct.loop() {
 		// The client finished its side (or a one-shot request was
 		// answered): flush replies, then finish ours.
 		ct.out.close()
@@ -115,6 +117,8 @@ func (ct *control) authenticate() bool {
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			ct.c.b.metrics.authTimeouts.Inc()
 			ct.fail(refusal(wire.CodeUnauthenticated, "auth required within "+ct.c.b.cfg.AuthTimeout.String()))
+		case errors.Is(err, wire.ErrFrameTooLarge), errors.Is(err, frameio.ErrBudget):
+			ct.fail(refusal(wire.CodeUnauthenticated, "auth required: "+err.Error()))
 		case !errors.Is(err, io.EOF):
 			ct.fail(errAuthRequired)
 		}
@@ -129,11 +133,12 @@ func (ct *control) authenticate() bool {
 	ct.features = wire.PeerFeatures(auth.ClientFeatures)
 	p, err := ct.c.b.verify(ct.c.ctx, auth)
 	if err != nil {
-		ct.c.b.log.Info("auth refused", "conn", ct.c.id, "tenant", auth.TenantID, "err", err)
+		ct.c.b.authRefused(ct.c.id, auth, err)
 		ct.fail(err)
 		return false
 	}
 	ct.principal = p
+	ct.c.authenticated(ct.fr)
 	ct.stopExpiry = atExpiry(p, ct.expire)
 	ct.peer = wire.PeerSet(auth.ClientFlags, auth.ClientCaps)
 	ct.ownerAcks = wire.Supports(ct.peer, wire.CapOwner)
@@ -188,6 +193,9 @@ func (ct *control) loop() bool {
 			continue
 		case err != nil && ct.expired.Load():
 			return false // expire already said why
+		case errors.Is(err, frameio.ErrBudget):
+			ct.fail(fmt.Errorf("%w: %w", ErrLimitExceeded, err))
+			return false
 		case err != nil:
 			ct.fail(fmt.Errorf("malformed frame: %w", err))
 			return false

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/felixmq/felix/commit"
@@ -20,25 +20,31 @@ var ErrNoDataDir = errors.New("durable streams need a data directory (FELIX_DATA
 // caches both write through one; segment and commit never import each
 // other, the broker joins them here.
 type durableLog struct {
-	log *segment.Log
-	seq *commit.Sequencer
+	log   *segment.Log
+	seq   *commit.Sequencer
+	space *logSpace // what the log holds of its tenant's disk (quota.go)
 }
 
-// openDurableLog opens (recovering) the log in dir and starts its
-// sequencer. fsync must be a valid commit mode (validated with the spec).
-func openDurableLog(b *Broker, dir, fsync string, cfg segment.Config, logger *slog.Logger) (*durableLog, error) {
+// openDurableLog opens (recovering) the log of tenant in dir and starts
+// its sequencer. fsync must be a valid commit mode (validated with the
+// spec).
+func openDurableLog(b *Broker, dir, tenant, fsync string, cfg segment.Config, logger *slog.Logger) (*durableLog, error) {
 	cfg.Logger = logger
+	space := b.space.forLog(tenant)
+	cfg.Space = space
 	log, err := segment.Open(dir, cfg)
 	if err != nil {
 		return nil, err
 	}
+	space.charge(log.Stats().Recovery.FoundBytes)
 	mode, _ := commit.ParseMode(fsync)
 	seq, err := commit.New(commit.Config{Mode: mode, Interval: b.cfg.FsyncInterval, Syncer: log, Logger: logger})
 	if err != nil {
 		log.Close()
+		space.releaseAll()
 		return nil, err
 	}
-	return &durableLog{log: log, seq: seq}, nil
+	return &durableLog{log: log, seq: seq, space: space}, nil
 }
 
 // append appends payloads as one batch and reserves it with the sequencer.
@@ -70,7 +76,9 @@ func (d *durableLog) appendMarked(payloads [][]byte, mark *segment.BatchMark, do
 // close makes everything appended durable (a final sync in every mode),
 // completes what is pending, and closes the log.
 func (d *durableLog) close() error {
-	return errors.Join(d.seq.Close(), d.log.Close())
+	err := errors.Join(d.seq.Close(), d.log.Close())
+	d.space.releaseAll()
+	return err
 }
 
 // durable is the storage of one durable shard.
@@ -84,9 +92,27 @@ func openDurable(b *Broker, spec StreamSpec, shard int) (*durable, error) {
 	if b.cfg.DataDir == "" {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidStream, ErrNoDataDir)
 	}
-	dir := filepath.Join(b.cfg.DataDir, segment.ShardDirName(spec.Tenant, spec.Namespace, spec.Stream, uint32(shard)))
+	dir := b.shardDir(spec, shard)
 	start := time.Now()
-	dl, err := openDurableLog(b, dir, spec.Fsync, b.cfg.Storage, b.log.With("stream", spec.String(), "shard", shard))
+	scfg := b.cfg.Storage
+	// A stream the catalog lists had its logs created already (outside
+	// cluster mode, where a broker opens only the shards it comes to own):
+	// a missing one lost its records, and recreating it empty would reuse
+	// their offsets. Only the operator may say so (Config.ResetMissing).
+	reset := slices.Contains(b.cfg.ResetMissing, spec.StreamKey)
+	scfg.MustExist = b.reopening && b.cfg.NodeID == "" && !reset
+	if reset && b.reopening && !exists(dir) {
+		b.log.Warn("durable shard directory missing: starting it empty at offset 0 (FELIX_DURABLE_RESET_MISSING)",
+			"stream", spec.String(), "shard", shard, "dir", dir)
+	}
+	dl, err := openDurableLog(b, dir, spec.Tenant, spec.Fsync, scfg, b.log.With("stream", spec.String(), "shard", shard))
+	if errors.Is(err, segment.ErrMissing) {
+		return nil, fmt.Errorf("%w; the catalog (%s) lists %s, so its records are gone: restore the directory, "+
+			"or start the stream empty at offset 0 with FELIX_DURABLE_RESET_MISSING=%s", err, catalogFile, spec.StreamKey, spec.StreamKey)
+	}
+	if errors.Is(err, segment.ErrCorrupt) {
+		b.reportCorruption("storage corruption: the log cannot open", err, "log", shardName(spec.StreamKey, shard))
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -296,12 +296,20 @@ func TestDurableFaultBrokerRefusesPublishesAndDeliversOnlySynced(t *testing.T) {
 }
 
 // The reliability issue's disk-full scenario, through the broker: when
-// there is no room for the next segment, publishes to the durable stream
-// are refused with an error that says so and never acked, an ephemeral
-// stream on the same broker keeps working, and once space returns the same
-// durable stream takes publishes again; a subscriber from the earliest
-// offset gets exactly the acked records, contiguous.
+// there is no room for the next segment, or for sealing the full one (its
+// truncate), publishes to the durable stream are refused with an error
+// that says so and never acked, an ephemeral stream on the same broker
+// keeps working, and once space returns the same durable stream takes
+// publishes again; a subscriber from the earliest offset gets exactly the
+// acked records, contiguous. (No space at the seal was terminal until
+// restart.)
 func TestDurableNoSpaceRefusesThenRecovers(t *testing.T) {
+	for _, op := range []faultOp{opPreallocate, opTruncate} {
+		t.Run(string(op), func(t *testing.T) { durableNoSpace(t, op) })
+	}
+}
+
+func durableNoSpace(t *testing.T, op faultOp) {
 	fsys := newFaultFS()
 	ephemeral := broker.StreamSpec{StreamKey: broker.StreamKey{Tenant: "t1", Namespace: "default", Stream: "e"}, Shards: 1}
 	h := serveBroker(t, broker.Config{DataDir: t.TempDir(), Storage: faultStorage(fsys, segment.WriteModeFD)},
@@ -325,7 +333,7 @@ func TestDurableNoSpaceRefusesThenRecovers(t *testing.T) {
 		}
 		return err
 	}
-	fsys.setFault(failFrom(opPreallocate, 1, syscall.ENOSPC)) // the disk is full
+	fsys.setFault(failFrom(op, 1, syscall.ENOSPC)) // the disk is full
 	var refusal error
 	for range 64 { // 64 KiB segments: a roll comes within 16 publishes
 		if refusal = publish(); refusal != nil {

@@ -26,6 +26,10 @@ var (
 	// ErrNotNegotiated: a request of an optional protocol feature on a
 	// stream whose client did not advertise its capability bit.
 	ErrNotNegotiated = errors.New("capability not negotiated")
+	// ErrLimitExceeded: a request over one of the broker's per-connection
+	// or broker-wide limits; retrying it unchanged fails again. Its
+	// message leads with the typed code limit_exceeded.
+	ErrLimitExceeded = errors.New("limit_exceeded")
 	// ErrInvalidConfig: a Config that cannot run.
 	ErrInvalidConfig = errors.New("broker: invalid config")
 )

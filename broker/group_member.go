@@ -192,11 +192,12 @@ func readRecord(g *groupShard, r **segment.Reader, off uint64) ([]byte, error) {
 		*r = nr
 	}
 	rec, err := (*r).Next()
-	if err != nil {
-		return nil, fmt.Errorf("queue: reading offset %d of shard %d: %w", off, g.key.shard, err)
+	if err == nil && rec.Offset != off {
+		err = fmt.Errorf("%w: offset %d where %d was due", segment.ErrCorrupt, rec.Offset, off)
 	}
-	if rec.Offset != off {
-		return nil, fmt.Errorf("queue: %w: offset %d where %d was due (shard %d)", segment.ErrCorrupt, rec.Offset, off, g.key.shard)
+	if err != nil {
+		return nil, g.b.checkStorage(shardName(g.key.stream, int(g.key.shard)), off,
+			fmt.Errorf("queue: reading offset %d of shard %d: %w", off, g.key.shard, err))
 	}
 	return rec.Payload, nil
 }

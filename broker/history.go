@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/felixmq/felix/segment"
@@ -31,9 +32,16 @@ func (w *eventWriter) writeHistory() error {
 }
 
 // replayLog writes [from, to) from the log and flushes; next moves to to.
+// A record that cannot be read (a corrupt log) ends the replay after every
+// record before it was written: the subscriber gets an error frame naming
+// the offset it cannot pass (storageError), then the end of the stream.
 func (w *eventWriter) replayLog(from, to uint64) error {
 	for off := from; off < to; {
 		next, err := w.historySpan(off, to)
+		var se *storageError
+		if errors.As(err, &se) {
+			return w.tell(se)
+		}
 		if err != nil {
 			return err
 		}
@@ -41,6 +49,22 @@ func (w *eventWriter) replayLog(from, to uint64) error {
 	}
 	w.next = max(w.next, to)
 	return w.flush()
+}
+
+// errTold ends an event stream whose subscriber was sent the reason in an
+// error frame: the stream is finished, not reset, so that it reads it.
+type errTold struct{ err error }
+
+func (e errTold) Error() string { return e.err.Error() }
+func (e errTold) Unwrap() error { return e.err }
+
+// tell writes an error frame carrying err and returns errTold.
+func (w *eventWriter) tell(err error) error {
+	w.wbuf = wire.AppendJSONFrame(w.wbuf, &wire.ErrorMessage{Message: err.Error()})
+	if ferr := w.flush(); ferr != nil {
+		return ferr
+	}
+	return errTold{err}
 }
 
 // historySpan writes records from off on, up to readerSpan bytes, through
@@ -55,11 +79,21 @@ func (w *eventWriter) historySpan(off, to uint64) (uint64, error) {
 	base, size, span := off, 0, 0
 	for off < to && span < readerSpan {
 		rec, err := r.Next()
-		if err != nil {
-			return off, fmt.Errorf("replay at offset %d: %w", off, err)
+		if err == nil && rec.Offset != off {
+			err = fmt.Errorf("%w: offset %d where %d was due", segment.ErrCorrupt, rec.Offset, off)
 		}
-		if rec.Offset != off {
-			return off, fmt.Errorf("replay: %w: offset %d where %d was due", segment.ErrCorrupt, rec.Offset, off)
+		if err != nil {
+			// What was read before it is delivered first.
+			if len(batch) > 0 {
+				if werr := w.appendHistoryFrame(base, batch); werr != nil {
+					return off, werr
+				}
+			}
+			if ferr := w.flush(); ferr != nil {
+				return off, ferr
+			}
+			st := w.s.sh.st
+			return off, w.s.conn.b.checkStorage(shardName(st.spec.StreamKey, w.s.sh.id), off, fmt.Errorf("replay at offset %d: %w", off, err))
 		}
 		batch = append(batch, rec.Payload)
 		size += len(rec.Payload)

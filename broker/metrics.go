@@ -22,14 +22,19 @@ type metrics struct {
 	bytesOut          prometheus.Counter
 	connections       prometheus.Gauge
 	connRefused       prometheus.Counter
-	authTimeouts      prometheus.Counter
-	subscribers       prometheus.Gauge
-	violations        *prometheus.CounterVec
-	ackLatency        prometheus.Histogram
-	catchUps          prometheus.Counter
-	slowConsumers     prometheus.Counter
-	endedDroppedEvent atomic.Uint64 // drops of subscriptions that have ended
-	cluster           clusterMetrics
+	connRefusedSource prometheus.Counter
+	// connUnauthenticated counts connections closed for authenticating
+	// nothing: at the auth timeout, or evicted to admit another.
+	connUnauthenticated *prometheus.CounterVec
+	authTimeouts        prometheus.Counter
+	subscribers         prometheus.Gauge
+	violations          *prometheus.CounterVec
+	ackLatency          prometheus.Histogram
+	corruptions         prometheus.Counter
+	catchUps            prometheus.Counter
+	slowConsumers       prometheus.Counter
+	endedDroppedEvent   atomic.Uint64 // drops of subscriptions that have ended
+	cluster             clusterMetrics
 }
 
 func newMetrics(b *Broker) *metrics {
@@ -56,6 +61,13 @@ func newMetrics(b *Broker) *metrics {
 		connRefused: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "felix_connections_refused_total", Help: "Handshakes refused at FELIX_MAX_CONNECTIONS.",
 		}),
+		connRefusedSource: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "felix_connections_refused_per_source_total", Help: "Handshakes refused at FELIX_MAX_CONNECTIONS_PER_SOURCE.",
+		}),
+		connUnauthenticated: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "felix_connections_unauthenticated_closed_total",
+			Help: "Connections closed because none of their streams authenticated: at FELIX_AUTH_TIMEOUT_MS (timeout), or to admit another at a connection limit (evicted).",
+		}, []string{"reason"}),
 		authTimeouts: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "felix_auth_timeouts_total", Help: "Streams reset for sending no auth frame within FELIX_AUTH_TIMEOUT_MS.",
 		}),
@@ -65,6 +77,10 @@ func newMetrics(b *Broker) *metrics {
 		violations: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "felix_protocol_violations_total", Help: "Frames refused as protocol violations, by stream kind.",
 		}, []string{"stream"}),
+		corruptions: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "felix_storage_corruptions_total",
+			Help: "Durable log records that failed their checks when read (replays, consumer groups) or at open; each is logged with its file and byte.",
+		}),
 		ackLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "felix_publish_ack_latency_seconds",
 			Help:    "Broker-side time from an acked publish's frame to its ack being queued.",
@@ -88,9 +104,15 @@ func newMetrics(b *Broker) *metrics {
 			Help: "FELIX_SUBSCRIBER_QUEUE_TOTAL_BYTES: the bound on felix_subscriber_queue_bytes (0: none)."},
 			func() float64 { return float64(max(budget.Limit(), 0)) }))
 	m.reg.MustRegister(m.publishRequests, m.publishEvents, m.bytesIn, newDropCollector(b), storageCollector{b},
-		m.deliveredEvents, m.bytesOut, m.connections, m.connRefused, m.authTimeouts, m.subscribers, m.violations, m.ackLatency,
+		m.deliveredEvents, m.bytesOut, m.connections, m.connRefused, m.connRefusedSource, m.connUnauthenticated, m.authTimeouts, m.subscribers, m.violations, m.ackLatency, m.corruptions,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "felix_streams", Help: "Registered streams."},
 			func() float64 { return float64(len(b.streams.list())) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "felix_frame_buffer_bytes",
+			Help: "Bytes held for client frames not yet complete, all connections (bound: FELIX_FRAME_BUFFER_BUDGET_BYTES)."},
+			func() float64 { return float64(b.frames.used.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "felix_frame_buffer_refusals_total",
+			Help: "Streams ended because a frame needed more buffer than their connection's or the broker's budget."},
+			func() float64 { return float64(b.frames.refused.Load()) }),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

@@ -41,7 +41,7 @@ func (p *publisher) resolve(k StreamKey, action auth.Action) (*stream, error) {
 	if err := p.principal.Check(action, streamResource(k)); err != nil {
 		return nil, forbidden(err, action, k.String())
 	}
-	if p.last != nil && k == p.lastKey {
+	if p.last != nil && k == p.lastKey && !p.last.deleted.Load() {
 		return p.last, nil
 	}
 	st, err := p.c.b.streams.lookup(k)

@@ -26,11 +26,12 @@ func newPublishStream(c *conn, str *quic.ReceiveStream) *publishStream {
 	return &publishStream{
 		publisher: newPublisher(c, int64(str.StreamID())),
 		str:       str,
-		fr:        frameio.NewReader(str, c.b.cfg.MaxFrameBytes),
+		fr:        c.frameReader(str),
 	}
 }
 
 func (ps *publishStream) serve() {
+	defer ps.fr.Release()
 	if err := ps.run(); err != nil && !errors.Is(err, io.EOF) {
 		ps.c.b.metrics.protocolViolation("uni")
 		ps.c.b.log.Debug("publish stream closed", "conn", ps.c.id, "err", err)
@@ -41,23 +42,12 @@ func (ps *publishStream) serve() {
 var errUniViolation = errors.New("publish stream: only auth and publishes are allowed")
 
 func (ps *publishStream) run() error {
-	ps.str.SetReadDeadline(time.Now().Add(ps.c.b.cfg.AuthTimeout))
-	h, payload, err := ps.fr.Next()
-	ps.str.SetReadDeadline(time.Time{})
+	auth, err := ps.authenticate()
+	ps.c.releasePreAuthSlot()
 	if err != nil {
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			ps.c.b.metrics.authTimeouts.Inc()
-		}
 		return err
 	}
-	m, err := decodeJSON(h, payload)
-	auth, ok := m.(*wire.Auth)
-	if err != nil || !ok {
-		return errUniViolation
-	}
-	if ps.principal, err = ps.c.b.verify(ps.c.ctx, auth); err != nil {
-		return err
-	}
+	ps.c.authenticated(ps.fr)
 	ps.forwarded = wire.Supports(wire.PeerSet(auth.ClientFlags, auth.ClientCaps), wire.CapForwarded)
 	// At expiry the stream is stopped with the auth code: the client sees
 	// why and authenticates a new stream.
@@ -71,6 +61,29 @@ func (ps *publishStream) run() error {
 			return err
 		}
 	}
+}
+
+// authenticate reads and verifies the auth frame.
+func (ps *publishStream) authenticate() (*wire.Auth, error) {
+	ps.str.SetReadDeadline(time.Now().Add(ps.c.b.cfg.AuthTimeout))
+	h, payload, err := ps.fr.Next()
+	ps.str.SetReadDeadline(time.Time{})
+	if err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			ps.c.b.metrics.authTimeouts.Inc()
+		}
+		return nil, err
+	}
+	m, err := decodeJSON(h, payload)
+	auth, ok := m.(*wire.Auth)
+	if err != nil || !ok {
+		return nil, errUniViolation
+	}
+	if ps.principal, err = ps.c.b.verify(ps.c.ctx, auth); err != nil {
+		ps.c.b.authRefused(ps.c.id, auth, err)
+		return nil, err
+	}
+	return auth, nil
 }
 
 func (ps *publishStream) dispatch(h wire.Header, payload []byte) error {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -74,6 +75,9 @@ type stream struct {
 	routing wire.Routing
 	created time.Time
 	shards  []*shard
+	// deleted is set when DeleteStream unregisters it, for the publishers
+	// that cached it.
+	deleted atomic.Bool
 }
 
 // shardFor picks the shard of a publish: keyed publishes hash the key, so

@@ -144,9 +144,10 @@ func (s *subscription) run() {
 	if err != nil && s.ctx.Err() == nil {
 		s.conn.b.log.Debug("subscription ended", "subscription", s.id, "err", err)
 	}
-	if s.conn.b.draining.Load() {
-		// A graceful drain flushed the queue first: end the stream with a
-		// FIN so the peer reads everything that was written.
+	if s.conn.b.draining.Load() || errors.As(err, &errTold{}) {
+		// A graceful drain flushed the queue first, and an error frame
+		// says why the subscription ends: end the stream with a FIN so
+		// the peer reads everything that was written.
 		s.out.Close()
 		return
 	}

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"runtime"
@@ -32,7 +33,8 @@ type Client struct {
 	wg         sync.WaitGroup
 	once       sync.Once
 
-	mu struct {
+	dialMu sync.Mutex // serialises replacing a session the broker closed unauthenticated
+	mu     struct {
 		sync.Mutex
 		cur       *session
 		replaced  chan struct{} // closed when cur is replaced
@@ -132,8 +134,14 @@ func (c *Client) session() *session {
 func (c *Client) replaceSession(s *session) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.mu.cur = s
 	c.mu.redials++
+	c.setSessionLocked(s)
+}
+
+// setSessionLocked makes s the current session and wakes those waiting
+// for one.
+func (c *Client) setSessionLocked(s *session) {
+	c.mu.cur = s
 	close(c.mu.replaced)
 	c.mu.replaced = make(chan struct{})
 }
@@ -156,6 +164,62 @@ func (c *Client) awaitSessionAfter(ctx context.Context, old *session) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// liveSession is the current session, after replacing one the broker
+// closed because none of its streams authenticated in time (a Client
+// dialled and left idle past the broker's auth timeout): nothing ran on
+// it, so a new connection serves just as well.
+func (c *Client) liveSession(ctx context.Context) (*session, error) {
+	s := c.session()
+	if !closedUnauthenticated(s.qc) {
+		return s, nil
+	}
+	c.dialMu.Lock()
+	defer c.dialMu.Unlock()
+	if cur := c.session(); cur != s {
+		return cur, nil // replaced meanwhile
+	}
+	// Counted in wg while it dials, so that Close's Wait covers the
+	// goroutines the dial starts.
+	c.mu.Lock()
+	select {
+	case <-c.stop:
+		c.mu.Unlock()
+		return nil, ErrClosed
+	default:
+	}
+	c.wg.Add(1)
+	c.mu.Unlock()
+	defer c.wg.Done()
+	ns, err := c.dial(ctx, c.redialMTU())
+	if err != nil {
+		return nil, err
+	}
+	// Under mu, so that Close (which closes stop, then the session it
+	// reads under mu) either closes ns or is seen here.
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	select {
+	case <-c.stop:
+		ns.qc.CloseWithError(quic.ApplicationErrorCode(wire.CloseNormal), "client closed")
+		return nil, ErrClosed
+	default:
+	}
+	c.setSessionLocked(ns)
+	c.wg.Add(1)
+	go func() { defer c.wg.Done(); c.watch() }() // the old one's watch returned with it
+	return ns, nil
+}
+
+// closedUnauthenticated reports whether the broker closed qc with
+// wire.CloseUnauthenticated.
+func closedUnauthenticated(qc *quic.Conn) bool {
+	if qc.Context().Err() == nil {
+		return false
+	}
+	var ae *quic.ApplicationError
+	return errors.As(context.Cause(qc.Context()), &ae) && ae.Remote && uint64(ae.ErrorCode) == wire.CloseUnauthenticated
 }
 
 // Close closes the connection (and with it every publisher and
@@ -209,7 +273,10 @@ type control struct {
 // the intersection), or plain ok for a broker that predates capabilities
 // (original v1 flags).
 func (c *Client) openControl(ctx context.Context) (*control, error) {
-	sess := c.session()
+	sess, err := c.liveSession(ctx)
+	if err != nil {
+		return nil, err
+	}
 	str, err := sess.qc.OpenStreamSync(ctx)
 	if err != nil {
 		return nil, sess.wrap(fmt.Errorf("client: open stream: %w", err))

@@ -34,7 +34,37 @@ var (
 	ErrOwnerUnavailable = errors.New("client: owner_unavailable")
 	// ErrNotNegotiated: the broker did not advertise what the call needs.
 	ErrNotNegotiated = errors.New("client: capability not negotiated with the broker")
+	// ErrLimitExceeded matches a BrokerError refusing a request over one of
+	// the broker's limits (subscriptions per connection, a frame over the
+	// frame budget, a connection limit): retrying it unchanged fails again.
+	ErrLimitExceeded = errors.New("client: limit_exceeded")
+	// ErrStorage matches a *StorageError.
+	ErrStorage = errors.New("client: storage")
 )
+
+// StorageError ends a subscription whose replay reached a record the
+// broker cannot read (its durable log is damaged there): every record
+// before Offset was delivered, none from it on.
+type StorageError struct {
+	Offset  uint64
+	Message string
+}
+
+func (e *StorageError) Error() string { return "broker: " + e.Message }
+
+// Is makes errors.Is(err, ErrStorage) true.
+func (e *StorageError) Is(target error) bool { return target == ErrStorage }
+
+// eventStreamError is the error an event stream's error frame carries: a
+// *StorageError when it names the offset a damaged log stops at
+// ("storage: offset N ..."), else a *BrokerError.
+func eventStreamError(msg string, typed *wire.TypedError) error {
+	var off uint64
+	if _, err := fmt.Sscanf(msg, "storage: offset %d", &off); err == nil {
+		return &StorageError{Offset: off, Message: msg}
+	}
+	return brokerError(msg, typed, nil)
+}
 
 // BrokerError is an error the broker reported for a request. Its code and
 // retry class come from the broker (typed errors are negotiated on every
@@ -78,13 +108,16 @@ func (e *BrokerError) RetryAfter() time.Duration {
 }
 
 // Is maps the broker's codes to ErrNotOwner (not_leader: the shard is
-// another broker's) and ErrOwnerUnavailable (shard_unavailable).
+// another broker's), ErrOwnerUnavailable (shard_unavailable) and
+// ErrLimitExceeded (limit_exceeded).
 func (e *BrokerError) Is(target error) bool {
 	switch target {
 	case ErrNotOwner:
 		return e.Code() == wire.CodeNotLeader
 	case ErrOwnerUnavailable:
 		return e.Code() == wire.CodeShardUnavailable
+	case ErrLimitExceeded:
+		return e.Code() == wire.CodeLimitExceeded
 	}
 	return false
 }

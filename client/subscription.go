@@ -223,9 +223,12 @@ func (f *subscriptionFeed) decode(h wire.Header, payload []byte, batch *wire.Eve
 		if err != nil {
 			return nil, err
 		}
-		if gap, ok := m.(*wire.SubscriptionGap); ok {
-			f.dropped.Add(gap.Dropped)
-			return []Event{{Dropped: gap.Dropped}}, nil
+		switch m := m.(type) {
+		case *wire.SubscriptionGap:
+			f.dropped.Add(m.Dropped)
+			return []Event{{Dropped: m.Dropped}}, nil
+		case *wire.ErrorMessage: // why the broker ends the subscription
+			return nil, eventStreamError(m.Message, m.Err)
 		}
 		return nil, fmt.Errorf("%w: %s on an event stream", ErrProtocol, m.Type())
 	}

@@ -136,6 +136,19 @@ func (a *FelixTokenAuthorizer) Authorize(r *http.Request, action, resource strin
 	return Unauthenticated("felix token rejected (%s): %v", auth.Reason(verifyErr), verifyErr)
 }
 
+// Authenticate implements Authenticator: the token verifies with the keys
+// of the tenant it names.
+func (a *FelixTokenAuthorizer) Authenticate(r *http.Request) error {
+	tok, err := bearer(r)
+	if err != nil {
+		return err
+	}
+	if _, err := a.v.Verify(r.Context(), unverifiedTenant(tok), tok); err != nil {
+		return Unauthenticated("felix token rejected (%s): %v", auth.Reason(err), err)
+	}
+	return nil
+}
+
 // AnyOf allows a request that any of its authorizers allows. Refusals
 // report the most useful error: a forbidden (valid credentials) over an
 // unauthenticated one. The bootstrap listener uses AnyOf{bootstrap, felix}.
@@ -150,6 +163,29 @@ func (as AnyOf) Authorize(r *http.Request, action, resource string) error {
 			return nil
 		}
 		if first == nil || errors.Is(err, ErrForbidden) && !errors.Is(first, ErrForbidden) {
+			first = err
+		}
+	}
+	if first == nil {
+		return Unauthenticated("no authorizer configured")
+	}
+	return first
+}
+
+// Authenticate implements Authenticator: one of the authorizers accepts
+// the credential (one that cannot say is taken to accept it).
+func (as AnyOf) Authenticate(r *http.Request) error {
+	var first error
+	for _, a := range as {
+		au, ok := a.(Authenticator)
+		if !ok {
+			return nil
+		}
+		err := au.Authenticate(r)
+		if err == nil {
+			return nil
+		}
+		if first == nil {
 			first = err
 		}
 	}

@@ -129,3 +129,28 @@ var publicRoutes = map[string]bool{
 	"POST /v1/token/exchange":                        true,
 	"GET /v1/tenants/{tenant}/.well-known/jwks.json": true,
 }
+
+// TestAuthenticationBeforeTheBody: an unauthenticated POST /v1/tenants
+// with an unknown field got 400 "unknown field": the body was decoded and
+// validated before the credential was checked. Every create (and the node
+// credential mint) now refuses a missing or invalid credential with 401
+// before it reads the body; with a valid one the body's faults are 400.
+func TestAuthenticationBeforeTheBody(t *testing.T) {
+	in := newBootstrapInstance(t, nil)
+	in.mustDo(t, http.StatusCreated, "POST", "/v1/tenants", `{"tenant":"t1"}`)
+	for _, c := range []struct{ path, body string }{
+		{"/v1/tenants", `{"tenant":"t2","bogus":1}`},
+		{"/v1/tenants/t1/namespaces", `{"tenant":"t1","namespace":"n","bogus":1}`},
+		{"/v1/tenants/t1/namespaces/n/streams", `not json at all`},
+		{"/v1/token/node", `{"subject":"b1","bogus":1}`},
+	} {
+		for _, token := range []string{"", "not-the-token-0123456789"} {
+			r := in.doToken(t, "POST", c.path, c.body, token)
+			require.Equal(t, http.StatusUnauthorized, r.status, "%s %q: %s", c.path, token, r.body)
+			require.NotContains(t, r.body, "bogus")
+		}
+	}
+	r := in.do(t, "POST", "/v1/tenants", `{"tenant":"t2","bogus":1}`)
+	require.Equal(t, http.StatusBadRequest, r.status, r.body)
+	require.Contains(t, r.body, "bogus")
+}

@@ -78,9 +78,19 @@ func (s *Server) authorize(r *http.Request, action, resource string) error {
 	return s.cfg.Authorizer.Authorize(r, action, resource)
 }
 
+// authenticate refuses a request whose credential is not valid at all,
+// before its body is read (Authenticator).
+func (s *Server) authenticate(r *http.Request) error {
+	if a, ok := s.cfg.Authorizer.(Authenticator); ok {
+		return a.Authenticate(r)
+	}
+	return nil
+}
+
 // create handles POST on a collection. The body is decoded before the
 // authorization check because the resource's own name, which fine-grained
-// permissions may name, is in the body.
+// permissions may name, is in the body; the credential is authenticated
+// before that.
 func create[T any, P interface {
 	*T
 	resource
@@ -88,6 +98,9 @@ func create[T any, P interface {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		parent, err := pathSegments(r, api.kind, depth(api.kind)-1)
 		if err != nil {
+			return err
+		}
+		if err := s.authenticate(r); err != nil {
 			return err
 		}
 		v := defaults

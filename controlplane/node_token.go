@@ -29,6 +29,9 @@ func (s *Server) mintNode(w http.ResponseWriter, r *http.Request) error {
 	// The subject, which a renewal's authorization compares, is in the
 	// body; a body that does not give one is authorized on every subject
 	// first, so that only an authorized caller learns what is wrong with it.
+	if err := s.authenticate(r); err != nil {
+		return err
+	}
 	var req api.NodeTokenRequest
 	err := s.decodeBody(w, r, &req)
 	if err == nil {

@@ -225,6 +225,11 @@ func classify(err error) (int, string) {
 }
 
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() != nil && errors.Is(err, r.Context().Err()) {
+		// The caller left (a long-poll cut by its shutdown, or ours):
+		// nobody reads the answer, and nothing failed.
+		return
+	}
 	status, code := classify(err)
 	body := api.ErrorBody{Code: code, Message: err.Error(), RequestID: requestID(r)}
 	var resync *ResyncError

@@ -15,7 +15,24 @@ const (
 	DefaultSegmentBytes = 256 << 20
 	// DefaultIndexSpacingBytes is the distance between sparse index entries.
 	DefaultIndexSpacingBytes = 4096
+	// DefaultInitialAllocBytes is the first preallocation of a segment.
+	DefaultInitialAllocBytes = 1 << 20
 )
+
+// Space accounts the disk logs preallocate, so that a caller can bound it
+// (per tenant, against the free space of the file system) before the file
+// system runs out. A log calls it under its own lock: it must not call back
+// into the log.
+type Space interface {
+	// Reserve is asked before a log preallocates n more bytes. An error
+	// refuses them: the append that needed them fails with an error
+	// wrapping ErrNoSpace (and the error), as when the file system is
+	// full, and a later append tries again.
+	Reserve(n int64) error
+	// Release returns n bytes a log no longer holds: the unused tail of a
+	// sealed segment, a segment retention removed.
+	Release(n int64)
+}
 
 // WriteMode is how appended bytes reach the segment file.
 type WriteMode uint8
@@ -45,10 +62,20 @@ func (m WriteMode) String() string {
 
 // Config configures a Log. The zero value means the documented defaults.
 type Config struct {
-	// SegmentBytes is the size each segment is preallocated to and rolled
-	// at. A batch larger than a segment gets a segment of its own, sized to
+	// SegmentBytes is the size each segment is rolled at (and mapped at).
+	// A batch larger than a segment gets a segment of its own, sized to
 	// fit. Default DefaultSegmentBytes; at least one page.
 	SegmentBytes int64
+	// InitialAllocBytes is how much of a new segment is preallocated: the
+	// allocation doubles (or grows to fit a batch) when records need more,
+	// up to SegmentBytes, so disk use follows what is written rather than
+	// the number of segments. Default min(SegmentBytes,
+	// DefaultInitialAllocBytes).
+	InitialAllocBytes int64
+	// Space, if set, is asked before the log preallocates more disk and
+	// told when it gives disk back (Space). Nil: only the file system says
+	// no.
+	Space Space
 	// IndexSpacingBytes is how far apart (in bytes of log) index entries
 	// are. Default DefaultIndexSpacingBytes.
 	IndexSpacingBytes int64
@@ -61,6 +88,10 @@ type Config struct {
 	// RetentionAge removes sealed segments whose newest record is older.
 	// 0 = off.
 	RetentionAge time.Duration
+	// MustExist says the log was created before: Open refuses a missing
+	// directory, or one without segments, with ErrMissing instead of
+	// creating an empty log whose offsets would start over.
+	MustExist bool
 	// VerifyAllOnOpen scans every record of every segment on Open instead of
 	// only the records after the last index entry of sealed segments.
 	VerifyAllOnOpen bool
@@ -89,6 +120,12 @@ func (c Config) withDefaults() Config {
 	if c.IndexSpacingBytes == 0 {
 		c.IndexSpacingBytes = DefaultIndexSpacingBytes
 	}
+	if c.InitialAllocBytes == 0 {
+		c.InitialAllocBytes = DefaultInitialAllocBytes
+	}
+	if c.InitialAllocBytes > 0 {
+		c.InitialAllocBytes = max(min(c.InitialAllocBytes, c.SegmentBytes), SegmentHeaderBytes+RecordHeaderBytes)
+	}
 	if c.WriteMode == WriteModeDefault {
 		c.WriteMode = WriteModeFD
 	}
@@ -109,6 +146,8 @@ func (c Config) validate() error {
 	switch {
 	case c.SegmentBytes < minSeg:
 		return fmt.Errorf("%w: SegmentBytes %d below %d (header + one empty record)", ErrInvalidConfig, c.SegmentBytes, minSeg)
+	case c.InitialAllocBytes < 0:
+		return fmt.Errorf("%w: InitialAllocBytes %d is negative", ErrInvalidConfig, c.InitialAllocBytes)
 	case c.IndexSpacingBytes <= 0:
 		return fmt.Errorf("%w: IndexSpacingBytes %d must be positive", ErrInvalidConfig, c.IndexSpacingBytes)
 	case c.RetentionBytes < 0:

@@ -21,13 +21,17 @@ var (
 	ErrClosed = errors.New("segment: log closed")
 	// ErrEmptyBatch is returned by Append for a batch without records.
 	ErrEmptyBatch = errors.New("segment: empty batch")
-	// ErrNoSpace is wrapped by Append when the file system has no room for
-	// the next segment (ENOSPC or EDQUOT while creating it). It is not
-	// terminal: nothing was written, the full segment stays sealed, and the
-	// next Append tries the roll again, so the log recovers when space
-	// returns. (A write error inside a preallocated segment stays
-	// terminal: what reached the page cache is then unknown.)
-	ErrNoSpace = errors.New("segment: no space for a new segment (retried on the next append)")
+	// ErrNoSpace is wrapped by Append when the file system has no room
+	// (ENOSPC or EDQUOT) or Config.Space refuses: for the next segment, for
+	// growing the active one, for sealing it. It is not terminal: the next
+	// Append tries again, so the log recovers when space returns. (A write
+	// error inside a segment's allocation stays terminal: what reached the
+	// page cache is then unknown.)
+	ErrNoSpace = errors.New("segment: no space (retried on the next append)")
+	// ErrMissing is returned by Open with Config.MustExist when the log's
+	// directory, or every segment in it, is gone: the records it held are
+	// lost, and creating an empty log would reuse their offsets.
+	ErrMissing = errors.New("segment: log missing")
 	// ErrRecordTooLarge is returned by Append for a payload larger than
 	// MaxPayloadBytes. It is not terminal.
 	ErrRecordTooLarge = errors.New("segment: record too large")

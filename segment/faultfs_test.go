@@ -223,18 +223,6 @@ func TestFailedSealOrRollIsTerminal(t *testing.T) {
 			{"write back of the old segment", failOn(writeBack, errInjected)},
 			{"truncate of the old segment", failOn("truncate", errInjected)},
 			{"fsync of the old segment", failOn("sync", errInjected)},
-			{"index write ENOSPC", func(op, p string) error {
-				if op == "write" && filepath.Ext(p) == ".index" {
-					return errNoSpace
-				}
-				return nil
-			}},
-			{"index short write", func(op, p string) error {
-				if op == "write" && filepath.Ext(p) == ".index" {
-					return errShortWrite
-				}
-				return nil
-			}},
 			{"preallocate of the new segment", failOn("preallocate", errInjected)},
 			{"directory fsync", failOn("syncdir", errInjected)},
 			{"mapping the new segment", failOn("map", errInjected)},
@@ -257,6 +245,67 @@ func TestFailedSealOrRollIsTerminal(t *testing.T) {
 				require.ErrorIs(t, l.Sync(), ErrLogFailed)
 				require.Equal(t, uint64(1), l.Next())
 				require.Len(t, readAll(t, l, 0), 1, "what was appended stays readable")
+			})
+		}
+	}
+}
+
+// TestNoSpaceAtSealIsRetried: a seal that meets a full disk after the
+// data is written back behaves like a roll that finds no space for the
+// next segment: that append fails with ErrNoSpace, the log stays usable,
+// and the seal is done again once space returns. An index that cannot be
+// written (no space, a short write) does not stop the seal: the index is a
+// hint the next open rebuilds. Before, both were terminal until restart.
+func TestNoSpaceAtSealIsRetried(t *testing.T) {
+	index := func(fault error) func(op, p string) error {
+		return func(op, p string) error {
+			if op == "write" && filepath.Ext(p) == ".index" {
+				return fault
+			}
+			return nil
+		}
+	}
+	for _, fd := range []bool{false, true} {
+		for _, tc := range []struct {
+			name    string
+			fault   func(op, path string) error
+			refused bool // the append that needs the roll fails
+		}{
+			{"truncate ENOSPC", failOn("truncate", errNoSpace), true},
+			{"fsync ENOSPC", func(op, p string) error {
+				if op == "sync" && filepath.Ext(p) == ".log" {
+					return errNoSpace
+				}
+				return nil
+			}, true},
+			{"index write ENOSPC", index(errNoSpace), false},
+			{"index short write", index(errShortWrite), false},
+		} {
+			t.Run(writeMode(fd).String()+"/"+tc.name, func(t *testing.T) {
+				dir := t.TempDir()
+				fsys := &faultFS{}
+				cfg := Config{SegmentBytes: 1024, FS: fsys, WriteMode: writeMode(fd)}
+				l := openLog(t, dir, cfg)
+				_, err := l.Append([][]byte{payload(0, 600)}, 1)
+				require.NoError(t, err)
+				fsys.set(tc.fault)
+				_, err = l.Append([][]byte{payload(1, 600)}, 1) // needs a roll
+				if tc.refused {
+					require.ErrorIs(t, err, ErrNoSpace)
+					require.ErrorIs(t, err, syscall.ENOSPC, "the cause is kept")
+					require.NoError(t, l.Err(), "not terminal")
+					fsys.set(nil) // space returns
+					_, err = l.Append([][]byte{payload(1, 600)}, 1)
+				}
+				require.NoError(t, err)
+				fsys.set(nil)
+				require.NoError(t, l.Sync())
+				require.Len(t, readAll(t, l, 0), 2)
+				require.NoError(t, l.Close())
+
+				l2 := openLog(t, dir, Config{SegmentBytes: 1024, WriteMode: writeMode(fd)})
+				require.Equal(t, []Record{{Offset: 0, TimestampMicros: 1, Payload: payload(0, 600)},
+					{Offset: 1, TimestampMicros: 1, Payload: payload(1, 600)}}, readAll(t, l2, 0))
 			})
 		}
 	}

@@ -111,6 +111,11 @@ func (l *Log) AppendMarked(payloads [][]byte, ts int64, mark *BatchMark) (uint64
 		}
 		active = l.mu.segs[len(l.mu.segs)-1]
 	}
+	if active.written.Load()+size > active.allocated {
+		if err := l.growLocked(active, size); err != nil {
+			return 0, err
+		}
+	}
 	first := active.next
 	stage, err := active.appendLocked(payloads, ts, mark, l.cfg.IndexSpacingBytes, l.mu.stage, l.cfg.WriteMode == WriteModeFD)
 	l.mu.stage = stage
@@ -172,9 +177,11 @@ func (l *Log) Sync() error {
 	}
 	s := l.mu.segs[len(l.mu.segs)-1]
 	s.acquire()
+	s.syncing.Store(true) // a roll sealing s meanwhile leaves its file open
 	upTo, nextOff := s.written.Load(), s.next
 	l.mu.Unlock()
 	defer s.release()
+	defer l.syncDone(s)
 
 	from := s.synced.Load()
 	if upTo > from {
@@ -198,6 +205,16 @@ func (l *Log) Sync() error {
 	}
 	advanceU(&l.durable, nextOff)
 	return nil
+}
+
+// syncDone closes s's file if a roll sealed s while Sync used it.
+func (l *Log) syncDone(s *segment) {
+	s.syncing.Store(false)
+	if s.closeAfterSync.Load() {
+		l.mu.Lock()
+		_ = s.closeFile()
+		l.mu.Unlock()
+	}
 }
 
 func advance(v *atomic.Int64, to int64) {
@@ -228,6 +245,19 @@ func (l *Log) Close() error {
 	}
 	l.mu.segs = nil
 	return first
+}
+
+// AllocatedBytes is the disk the log's segment files hold: the sealed
+// ones' contents and the active one's preallocation. A Config.Space has
+// been asked for all of it but Stats().Recovery.FoundBytes.
+func (l *Log) AllocatedBytes() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var n int64
+	for _, s := range l.mu.segs {
+		n += s.allocated
+	}
+	return n
 }
 
 // Stats returns a snapshot of the counters.

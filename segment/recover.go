@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"slices"
 	"strconv"
@@ -18,10 +19,15 @@ import (
 // tail is cut by zeroing the header at the cut first (an all-zero header
 // ends the data) and only then the rest.
 func recoverDir(fsys FS, dir string, cfg Config, st *RecoveryStats) ([]*segment, error) {
-	if err := fsys.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("segment: create %s: %w", dir, err)
+	if !cfg.MustExist {
+		if err := fsys.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("segment: create %s: %w", dir, err)
+		}
 	}
 	bases, orphans, err := listSegments(fsys, dir)
+	if cfg.MustExist && (errors.Is(err, fs.ErrNotExist) || err == nil && len(bases) == 0) {
+		return nil, fmt.Errorf("%w: %s holds no segment", ErrMissing, dir)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -40,7 +46,15 @@ func recoverDir(fsys FS, dir string, cfg Config, st *RecoveryStats) ([]*segment,
 		_ = fsys.Remove(o) // an index whose segment retention removed
 	}
 	if len(bases) == 0 {
-		s, err := createSegment(fsys, dir, base, cfg.SegmentBytes, cfg.Now().UnixMicro())
+		if cfg.Space != nil {
+			if err := cfg.Space.Reserve(cfg.InitialAllocBytes); err != nil {
+				return nil, fmt.Errorf("%w: new log %s: %w", ErrNoSpace, dir, err)
+			}
+		}
+		s, err := createSegment(fsys, dir, base, cfg.SegmentBytes, cfg.InitialAllocBytes, cfg.Now().UnixMicro())
+		if err != nil && cfg.Space != nil {
+			cfg.Space.Release(cfg.InitialAllocBytes)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("segment: %w", err)
 		}
@@ -69,6 +83,7 @@ func recoverDir(fsys FS, dir string, cfg Config, st *RecoveryStats) ([]*segment,
 			return fail(err)
 		}
 		segs = append(segs, s)
+		st.FoundBytes += s.allocated
 		if i > 0 && s.base != segs[i-1].next {
 			return fail(&CorruptionError{Path: s.path, Offset: 8, Kind: KindOffsetGap,
 				Detail: fmt.Sprintf("base offset %d, previous segment ends at %d", s.base, segs[i-1].next)})
@@ -241,7 +256,11 @@ func openSealed(fsys FS, dir string, base uint64, cfg Config, st *RecoveryStats)
 			return nil, fmt.Errorf("segment: rewrite index: %w", err)
 		}
 	}
-	s.next, s.lastTS, s.sealed = r.next, r.lastTS, true
+	s.next, s.lastTS, s.sealed, s.allocated = r.next, r.lastTS, true, size
+	if err := s.closeFile(); err != nil { // its mapping serves it
+		_ = s.release()
+		return nil, fmt.Errorf("segment: close %s: %w", s.path, err)
+	}
 	if r.records == 0 && r.next == base {
 		s.lastTS = h.CreatedAtMicros // empty segment: its age is its creation
 	}

@@ -6,10 +6,13 @@ import (
 	"github.com/felixmq/felix/internal/linux"
 )
 
-// openActive opens the newest segment for appends: it extends a short file
-// back to the segment size, scans every record, and judges the tail
-// (classifyTail): a torn write is always cut, damage inside the written
-// extent only with RepairChecksumTail and only when nothing valid follows.
+// openActive opens the newest segment for appends: it maps it at the
+// segment size (the file may be shorter: its allocation grows as appends
+// need it, and a segment sealed by a roll that crashed before installing
+// the next one is the newest again), scans every record, and judges the
+// tail (classifyTail): a torn write is always cut, damage inside the
+// written extent only with RepairChecksumTail and only when nothing valid
+// follows.
 func openActive(fsys FS, dir string, base uint64, cfg Config, st *RecoveryStats) (*segment, error) {
 	s, size, _, err := openSegmentFile(fsys, dir, base)
 	if err != nil {
@@ -19,23 +22,13 @@ func openActive(fsys FS, dir string, base uint64, cfg Config, st *RecoveryStats)
 		_ = s.release()
 		return nil, err
 	}
-	if size < cfg.SegmentBytes {
-		// A segment sealed by a roll that crashed before installing the next
-		// one: it is the newest again, so give it room. Zeros past the old
-		// end change nothing the scan sees.
-		if err := s.file.Preallocate(cfg.SegmentBytes); err != nil {
-			return fail(fmt.Errorf("segment: preallocate %s: %w", s.path, err))
-		}
-		if err := s.file.Sync(); err != nil {
-			return fail(fmt.Errorf("segment: sync %s: %w", s.path, err))
-		}
-		size = cfg.SegmentBytes
-	}
-	if err := s.mapFile(size); err != nil {
+	if err := s.mapFile(max(size, cfg.SegmentBytes)); err != nil {
 		return fail(fmt.Errorf("segment: %w", err))
 	}
+	s.allocated = size
+	data := s.data[:size] // past the end of the file a mapping faults
 	s.mapping.Advise(0, size, linux.MADV_SEQUENTIAL)
-	r := scan(s.data, s.version, SegmentHeaderBytes, size, base, s, cfg.IndexSpacingBytes)
+	r := scan(data, s.version, SegmentHeaderBytes, size, base, s, cfg.IndexSpacingBytes)
 	st.RecordsScanned += r.records
 	st.BytesScanned += r.end - SegmentHeaderBytes
 	st.IncompleteBatches += r.incomplete
@@ -43,15 +36,15 @@ func openActive(fsys FS, dir string, base uint64, cfg Config, st *RecoveryStats)
 	if err != nil {
 		return fail(fmt.Errorf("segment: %s: %w", s.path, err))
 	}
-	extent := writtenExtent(s.data[:max(dataEnd, r.end)], r.end)
+	extent := writtenExtent(data[:max(dataEnd, r.end)], r.end)
 	cut := false
-	switch classifyTail(s.data, r, extent) {
+	switch classifyTail(data, r, extent) {
 	case tailClean:
 	case tailTorn:
 		cut = true
 	case tailDamage:
 		cerr := &CorruptionError{Path: s.path, Offset: r.end, Kind: r.kind(), Detail: r.detail(size)}
-		if validRecordAfter(s.data, r.end, extent, r.next) {
+		if validRecordAfter(data, r.end, extent, r.next) {
 			cerr.Detail += "; valid records follow, so this is not the tail"
 			return fail(cerr)
 		}

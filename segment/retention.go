@@ -58,6 +58,7 @@ func (l *Log) EnforceRetention(now time.Time) (int, error) {
 		if err := l.fs.Remove(s.indexPath); err != nil {
 			errs = append(errs, err)
 		}
+		l.releaseSpace(s.allocated)
 		errs = append(errs, s.release())
 		l.stat.removed.Add(1)
 	}

@@ -33,8 +33,16 @@ type segment struct {
 	// (under Log.syncMu) and by seal (under Log.mu); only ever grows.
 	synced atomic.Int64
 	refs   atomic.Int32
+	// syncing: a Sync is writing the segment back outside Log.mu, so a
+	// seal leaves the file open and sets closeAfterSync for it.
+	syncing, closeAfterSync atomic.Bool
 
 	// Guarded by Log.mu.
+	// allocated is the file's size: preallocated, and what records may
+	// fill. The mapping (data) may be longer, up to the size the segment
+	// rolls at; nothing reads or writes it past allocated (that would
+	// fault past the end of the file).
+	allocated    int64
 	next         uint64       // offset the next record of this segment gets
 	lastTS       int64        // timestamp of the newest record
 	index        []IndexEntry // append-only; readers copy the slice header
@@ -47,9 +55,10 @@ func segmentNames(dir string, base uint64) (string, string) {
 	return filepath.Join(dir, name+".log"), filepath.Join(dir, name+".index")
 }
 
-// createSegment makes a new preallocated, mapped segment whose header is
-// written and synced. The caller syncs the directory.
-func createSegment(fsys FS, dir string, base uint64, size int64, createdMicros int64) (*segment, error) {
+// createSegment makes a new segment mapped at size, of which alloc bytes
+// are preallocated, whose header is written and synced. The caller syncs
+// the directory.
+func createSegment(fsys FS, dir string, base uint64, size, alloc int64, createdMicros int64) (*segment, error) {
 	path, indexPath := segmentNames(dir, base)
 	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
@@ -61,9 +70,10 @@ func createSegment(fsys FS, dir string, base uint64, size int64, createdMicros i
 		_ = fsys.Remove(path)
 		return nil, err
 	}
-	if err := f.Preallocate(size); err != nil {
+	if err := f.Preallocate(alloc); err != nil {
 		return fail(fmt.Errorf("preallocate %s: %w", path, err))
 	}
+	s.allocated = alloc
 	var hdr [SegmentHeaderBytes]byte
 	putSegmentHeader(hdr[:], SegmentHeader{BaseOffset: base, CreatedAtMicros: createdMicros})
 	if err := writeFull(f, hdr[:], 0); err != nil {
@@ -119,16 +129,26 @@ func (s *segment) release() error {
 	return s.closeFiles()
 }
 
+// closeFile closes the file of a sealed segment, which only its mapping
+// serves from then on: a log holds one descriptor, its active segment's,
+// however many segments it retains (near RLIMIT_NOFILE a roll would
+// otherwise fail, and the broker could not reopen its logs).
+func (s *segment) closeFile() error {
+	if s.file == nil {
+		return nil
+	}
+	err := s.file.Close()
+	s.file = nil
+	return err
+}
+
 func (s *segment) closeFiles() error {
 	var errs []error
 	if s.mapping != nil {
 		errs = append(errs, s.mapping.Unmap())
 		s.mapping, s.data = nil, nil
 	}
-	if s.file != nil {
-		errs = append(errs, s.file.Close())
-		s.file = nil
-	}
+	errs = append(errs, s.closeFile())
 	return errors.Join(errs...)
 }
 

@@ -38,7 +38,11 @@ type RecoveryStats struct {
 	// length before the tail (a log another writer left so; the tail's
 	// are cut): kept as they are, noted by felix log verify.
 	IncompleteBatches int64
-	Duration          time.Duration
+	// FoundBytes is what the segment files Open found hold on disk: the
+	// bytes Config.Space was not asked for (a caller accounting disk
+	// counts them at Open).
+	FoundBytes int64
+	Duration   time.Duration
 }
 
 // Histogram is a snapshot of a latency histogram with power-of-two

@@ -9,6 +9,11 @@ const (
 	CloseNormal uint64 = 0x0
 	// CloseShutdown: the broker is shutting down or draining.
 	CloseShutdown uint64 = 0x1
+	// CloseUnauthenticated: no stream of the connection authenticated
+	// within the broker's auth timeout, or the broker closed the
+	// unauthenticated connection to admit another at its connection
+	// limit. Dial again and authenticate at once.
+	CloseUnauthenticated uint64 = 0x2
 	// ClosePathStalled: the client saw its path stall (probe timeouts in a
 	// row, an MTU black hole) and is redialling at the black-hole size; the
 	// broker answers that peer's next connections at the same size for the

@@ -57,8 +57,9 @@ type Forwarder struct {
 		sync.Mutex
 		conns   map[connKey]*client.Client
 		pubs    map[pubKey]*client.Publisher
-		dialing map[connKey]*sync.Mutex // held while dialling or opening a stream
-		failed  map[string]time.Time    // owner address → last failed dial
+		opened  map[*client.Publisher]string // the credential each stream authenticated with
+		dialing map[connKey]*sync.Mutex      // held while dialling or opening a stream
+		failed  map[string]time.Time         // owner address → last failed dial
 		closed  bool
 	}
 }
@@ -77,6 +78,7 @@ func New(cfg Config) *Forwarder {
 	f := &Forwarder{cfg: cfg}
 	f.mu.conns = map[connKey]*client.Client{}
 	f.mu.pubs = map[pubKey]*client.Publisher{}
+	f.mu.opened = map[*client.Publisher]string{}
 	f.mu.failed = map[string]time.Time{}
 	f.mu.dialing = map[connKey]*sync.Mutex{}
 	return f
@@ -204,16 +206,43 @@ func (f *Forwarder) publisher(k pubKey) (*client.Publisher, error) {
 	}
 	delete(f.mu.failed, k.addr)
 	f.mu.pubs[k] = p
+	f.mu.opened[p] = f.token()
 	return p, nil
 }
 
-// pooledLocked is k's open publisher, nil if there is none yet.
+func (f *Forwarder) token() string {
+	if f.cfg.TokenFunc != nil {
+		return f.cfg.TokenFunc()
+	}
+	return f.cfg.Token
+}
+
+// pooledLocked is k's open publisher, nil if there is none yet. The owner
+// ends a forwarded stream when the credential it authenticated with
+// expires, so a stream opened with a credential since renewed is retired
+// (closed once its acks are in) and the next one opened with the renewed
+// credential, long before the old one expires; one that failed is retired
+// too.
 func (f *Forwarder) pooledLocked(k pubKey) (*client.Publisher, error) {
 	if f.mu.closed {
 		return nil, client.ErrClosed
 	}
-	return f.mu.pubs[k], nil
+	p := f.mu.pubs[k]
+	if p != nil && (p.Err() != nil || f.mu.opened[p] != f.token()) {
+		delete(f.mu.pubs, k)
+		delete(f.mu.opened, p)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), retireTimeout)
+			defer cancel()
+			p.Close(ctx)
+		}()
+		return nil, nil
+	}
+	return p, nil
 }
+
+// retireTimeout bounds waiting for the acks of a retired stream.
+const retireTimeout = 10 * time.Second
 
 // drop forgets a publisher whose stream failed and the connection under
 // it, so the next forward dials again.
@@ -227,9 +256,10 @@ func (f *Forwarder) drop(k pubKey, p *client.Publisher) {
 }
 
 func (f *Forwarder) closeConnLocked(ck connKey) {
-	for pk := range f.mu.pubs {
+	for pk, p := range f.mu.pubs {
 		if pk.connKey == ck {
 			delete(f.mu.pubs, pk)
+			delete(f.mu.opened, p)
 		}
 	}
 	if c := f.mu.conns[ck]; c != nil {

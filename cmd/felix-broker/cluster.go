@@ -70,7 +70,16 @@ func clusterSetup(vals *knob.Values, cfg *broker.Config, cps *cpSync, log *slog.
 		// NodeVerifier (signature, expiry), never by comparison: the first
 		// one would otherwise stay accepted after it expired or was rotated.
 		cfg.NodeToken = token
+		return n, nil
 	}
+	// This broker's own node credential names the operator tenant: only
+	// that tenant's node credentials open forwarded streams here.
+	operator, err := tokenTenant(token)
+	if err != nil {
+		return nil, fmt.Errorf("%w: node credential: %v", errConfig, err)
+	}
+	cfg.NodeVerifier = nodeVerifier(cps.verifier, operator)
+	log.Info("cluster: forwarded streams need a node credential of the operator tenant", "tenant", operator)
 	return n, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -29,6 +30,9 @@ type cpSync struct {
 	cred *credential
 	b    *broker.Broker
 	log  *slog.Logger
+	// verifier checks Felix tokens with the tenant keys the control plane
+	// publishes; cluster mode verifies node credentials with it.
+	verifier *auth.Verifier
 
 	mu      sync.Mutex
 	tenants map[string]bool
@@ -114,24 +118,29 @@ func followControlPlane(base string, cred *credential, cfg *broker.Config, log *
 		return nil, err
 	}
 	cfg.Verifier = broker.TokenVerifier{V: v, ClockSkew: tokenClockSkew}
-	cfg.NodeVerifier = nodeVerifier(v)
+	s.verifier = v
 	return s, nil
 }
 
-// nodeVerifier accepts a node credential: a Felix token, verified with its
-// own tenant's keys (the operator tenant's), that grants cluster.node.
-// Forwarding brokers present theirs on forwarded streams.
-func nodeVerifier(v *auth.Verifier) func(ctx context.Context, token string) error {
-	return func(ctx context.Context, token string) error {
-		tenant, err := tokenTenant(token)
+// nodeVerifier accepts a node credential on a forwarded stream: a Felix
+// token of the operator tenant, verified with that tenant's keys, granting
+// cluster.node itself. Another tenant's token fails verification for the
+// operator tenant; an admin grant is not a node credential, so neither a
+// tenant's admin nor the operator's own admin tokens open forwarded
+// streams.
+func nodeVerifier(v *auth.Verifier, operator string) func(ctx context.Context, token string) (broker.NodeCredential, error) {
+	return func(ctx context.Context, token string) (broker.NodeCredential, error) {
+		c, err := v.Verify(ctx, operator, token)
 		if err != nil {
-			return err
+			return broker.NodeCredential{}, fmt.Errorf("%s: %w", auth.Reason(err), err)
 		}
-		c, err := v.Verify(ctx, tenant, token)
-		if err != nil {
-			return err
+		if !slices.ContainsFunc(c.Perms, func(p auth.Permission) bool { return p.Action == auth.ActionClusterNode }) {
+			return broker.NodeCredential{}, fmt.Errorf("token of %q grants no %s", c.Subject, auth.ActionClusterNode)
 		}
-		return auth.Check(c, auth.ActionClusterNode, tenant+"/cluster/node")
+		if err := auth.Check(c, auth.ActionClusterNode, operator+"/cluster/node"); err != nil {
+			return broker.NodeCredential{}, err
+		}
+		return broker.NodeCredential{Subject: c.Subject, Expiry: c.Expiry.Add(tokenClockSkew)}, nil
 	}
 }
 
@@ -231,14 +240,7 @@ func (s *cpSync) follow(ctx context.Context, cursor int64) error {
 
 func (s *cpSync) apply(ch api.Change) {
 	if ch.Op != api.OpCreated {
-		// Deleting a stream a broker serves needs draining its
-		// subscribers; until that exists the broker keeps serving it.
-		s.log.Warn("control plane: deletion not applied until restart", "kind", ch.Kind, "key", ch.Path)
-		if ch.Kind == api.KindTenant {
-			s.mu.Lock()
-			delete(s.tenants, ch.Path)
-			s.mu.Unlock()
-		}
+		s.applyDeletion(ch.Ref)
 		return
 	}
 	var err error
@@ -263,6 +265,34 @@ func (s *cpSync) apply(ch api.Change) {
 	}
 	if err != nil {
 		s.log.Error("control plane: bad change", "kind", ch.Kind, "key", ch.Path, "err", err)
+	}
+}
+
+// applyDeletion removes what the control plane deleted: a stream or cache
+// ends its subscribers and leaves the data directory at once; a tenant's
+// keys are no longer fetched. (A snapshot after a resync only creates: a
+// deletion missed while the feed was unreachable stays until restart.)
+func (s *cpSync) applyDeletion(ref api.Ref) {
+	var err error
+	parts := strings.Split(ref.Path, "/")
+	switch {
+	case ref.Kind == api.KindTenant:
+		s.mu.Lock()
+		delete(s.tenants, ref.Path)
+		s.mu.Unlock()
+	case ref.Kind == api.KindStream && len(parts) == 3:
+		err = s.b.DeleteStream(broker.StreamKey{Tenant: parts[0], Namespace: parts[1], Stream: parts[2]})
+		if errors.Is(err, broker.ErrStreamNotFound) {
+			err = nil
+		}
+	case ref.Kind == api.KindCache && len(parts) == 3:
+		err = s.b.DeleteCache(broker.CacheKey{Tenant: parts[0], Namespace: parts[1], Cache: parts[2]})
+		if errors.Is(err, broker.ErrCacheNotFound) {
+			err = nil
+		}
+	}
+	if err != nil {
+		s.log.Error("control plane: cannot apply deletion", "kind", ref.Kind, "key", ref.Path, "err", err)
 	}
 }
 

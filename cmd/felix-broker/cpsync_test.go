@@ -2,11 +2,10 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,9 +13,8 @@ import (
 
 	"github.com/felixmq/felix/auth"
 	"github.com/felixmq/felix/client"
-	"github.com/felixmq/felix/controlplane"
-	"github.com/felixmq/felix/internal/devtls"
 	"github.com/felixmq/felix/internal/testutil"
+	"github.com/felixmq/felix/segment"
 )
 
 // TestBrokerFollowsControlPlane: a broker process started with
@@ -29,55 +27,16 @@ func TestBrokerFollowsControlPlane(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a broker process against a control plane")
 	}
-	const bootstrap = "bootstrap-token-for-the-test-0123456789"
-	authz, err := controlplane.NewBootstrapAuthorizer(bootstrap)
-	require.NoError(t, err)
-	cp, err := controlplane.New(controlplane.Config{Authorizer: authz})
-	require.NoError(t, err)
 	minter, err := auth.NewMinter(auth.MinterConfig{})
 	require.NoError(t, err)
-	require.NoError(t, minter.AddTenant("acme"))
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/tenants/{tenant}/.well-known/jwks.json", func(w http.ResponseWriter, r *http.Request) {
-		jwks, err := minter.JWKS(r.PathValue("tenant"))
-		if err != nil {
-			http.NotFound(w, r)
-			return
-		}
-		w.Write(jwks)
-	})
-	mux.Handle("/", cp)
-	srv := httptest.NewServer(mux)
-	// Close ends the broker's pending long-poll, which srv.Close waits for.
-	defer func() { cp.Close(); srv.Close() }()
-	cpPost := func(path, body string) {
-		code, _ := testutil.Call(t, http.MethodPost, srv.URL+path, body, bootstrap)
-		require.Equal(t, http.StatusCreated, code, path)
-	}
-	cpPost("/v1/tenants", `{"tenant":"acme"}`)
-	cpPost("/v1/tenants/acme/namespaces", `{"tenant":"acme","namespace":"prod"}`)
-
-	dir := t.TempDir()
-	tokenFile := filepath.Join(dir, "cp-token")
-	require.NoError(t, os.WriteFile(tokenFile, []byte(bootstrap+"\n"), 0o600))
-	bp := startBrokerProcess(t, "FELIX_CONTROLPLANE_URL="+srv.URL, "FELIX_CONTROLPLANE_TOKEN_FILE="+tokenFile, "FELIX_STREAMS=")
+	url, tokenFile, cpPost := jwksControlPlane(t, minter, "prod", "acme")
+	bp := startBrokerProcess(t, "FELIX_CONTROLPLANE_URL="+url, "FELIX_CONTROLPLANE_TOKEN_FILE="+tokenFile, "FELIX_STREAMS=")
 
 	created := time.Now()
 	cpPost("/v1/tenants/acme/namespaces/prod/streams", `{"tenant":"acme","namespace":"prod","stream":"orders","shards":1}`)
-	pem, err := os.ReadFile(bp.cert)
-	require.NoError(t, err)
-	pool, err := devtls.Pool(pem)
-	require.NoError(t, err)
-	tok, _, err := minter.Mint("acme", "svc", []auth.Permission{{Action: auth.ActionPublish, Resource: "acme/prod/*"}})
-	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c, err := client.Dial(ctx, bp.addr, client.Config{Tenant: "acme", Token: tok, TLS: &tls.Config{RootCAs: pool}})
-	require.NoError(t, err)
-	defer c.Close()
-	pub, err := c.NewPublisher(ctx, "prod", "orders")
-	require.NoError(t, err, "the token verifies with the control plane's tenant keys")
-	require.Eventually(t, func() bool { return pub.Publish(ctx, []byte("x")) == nil }, 5*time.Second, 10*time.Millisecond)
+	acmePublisher(ctx, t, bp, minter, "orders") // the token verifies with the control plane's tenant keys
 	learned := time.Since(created)
 	t.Logf("stream created at the control plane was served %v later", learned)
 	require.Less(t, learned, time.Second)
@@ -88,10 +47,61 @@ func TestBrokerFollowsControlPlane(t *testing.T) {
 	require.NoError(t, other.AddTenant("ghost"))
 	gtok, _, err := other.Mint("ghost", "svc", []auth.Permission{{Action: auth.ActionPublish, Resource: "ghost/prod/*"}})
 	require.NoError(t, err)
-	g, err := client.Dial(ctx, bp.addr, client.Config{Tenant: "ghost", Token: gtok, TLS: &tls.Config{RootCAs: pool}})
+	g, err := client.Dial(ctx, bp.addr, client.Config{Tenant: "ghost", Token: gtok, TLS: bp.clientTLS(t)})
 	require.NoError(t, err)
 	defer g.Close()
 	_, err = g.NewPublisher(ctx, "prod", "orders")
 	require.ErrorIs(t, err, client.ErrAuth)
 	require.ErrorContains(t, err, "tenant")
+}
+
+// TestControlPlaneDeletionAppliesWithoutRestart: a durable stream deleted
+// at the control plane was "not applied until restart" (its publishes
+// still acked, its disk still held). Now the broker following the control
+// plane ends it at once: publishes are refused and its shard directory is
+// gone.
+func TestControlPlaneDeletionAppliesWithoutRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a broker process against a control plane")
+	}
+	minter, err := auth.NewMinter(auth.MinterConfig{})
+	require.NoError(t, err)
+	url, tokenFile, cpPost := jwksControlPlane(t, minter, "prod", "acme")
+	data := t.TempDir()
+	bp := startBrokerProcess(t, "FELIX_CONTROLPLANE_URL="+url, "FELIX_CONTROLPLANE_TOKEN_FILE="+tokenFile, "FELIX_STREAMS=",
+		"FELIX_DATA_DIR="+data)
+	cpPost("/v1/tenants/acme/namespaces/prod/streams", `{"tenant":"acme","namespace":"prod","stream":"jobs","shards":1,"durable":true,"fsync":"on_commit"}`)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	pub := acmePublisher(ctx, t, bp, minter, "jobs")
+	shardDir := filepath.Join(data, segment.ShardDirName("acme", "prod", "jobs", 0))
+	require.DirExists(t, shardDir)
+
+	code, body := testutil.Call(t, http.MethodDelete, url+"/v1/tenants/acme/namespaces/prod/streams/jobs", "", testBootstrap)
+	require.Equal(t, http.StatusOK, code, body)
+	require.Eventually(t, func() bool {
+		err := pub.Publish(ctx, []byte("after"))
+		return err != nil && strings.Contains(err.Error(), "stream not found")
+	}, 5*time.Second, 10*time.Millisecond, "publishes are refused once the deletion is applied")
+	require.Eventually(t, func() bool { return !exists(shardDir) }, 5*time.Second, 10*time.Millisecond, "the shard's files are removed")
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// acmePublisher dials bp with a token of tenant acme that may publish to
+// acme/prod/*, and returns a publisher to stream once it has published
+// (the broker learns the stream from the control plane's feed).
+func acmePublisher(ctx context.Context, t *testing.T, bp *brokerProcess, minter *auth.Minter, stream string) *client.Publisher {
+	tok, _, err := minter.Mint("acme", "svc", []auth.Permission{{Action: auth.ActionPublish, Resource: "acme/prod/*"}})
+	require.NoError(t, err)
+	c, err := client.Dial(ctx, bp.addr, client.Config{Tenant: "acme", Token: tok, TLS: bp.clientTLS(t)})
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	pub, err := c.NewPublisher(ctx, "prod", stream)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return pub.Publish(ctx, []byte("x")) == nil }, 5*time.Second, 10*time.Millisecond)
+	return pub
 }

@@ -195,8 +195,10 @@ func (e *embeddedCP) register(streams []broker.StreamSpec, caches []broker.Cache
 			Durable: c.Durable, Fsync: c.Fsync, MaxEntries: int64(c.MaxEntries), MaxBytes: c.MaxBytes})})
 	}
 	for _, r := range reqs {
+		// What FELIX_STREAMS and FELIX_CACHES name is refused only when
+		// they are wrong: a configuration error.
 		if err := e.post(r[0], r[1]); err != nil && !errors.Is(err, api.ErrConflict) {
-			return fmt.Errorf("embedded control plane: %w", err)
+			return fmt.Errorf("%w: FELIX_STREAMS / FELIX_CACHES: embedded control plane: %v", errConfig, err)
 		}
 	}
 	return nil
@@ -215,7 +217,7 @@ func (e *embeddedCP) post(path, body string) error {
 
 // writeFiles writes the token (0600) and the URL into the dev directory.
 func (e *embeddedCP) writeFiles(token string) error {
-	if err := os.MkdirAll(e.dir, 0o755); err != nil {
+	if err := devdir.Ensure(e.dir); err != nil {
 		return fmt.Errorf("%w: FELIX_DEV_DIR: %v", errConfig, err)
 	}
 	if err := writeFileAtomic(filepath.Join(e.dir, devdir.TokenFile), token+"\n", 0o600); err != nil {

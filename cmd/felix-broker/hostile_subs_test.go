@@ -44,7 +44,7 @@ type subSwarm struct {
 	settled chan struct{}    // closed when every holder has asked perConn times
 
 	held, refused, churned, failed, fed atomic.Int64
-	refusal                             atomic.Pointer[string] // the broker's message at the limit
+	refusal                             atomic.Pointer[client.BrokerError] // the broker's refusal at the limit
 }
 
 // dial connects every swarm connection. It runs before the handshake
@@ -119,7 +119,7 @@ func (s *subSwarm) subscribe(ctx context.Context, c *client.Client) (*client.Sub
 	switch {
 	case errors.As(err, &be):
 		s.refused.Add(1)
-		s.refusal.CompareAndSwap(nil, &be.Message)
+		s.refusal.CompareAndSwap(nil, be)
 	case err != nil && ctx.Err() == nil:
 		s.failed.Add(1)
 	}

@@ -210,7 +210,8 @@ func (o *hostileOutcome) check(t *testing.T, limits bool) {
 	if limits {
 		require.Positive(t, sw.refusedConns.Load(), "FELIX_MAX_CONNECTIONS refused nothing")
 		require.Positive(t, subs.refused.Load(), "FELIX_MAX_SUBSCRIPTIONS_PER_CONN refused nothing")
-		require.Equal(t, "max subscriptions per connection exceeded", *subs.refusal.Load())
+		require.Equal(t, "limit_exceeded: max subscriptions per connection exceeded", subs.refusal.Load().Message)
+		require.ErrorIs(t, subs.refusal.Load(), client.ErrLimitExceeded, "coded limit_exceeded")
 		require.Equal(t, int64(subs.conns*subs.limit), subs.held.Load(), "each swarm connection holds the limit")
 		require.Positive(t, sw.silentReset.Load(), "FELIX_AUTH_TIMEOUT_MS reset no silent stream")
 		require.Positive(t, sw.streamBlocked.Load(), "FELIX_MAX_STREAMS_PER_CONN blocked no stream")
@@ -375,15 +376,22 @@ func (s *swarm) announce(ctx context.Context) {
 }
 
 // silent opens streams and never authenticates them: the broker resets
-// each after FELIX_AUTH_TIMEOUT_MS, and at FELIX_MAX_STREAMS_PER_CONN open
-// ones the next open blocks.
+// each after FELIX_AUTH_TIMEOUT_MS, at FELIX_MAX_STREAMS_PER_CONN open ones
+// the next open blocks, and the connection, having authenticated nothing,
+// is closed at the auth timeout too; silent dials again.
 func (s *swarm) silent(ctx context.Context) {
-	qc, err := s.dial(ctx)
-	if err != nil {
-		return
-	}
-	defer qc.CloseWithError(0, "")
 	for ctx.Err() == nil {
+		qc, err := s.dial(ctx)
+		if err != nil {
+			return
+		}
+		s.silentOn(ctx, qc)
+		qc.CloseWithError(0, "")
+	}
+}
+
+func (s *swarm) silentOn(ctx context.Context, qc *quic.Conn) {
+	for ctx.Err() == nil && qc.Context().Err() == nil {
 		str, err := qc.OpenStream()
 		if err != nil {
 			var tooMany *quic.StreamLimitReachedError
@@ -404,8 +412,9 @@ func (s *swarm) silent(ctx context.Context) {
 	}
 }
 
-// flood dials connections as fast as it can, keeping them, until the
-// broker refuses.
+// flood dials connections as fast as it can, authenticating a stream on
+// each (an unauthenticated one would only hold its slot until a handshake
+// evicts it) and keeping them, until the broker refuses.
 func (s *swarm) flood(ctx context.Context) {
 	var conns []*quic.Conn
 	defer func() {
@@ -413,6 +422,7 @@ func (s *swarm) flood(ctx context.Context) {
 			c.CloseWithError(0, "")
 		}
 	}()
+	auth := wire.AppendJSONFrame(nil, &wire.Auth{TenantID: "t1", Token: "dev"})
 	for ctx.Err() == nil && len(conns) < 200 {
 		qc, err := s.dial(ctx)
 		if err != nil {
@@ -421,6 +431,10 @@ func (s *swarm) flood(ctx context.Context) {
 				s.refusedConns.Add(1)
 			}
 			continue
+		}
+		if str, err := qc.OpenStreamSync(ctx); err == nil {
+			str.Write(auth)
+			str.Read(make([]byte, 256)) // auth ok: the connection holds its slot
 		}
 		conns = append(conns, qc)
 	}

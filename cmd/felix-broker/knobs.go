@@ -17,6 +17,12 @@ var (
 		"UDP address of the QUIC listener")
 	knobAdminBind = registry.HostPort("FELIX_ADMIN_BIND", "127.0.0.1:8080",
 		"TCP address of the admin HTTP server (/live, /ready, /metrics, /debug, /v1/streams)")
+	knobAdminToken = registry.String("FELIX_ADMIN_TOKEN_FILE", "", "a file path, or empty",
+		"bearer token every admin endpoint but /live and /ready requires (read again when the file changes); empty, with FELIX_ADMIN_TENANT empty too: the admin API is local-only (loopback, unauthenticated)", nil)
+	knobAdminTenant = registry.String("FELIX_ADMIN_TENANT", "", "a tenant name, or empty",
+		"tenant whose Felix tokens with admin on the whole tenant (tenant/*/*) the admin API also accepts as bearer tokens; empty: none", nil)
+	knobAdminRemote = registry.Bool("FELIX_ADMIN_REMOTE", false,
+		"allow FELIX_ADMIN_BIND beyond loopback; it also needs FELIX_ADMIN_TOKEN_FILE or FELIX_ADMIN_TENANT")
 	knobTLSCert = registry.String("FELIX_TLS_CERT_FILE", "", "path to a PEM file, or empty",
 		"server certificate (PEM); empty generates a self-signed one and logs its fingerprint", nil)
 	knobTLSKey = registry.String("FELIX_TLS_KEY_FILE", "", "path to a PEM file, or empty",
@@ -47,9 +53,9 @@ var knobEmbeddedCP = registry.String("FELIX_EMBEDDED_CONTROLPLANE_BIND", "127.0.
 
 // Streams, caches, shards, ring.
 var (
-	knobStreams = registry.String("FELIX_STREAMS", "t1/default/demo:1", "comma list of tenant/namespace/stream[:shards[:fsync]], or empty",
+	knobStreams = registry.List("FELIX_STREAMS", "t1/default/demo:1", "comma list of tenant/namespace/stream[:shards[:fsync]], or empty",
 		"streams created at start-up (more through POST /v1/streams), in the embedded control plane too when it runs; ignored in cluster mode (create them at the control plane); an fsync mode (on_commit|periodic|never) makes one durable", checkStreamList)
-	knobCaches = registry.String("FELIX_CACHES", "t1/default/demo", "comma list of tenant/namespace/cache[:fsync], or empty",
+	knobCaches = registry.List("FELIX_CACHES", "t1/default/demo", "comma list of tenant/namespace/cache[:fsync], or empty",
 		"caches created at start-up (more through POST /v1/caches), in the embedded control plane too when it runs; an fsync mode (on_commit|periodic|never) makes one durable", checkCacheList)
 	knobRingEvents = registry.Int("FELIX_STREAM_RING_EVENTS", 1024, 0, 1<<24,
 		"recent events each shard keeps in memory for subscribers starting in the past")
@@ -64,7 +70,13 @@ var (
 	knobFsyncInterval = registry.Duration("FELIX_FSYNC_INTERVAL_MS", 250, 1, 3600000, time.Millisecond,
 		"sync interval of durable streams in fsync mode periodic (the loss window on power failure)")
 	knobSegmentBytes = registry.Bytes("FELIX_DURABLE_SEGMENT_BYTES", 256<<20, 64<<10, 64<<30,
-		"size a durable shard's segment is preallocated to and rolled at")
+		"size a durable shard's segment rolls at (preallocated a step at a time: FELIX_DURABLE_PREALLOC_BYTES)")
+	knobInitialAlloc = registry.Bytes("FELIX_DURABLE_PREALLOC_BYTES", 1<<20, 4<<10, 64<<30,
+		"what a new segment preallocates; the allocation doubles as records need it, up to FELIX_DURABLE_SEGMENT_BYTES")
+	knobTenantDurable = registry.Bytes("FELIX_TENANT_DURABLE_BYTES", 0, 0, 1<<50,
+		"disk one tenant's durable streams and caches may hold (preallocation included); a publish needing more is refused with tenant_quota; 0: no bound")
+	knobMinFree = registry.Bytes("FELIX_DATA_MIN_FREE_BYTES", 256<<20, 0, 1<<50,
+		"free space a preallocation must leave on FELIX_DATA_DIR's file system, or the publish needing it is refused; 0: none")
 	knobIndexSpacing = registry.Bytes("FELIX_DURABLE_INDEX_SPACING_BYTES", 4096, 64, 64<<20,
 		"bytes of log between two sparse index entries")
 	knobRetentionBytes = registry.Bytes("FELIX_DURABLE_RETENTION_BYTES", 0, 0, 1<<50,
@@ -75,6 +87,8 @@ var (
 		"how often retention runs (off the append path)")
 	knobRepairTail = registry.Bool("FELIX_DURABLE_REPAIR_CHECKSUM_TAIL", false,
 		"let recovery truncate a damaged (not merely torn) record at the very tail of the active segment")
+	knobResetMissing = registry.String("FELIX_DURABLE_RESET_MISSING", "", "comma list of tenant/namespace/stream, or empty",
+		"durable streams the data directory's catalog lists whose missing shard directories may be recreated empty at offset 0 (their records are gone); without it such a stream stops the broker at start-up (exit 2); remove it once the broker has started", checkStreamKeys)
 	knobVerifyAll = registry.Bool("FELIX_DURABLE_VERIFY_ALL_ON_OPEN", false,
 		"check every record of every segment at start-up, not only the active segment")
 	knobWriteMode = registry.Enum("FELIX_DURABLE_WRITE_MODE", "fd", []string{"fd", "mapped"},
@@ -112,13 +126,21 @@ var (
 	knobMaxSubs = registry.Int("FELIX_MAX_SUBSCRIPTIONS_PER_CONN", 4096, 1, 1<<20,
 		"live subscriptions one connection may hold")
 	knobMaxConns = registry.Int("FELIX_MAX_CONNECTIONS", 10000, 1, 1<<20,
-		"live client connections; further handshakes are refused (CONNECTION_REFUSED)")
+		"live client connections; a further handshake closes the oldest connection that has authenticated nothing, or is refused (CONNECTION_REFUSED) if there is none")
+	knobMaxConnsSource = registry.Int("FELIX_MAX_CONNECTIONS_PER_SOURCE", 1024, 1, 1<<20,
+		"live client connections from one IP address, with the same eviction of unauthenticated ones as FELIX_MAX_CONNECTIONS")
 	knobMaxStreams = registry.Int("FELIX_MAX_STREAMS_PER_CONN", 1024, 1, 1<<16,
 		"streams a client may have open on one connection, each direction (QUIC MAX_STREAMS)")
 	knobConnTrace = registry.Bool("FELIX_CONN_TRACE", true,
 		"record each connection's path MTU, congestion, ECN and PTO state from quic-go's per-packet trace events (in /debug/felix/stats and felixtrace); costs CPU per packet, see docs/BENCHMARKS.md; FELIX_CONN_STATS_MS > 0 turns it on")
 	knobAuthTimeout = registry.Duration("FELIX_AUTH_TIMEOUT_MS", 10000, 100, 600000, time.Millisecond,
-		"a stream that sends no auth frame within this long is reset")
+		"a stream that sends no auth frame within this long is reset, and a connection none of whose streams authenticated within this long is closed")
+	knobPreAuthFrame = registry.Bytes("FELIX_PREAUTH_MAX_FRAME_BYTES", 64<<10, 1<<10, 16<<20,
+		"largest frame a stream may send before it has authenticated (its auth frame); at most FELIX_MAX_FRAME_BYTES")
+	knobPreAuthStreams = registry.Int("FELIX_PREAUTH_MAX_STREAMS_PER_CONN", 16, 1, 1<<16,
+		"streams of one connection read at a time before they authenticate; the next wait, unread; with the frame limit this is the connection's receive window until a stream authenticates")
+	knobFrameBudget = registry.Bytes("FELIX_FRAME_BUFFER_BUDGET_BYTES", 1<<30, 1<<20, 1<<40,
+		"bytes all connections together may hold for frames not yet complete (each connection also within FELIX_QUIC_CONN_RECV_WINDOW); a stream whose frame would exceed either is ended")
 )
 
 // Packet path.
@@ -156,4 +178,6 @@ var (
 		"minimum level of log lines")
 	knobLogFormat = registry.Enum("FELIX_LOG_FORMAT", "text", []string{"text", "json"},
 		"log line format on stderr")
+	knobAllowUnknown = registry.Bool("FELIX_ALLOW_UNKNOWN_KNOBS", false,
+		"start although the environment sets FELIX_* variables that are not knobs (each is then a warning); without it they stop the start (exit 2), naming the closest knob")
 )

@@ -8,6 +8,7 @@ package main
 import (
 	"io"
 	"os"
+	"strings"
 
 	"github.com/felixmq/felix/cmd/internal/command"
 )
@@ -20,6 +21,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return command.Run(command.Spec{
 		Name: "felix-broker", What: "broker", Registry: registry,
 		LogLevel: knobLogLevel, LogFormat: knobLogFormat,
+		AllowUnknown: knobAllowUnknown, Foreign: controlPlaneKnob,
 		Serve: serve, ErrConfig: errConfig,
 	}, args, stdout, stderr)
+}
+
+// controlPlaneKnob reports the knobs of felix-controlplane and of the
+// clients (FELIX_TOKEN), which an environment shared with them sets.
+func controlPlaneKnob(name string) bool {
+	return strings.HasPrefix(name, "FELIX_CP_") || name == "FELIX_TOKEN_TTL_S" || name == "FELIX_TOKEN"
 }

@@ -38,8 +38,22 @@ func TestMain(m *testing.M) {
 // plane's store is memory), refusing the tokens minted before.
 func brokerCmd(t *testing.T, env []string, args ...string) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(append(os.Environ(), "BROKER_TEST_EXEC=1", "FELIX_EMBEDDED_CONTROLPLANE_BIND=off"), env...)
+	cmd.Env = append(append(knobEnviron(), "BROKER_TEST_EXEC=1", "FELIX_EMBEDDED_CONTROLPLANE_BIND=off"), env...)
 	return cmd
+}
+
+// knobEnviron is this process's environment without the FELIX_* variables
+// that are not broker knobs (the tests' own, as FELIX_HOSTILE_SCALE): the
+// broker refuses unknown knobs.
+func knobEnviron() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, "FELIX_") || registry.Lookup(name) != nil {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 func TestREADMEKnobTable(t *testing.T) {
@@ -58,6 +72,10 @@ func TestBadKnobExitsWithStatus2NamingKnob(t *testing.T) {
 		"FELIX_ADVERTISE_ADDR=nohost":                   `FELIX_ADVERTISE_ADDR="nohost"`,
 		// Cluster mode without a control plane: nothing to register with.
 		"FELIX_NODE_ID=b1": "FELIX_NODE_ID needs FELIX_CONTROLPLANE_URL",
+		// A misspelled knob only warned, and the broker started.
+		"FELIX_SUBSCRIBER_QUEU=5": "FELIX_SUBSCRIBER_QUEU: unknown knob (did you mean FELIX_SUBSCRIBER_QUEUE?)",
+		// A bad name exited 1 with the embedded control plane's raw JSON.
+		"FELIX_STREAMS=t1/default/bad name": `stream "bad name" has ' ' at byte 3`,
 	} {
 		t.Run(env, func(t *testing.T) {
 			out, err := brokerCmd(t, []string{env}).CombinedOutput()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/felixmq/felix/broker"
 	"github.com/felixmq/felix/fanout"
+	"github.com/felixmq/felix/internal/devdir"
 	"github.com/felixmq/felix/internal/devtls"
 	"github.com/felixmq/felix/internal/knob"
 	"github.com/felixmq/felix/ioruntime"
@@ -46,6 +47,9 @@ func serve(ctx context.Context, vals *knob.Values, log *slog.Logger) error {
 		cps, err = controlPlaneAuth(vals, &cfg, log)
 	}
 	if err != nil {
+		return err
+	}
+	if err := adminAuth(vals, &cfg, log); err != nil {
 		return err
 	}
 	node, err := clusterSetup(vals, &cfg, cps, log)
@@ -122,7 +126,7 @@ func provision(ctx context.Context, vals *knob.Values, b *broker.Broker, emb *em
 		// A stream only this broker knows is never placed, so a cluster
 		// broker would refuse it (owner_unavailable); streams belong to
 		// the control plane.
-		if raw, set := vals.Raw("FELIX_STREAMS"); set {
+		if raw, _ := vals.Raw("FELIX_STREAMS"); raw != "" {
 			log.Warn("FELIX_STREAMS ignored in cluster mode: create streams at the control plane", "streams", raw)
 		}
 		specs = nil
@@ -163,6 +167,7 @@ func brokerConfig(vals *knob.Values, log *slog.Logger) broker.Config {
 		delay = fanout.NoDelay // the knob's 0 means "do not wait"; the Config's 0 means default
 	}
 	nk := netKnobs.Get(vals)
+	resetMissing, _ := parseStreamKeys(knobResetMissing.Get(vals)) // validated by the registry
 	ring := int(knobRingEvents.Get(vals))
 	if ring == 0 {
 		ring = -1 // the knob's 0 means none; the Config's 0 means default
@@ -189,8 +194,12 @@ func brokerConfig(vals *knob.Values, log *slog.Logger) broker.Config {
 		IngressDrop:             knobIngressPolicy.Get(vals) == "drop",
 		MaxSubscriptionsPerConn: int(knobMaxSubs.Get(vals)),
 		MaxConnections:          int(knobMaxConns.Get(vals)),
+		MaxConnectionsPerSource: int(knobMaxConnsSource.Get(vals)),
 		MaxIncomingStreams:      knobMaxStreams.Get(vals),
 		AuthTimeout:             knobAuthTimeout.Get(vals),
+		PreAuthMaxFrameBytes:    uint32(knobPreAuthFrame.Get(vals)),
+		PreAuthMaxStreams:       int(knobPreAuthStreams.Get(vals)),
+		FrameBufferBytes:        knobFrameBudget.Get(vals),
 		StreamReceiveWindow:     uint64(knobStreamWindow.Get(vals)),
 		ConnectionReceiveWindow: uint64(knobConnWindow.Get(vals)),
 		InitialMTU:              nk.InitialMTU,
@@ -200,8 +209,12 @@ func brokerConfig(vals *knob.Values, log *slog.Logger) broker.Config {
 		DataDir:                 knobDataDir.Get(vals),
 		FsyncInterval:           knobFsyncInterval.Get(vals),
 		RetentionInterval:       knobRetentionInterval.Get(vals),
+		TenantDurableBytes:      knobTenantDurable.Get(vals),
+		ResetMissing:            resetMissing,
+		DataMinFreeBytes:        minFree(knobMinFree.Get(vals)),
 		Storage: segment.Config{
 			SegmentBytes:       knobSegmentBytes.Get(vals),
+			InitialAllocBytes:  knobInitialAlloc.Get(vals),
 			IndexSpacingBytes:  knobIndexSpacing.Get(vals),
 			RetentionBytes:     knobRetentionBytes.Get(vals),
 			RetentionAge:       knobRetentionMS.Get(vals),
@@ -211,6 +224,15 @@ func brokerConfig(vals *knob.Values, log *slog.Logger) broker.Config {
 		},
 		Logger: log,
 	}
+}
+
+// minFree maps FELIX_DATA_MIN_FREE_BYTES, where 0 means none, to
+// broker.Config.DataMinFreeBytes, where 0 means the default.
+func minFree(n int64) int64 {
+	if n == 0 {
+		return -1
+	}
+	return n
 }
 
 // loadTLS loads the configured certificate, or generates a self-signed one,
@@ -234,9 +256,13 @@ func loadTLS(vals *knob.Values, log *slog.Logger) (*tls.Config, error) {
 		return nil, err
 	}
 	dir := knobDevDir.Get(vals)
-	path := filepath.Join(dir, "cert.pem")
-	if err := os.MkdirAll(dir, 0o755); err == nil {
-		err = os.WriteFile(path, c.PEM, 0o644)
+	path := filepath.Join(dir, devdir.CertFile)
+	err = devdir.Ensure(dir)
+	if errors.Is(err, devdir.ErrNotPrivate) {
+		return nil, fmt.Errorf("%w: FELIX_DEV_DIR: %v; set FELIX_DEV_DIR to a directory of your own", errConfig, err)
+	}
+	if err == nil {
+		err = writeFileAtomic(path, string(c.PEM), 0o644)
 	}
 	if err != nil {
 		log.Warn("could not write the self-signed certificate for local clients", "path", path, "err", err)

@@ -3,9 +3,9 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/tls"
 	"encoding/binary"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,7 +18,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/felixmq/felix/client"
-	"github.com/felixmq/felix/internal/devtls"
+	"github.com/felixmq/felix/internal/devdir"
+	"github.com/felixmq/felix/internal/testutil"
 )
 
 // brokerProcess is the broker (this test binary re-executed) in its own
@@ -30,6 +31,43 @@ type brokerProcess struct {
 	dataDir string // FELIX_DATA_DIR, when the test set one
 	cert    string // the self-signed certificate it wrote
 	exited  chan error
+	log     *logSink // its stderr after "felix-broker ready"
+}
+
+// logSink counts what a broker process logs and keeps the first
+// logSinkKeep bytes of it.
+type logSink struct {
+	mu    sync.Mutex
+	n     int64
+	lines []string
+	kept  int
+}
+
+const logSinkKeep = 1 << 20
+
+func (s *logSink) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.n += int64(len(p))
+	if s.kept < logSinkKeep {
+		s.lines = append(s.lines, string(p))
+		s.kept += len(p)
+	}
+	return len(p), nil
+}
+
+// bytes is how much the broker has logged since it was ready.
+func (s *logSink) bytes() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.n
+}
+
+// text is what was kept of the log.
+func (s *logSink) text() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return strings.Join(s.lines, "")
 }
 
 func startBrokerProcess(t *testing.T, env ...string) *brokerProcess {
@@ -43,23 +81,32 @@ func startBrokerProcess(t *testing.T, env ...string) *brokerProcess {
 	sc := bufio.NewScanner(stderr)
 	for sc.Scan() && !strings.Contains(sc.Text(), "felix-broker ready") {
 	}
-	go io.Copy(io.Discard, stderr)
-	go func() { bp.exited <- bp.cmd.Wait() }()
+	bp.log = &logSink{}
+	copied := make(chan struct{})
+	go func() { io.Copy(bp.log, stderr); close(copied) }()
+	go func() { <-copied; bp.exited <- bp.cmd.Wait() }()
 	t.Cleanup(func() { bp.cmd.Process.Kill() })
 	return bp
 }
 
+// dial connects a client of t1 with the embedded control plane's token
+// when it runs, else with any token (the dev verifier).
 func (bp *brokerProcess) dial(t *testing.T) *client.Client {
-	pem, err := os.ReadFile(bp.cert)
-	require.NoError(t, err)
-	pool, err := devtls.Pool(pem)
-	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := client.Dial(ctx, bp.addr, client.Config{Tenant: "t1", Token: "dev", TLS: &tls.Config{RootCAs: pool}})
+	c, err := client.Dial(ctx, bp.addr, client.Config{Tenant: "t1", Token: bp.token(), TLS: bp.clientTLS(t)})
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// token is the embedded control plane's dev token, or "dev".
+func (bp *brokerProcess) token() string {
+	raw, err := os.ReadFile(filepath.Join(filepath.Dir(bp.cert), devdir.TokenFile))
+	if err != nil {
+		return "dev"
+	}
+	return strings.TrimSpace(string(raw))
 }
 
 // ackLog records which sequence numbers were acked and signals when a
@@ -169,4 +216,34 @@ func TestSIGTERMUnderLoadLosesNoAckedPublish(t *testing.T) {
 		elapsed, len(log.acked), len(received), dropped, missing)
 	require.Less(t, elapsed, budget)
 	require.Zero(t, missing, "acked publishes missing at the subscriber")
+}
+
+// TestCleanShutdownLogsNoError: every SIGTERM of a broker with its
+// embedded control plane logged an ERROR (the feed's long-poll, cut by the
+// shutdown, "request failed ... context canceled"). A clean shutdown now
+// exits 0 with no ERROR line.
+func TestCleanShutdownLogsNoError(t *testing.T) {
+	bp := startBrokerProcess(t, "FELIX_EMBEDDED_CONTROLPLANE_BIND=127.0.0.1:0")
+	// A stream created at the control plane and served: the broker's feed
+	// delivered it and is back in its long-poll.
+	dir := filepath.Dir(bp.cert)
+	url, err := os.ReadFile(filepath.Join(dir, devdir.ControlPlaneURLFile))
+	require.NoError(t, err)
+	code, body := testutil.Call(t, http.MethodPost, strings.TrimSpace(string(url))+"/v1/tenants/t1/namespaces/default/streams",
+		`{"tenant":"t1","namespace":"default","stream":"late"}`, bp.token())
+	require.Equal(t, http.StatusCreated, code, body)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pub, err := bp.dial(t).NewPublisher(ctx, "default", "late")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return pub.Publish(ctx, []byte("x")) == nil }, 5*time.Second, 5*time.Millisecond)
+	require.NoError(t, bp.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case err := <-bp.exited:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("no exit within 30 s of SIGTERM")
+	}
+	require.Contains(t, bp.log.text(), "msg=stopped")
+	require.NotContains(t, bp.log.text(), "level=ERROR")
 }

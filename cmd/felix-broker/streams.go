@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/felixmq/felix/broker"
 	"github.com/felixmq/felix/commit"
+	"github.com/felixmq/felix/controlplane"
 )
 
 // parseStreamList parses FELIX_STREAMS: "t/ns/s[:shards],...".
@@ -25,6 +27,9 @@ func parseStreamList(s string) ([]broker.StreamSpec, error) {
 		parts := strings.Split(name, "/")
 		if len(parts) != 3 {
 			return nil, fmt.Errorf("%q is not tenant/namespace/stream", item)
+		}
+		if err := validNames(item, parts, "stream"); err != nil {
+			return nil, err
 		}
 		spec := broker.StreamSpec{StreamKey: broker.StreamKey{Tenant: parts[0], Namespace: parts[1], Stream: parts[2]}, Shards: 1}
 		if hasShards {
@@ -53,6 +58,41 @@ func checkStreamList(s string) error {
 	return nil
 }
 
+// validNames checks tenant, namespace and name by the control plane's
+// rule, so that the embedded one takes what FELIX_STREAMS and FELIX_CACHES
+// name, and a bad name is a configuration error found before anything
+// starts.
+func validNames(item string, parts []string, kind string) error {
+	for i, what := range []string{"tenant", "namespace", kind} {
+		if err := controlplane.ValidName(what, parts[i]); err != nil {
+			return fmt.Errorf("%q: %v", item, err)
+		}
+	}
+	return nil
+}
+
+// parseStreamKeys parses a comma list of tenant/namespace/stream.
+func parseStreamKeys(s string) ([]broker.StreamKey, error) {
+	var out []broker.StreamKey
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		parts := strings.Split(item, "/")
+		if len(parts) != 3 || slices.Contains(parts, "") {
+			return nil, fmt.Errorf("%q is not tenant/namespace/stream", item)
+		}
+		out = append(out, broker.StreamKey{Tenant: parts[0], Namespace: parts[1], Stream: parts[2]})
+	}
+	return out, nil
+}
+
+func checkStreamKeys(s string) error {
+	_, err := parseStreamKeys(s)
+	return err
+}
+
 // parseCacheList parses FELIX_CACHES: "t/ns/c[:fsync],...".
 func parseCacheList(s string) ([]broker.CacheSpec, error) {
 	var out []broker.CacheSpec
@@ -65,6 +105,9 @@ func parseCacheList(s string) ([]broker.CacheSpec, error) {
 		parts := strings.Split(name, "/")
 		if len(parts) != 3 {
 			return nil, fmt.Errorf("%q is not tenant/namespace/cache", item)
+		}
+		if err := validNames(item, parts, "cache"); err != nil {
+			return nil, err
 		}
 		spec := broker.CacheSpec{CacheKey: broker.CacheKey{Tenant: parts[0], Namespace: parts[1], Cache: parts[2]}}
 		if durable {

@@ -37,3 +37,23 @@ func TestParseCacheList(t *testing.T) {
 		require.Error(t, err, bad)
 	}
 }
+
+// TestEmptyStreamsMeansNone: FELIX_STREAMS= set but empty could not turn
+// the demo stream off although the knob says "or empty"; now it creates no
+// stream, and FELIX_CACHES= no cache, with or without the embedded control
+// plane.
+func TestEmptyStreamsMeansNone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs broker processes")
+	}
+	for _, cp := range []string{"off", "127.0.0.1:0"} {
+		t.Run("embedded control plane "+cp, func(t *testing.T) {
+			bp := startBrokerProcess(t, "FELIX_STREAMS=", "FELIX_CACHES=", "FELIX_EMBEDDED_CONTROLPLANE_BIND="+cp)
+			var streams, caches map[string][]any
+			getJSON(t, "http://"+bp.admin+"/v1/streams", &streams)
+			getJSON(t, "http://"+bp.admin+"/v1/caches", &caches)
+			require.Empty(t, streams["streams"])
+			require.Empty(t, caches["caches"])
+		})
+	}
+}

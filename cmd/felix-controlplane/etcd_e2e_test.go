@@ -75,7 +75,7 @@ func startFollowingBroker(t *testing.T, bin, cp, tokenFile string) string {
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), "FELIX_CONTROLPLANE_URL="+cp, "FELIX_CONTROLPLANE_TOKEN_FILE="+tokenFile,
 		"FELIX_QUIC_BIND=127.0.0.1:0", "FELIX_ADMIN_BIND=127.0.0.1:0", "FELIX_DEV_DIR="+t.TempDir(),
-		"FELIX_STREAMS=", "FELIX_CACHES=")
+		"FELIX_STREAMS=", "FELIX_CACHES=", "FELIX_ALLOW_UNKNOWN_KNOBS=true") // this test's environment is not all broker knobs
 	return startReady(t, cmd, brokerReady)[1]
 }
 

@@ -58,6 +58,8 @@ var (
 		"minimum level of log lines")
 	knobLogFormat = registry.Enum("FELIX_LOG_FORMAT", "text", []string{"text", "json"},
 		"log line format on stderr")
+	knobAllowUnknown = registry.Bool("FELIX_ALLOW_UNKNOWN_KNOBS", false,
+		"start although the environment sets FELIX_CP_* variables that are not knobs (each is then a warning); without it they stop the start (exit 2), naming the closest knob")
 )
 
 func splitList(s string) []string {

@@ -47,3 +47,50 @@ func TestControlPlaneURL(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, ControlPlaneURLFile), []byte("http://127.0.0.1:1234\n"), 0o644))
 	require.Equal(t, "http://127.0.0.1:1234", ControlPlaneURL(lookup, "http://fallback"))
 }
+
+// Ensure creates the directory 0700 and makes an existing one of this
+// user 0700.
+func TestEnsureMakesItPrivate(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "a", "felix-dev")
+	require.NoError(t, Ensure(dir))
+	fi, err := os.Stat(dir)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o700), fi.Mode().Perm())
+	require.NoError(t, os.Chmod(dir, 0o755))
+	require.NoError(t, Ensure(dir))
+	fi, err = os.Stat(dir)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o700), fi.Mode().Perm())
+}
+
+// A directory another user pre-created (here owned by nobody): the broker
+// must not write its token there, and a client must not read a control
+// plane URL or token from it, since that user could swap them.
+func TestAnotherUsersDirIsRefused(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to give a directory to another user")
+	}
+	dir := filepath.Join(t.TempDir(), "felix-dev")
+	require.NoError(t, os.Mkdir(dir, 0o777))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ControlPlaneURLFile), []byte("http://evil.example\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, TokenFile), []byte("planted\n"), 0o644))
+	require.NoError(t, os.Chown(dir, 65534, 65534))
+	require.ErrorIs(t, Ensure(dir), ErrNotPrivate)
+	require.ErrorIs(t, Check(dir), ErrNotPrivate)
+	lookup := env(map[string]string{DirEnv: dir})
+	require.Equal(t, "http://fallback", ControlPlaneURL(lookup, "http://fallback"))
+	_, err := Token("", lookup, filepath.Join(dir, TokenFile))
+	require.ErrorIs(t, err, ErrNotPrivate)
+}
+
+// A directory of this user that others may write into is not read from.
+func TestWritableDirIsNotReadFrom(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "felix-dev")
+	require.NoError(t, os.Mkdir(dir, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ControlPlaneURLFile), []byte("http://x\n"), 0o644))
+	require.NoError(t, os.Chmod(dir, 0o777))
+	lookup := env(map[string]string{DirEnv: dir})
+	require.Equal(t, "http://fallback", ControlPlaneURL(lookup, "http://fallback"))
+	require.NoError(t, os.Chmod(dir, 0o700))
+	require.Equal(t, "http://x", ControlPlaneURL(lookup, "http://fallback"))
+}

@@ -8,7 +8,13 @@
 // The felix CLI and felix-loadgen default to them; their flags, and
 // FELIX_TOKEN for the token, override.
 //
-// It must not import anything of the project: clients and the broker binary
-// both use it. It reads the environment only through the lookup function its
+// The broker creates the directory private (0700) and refuses one another
+// user owns (Ensure); the clients read from it only when it is theirs and
+// no one else may write into it (Check): in a directory another local user
+// controls, that user could swap controlplane.url for a server of theirs
+// and collect the token the CLI sends it.
+//
+// It must not import anything of the project but internal/linux: clients
+// and the broker binary both use it. It reads the environment only through the lookup function its
 // callers pass (os.LookupEnv in binaries), so tests stay apart.
 package devdir

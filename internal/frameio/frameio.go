@@ -7,10 +7,22 @@ import (
 	"bufio"
 	"errors"
 	"io"
-	"slices"
 
 	"github.com/felixmq/felix/wire"
 )
+
+// Budget accounts the bytes Readers hold for frame payloads, so that a
+// server can bound them per connection and process-wide.
+type Budget interface {
+	// Take reserves n more bytes; false refuses them (nothing reserved).
+	Take(n int) bool
+	// Release returns n bytes taken before.
+	Release(n int)
+}
+
+// ErrBudget: a frame's payload needed more buffer than the Reader's budget
+// allows. The framing is lost: the stream must end.
+var ErrBudget = errors.New("frameio: frame buffer budget exhausted")
 
 // Reader reads whole wire frames from a QUIC stream.
 //
@@ -19,6 +31,7 @@ import (
 type Reader struct {
 	r       *bufio.Reader
 	max     uint32
+	budget  Budget
 	hdr     [wire.HeaderLen]byte
 	payload []byte
 }
@@ -31,10 +44,28 @@ func NewReader(r io.Reader, max uint32) *Reader {
 	return &Reader{r: bufio.NewReaderSize(r, 4<<10), max: max}
 }
 
+// SetMax changes the largest payload accepted from the next header on: a
+// server reads an unauthenticated stream with a small limit, and raises
+// it once the stream has authenticated.
+func (f *Reader) SetMax(max uint32) { f.max = max }
+
+// SetBudget makes the Reader reserve its payload buffer from b; call it
+// before the first Next, and Release when done with the Reader.
+func (f *Reader) SetBudget(b Budget) { f.budget = b }
+
+// Release lets the payload buffer go, returning it to the budget. The
+// Reader may be used again.
+func (f *Reader) Release() {
+	if f.budget != nil && cap(f.payload) > 0 {
+		f.budget.Release(cap(f.payload))
+	}
+	f.payload = nil
+}
+
 // Next returns the next frame. A header error (bad magic, version, unknown
 // flags, oversized length) is returned with the header; for unknown flag bits
 // the payload has been consumed so the stream can go on, for the others the
-// framing is lost and the stream must end.
+// framing is lost and the stream must end. So is it after ErrBudget.
 func (f *Reader) Next() (wire.Header, []byte, error) {
 	if _, err := io.ReadFull(f.r, f.hdr[:]); err != nil {
 		return wire.Header{}, nil, err
@@ -53,11 +84,12 @@ func (f *Reader) Next() (wire.Header, []byte, error) {
 // Memory is committed as payload bytes arrive, never as a header announces
 // them: a peer could otherwise make the reader allocate max bytes per
 // stream by sending headers alone (1,024 streams x 16 MiB each per
-// connection with the broker's defaults). What arrives is bounded by QUIC
-// flow control, so a connection holds at most about its receive window
-// (x2 for the doubling). A buffer grown past keepBytes is let go before
-// the next frame, so a stream that once carried a big frame does not keep
-// its memory for life.
+// connection with the broker's defaults). A buffer grown past keepBytes is
+// let go before the next frame, so a stream that once carried a big frame
+// does not keep its memory for life. What the buffer holds is what QUIC
+// flow control let in and the reader took out of the stream (so it no
+// longer counts against the window): only a Budget bounds it across
+// streams.
 const (
 	firstChunk = 64 << 10
 	keepBytes  = 1 << 20
@@ -65,13 +97,16 @@ const (
 
 func (f *Reader) readPayload(n int) error {
 	if cap(f.payload) > keepBytes {
-		f.payload = nil
+		f.Release()
 	}
 	f.payload = f.payload[:0]
 	for len(f.payload) < n {
 		start := len(f.payload)
 		grow := min(n-start, max(firstChunk, start)) // double at most
-		f.payload = slices.Grow(f.payload, grow)[:start+grow]
+		if err := f.grow(start + grow); err != nil {
+			return err
+		}
+		f.payload = f.payload[:start+grow]
 		if _, err := io.ReadFull(f.r, f.payload[start:]); err != nil {
 			if err == io.EOF {
 				err = io.ErrUnexpectedEOF
@@ -80,5 +115,21 @@ func (f *Reader) readPayload(n int) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// grow makes the payload buffer's capacity at least n, within the budget.
+func (f *Reader) grow(n int) error {
+	old := cap(f.payload)
+	if n <= old {
+		return nil
+	}
+	if f.budget != nil && !f.budget.Take(n-old) {
+		f.payload = f.payload[:0]
+		return ErrBudget
+	}
+	grown := make([]byte, len(f.payload), n) // exactly n: the budget counts capacity
+	copy(grown, f.payload)
+	f.payload = grown
 	return nil
 }

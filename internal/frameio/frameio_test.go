@@ -42,3 +42,49 @@ func TestFramesOfEverySize(t *testing.T) {
 	require.ErrorIs(t, err, io.EOF)
 	require.LessOrEqual(t, cap(r.payload), keepBytes, "the 3 MiB buffer was let go")
 }
+
+// countBudget is a Budget with a limit, counting what it holds.
+type countBudget struct{ used, limit int }
+
+func (b *countBudget) Take(n int) bool {
+	if b.used+n > b.limit {
+		return false
+	}
+	b.used += n
+	return true
+}
+
+func (b *countBudget) Release(n int) { b.used -= n }
+
+// A frame over SetMax is refused at its header; a payload the budget
+// cannot hold is refused with ErrBudget before it is allocated; Release
+// returns every byte held.
+func TestMaxAndBudget(t *testing.T) {
+	frame := func(n int) []byte {
+		return wire.AppendJSONFrame(nil, &wire.Publish{TenantID: "t", Namespace: "n", Stream: "s", Payload: make([]byte, n)})
+	}
+	b := &countBudget{limit: 100 << 10}
+	stream := append(append(frame(10), frame(50<<10)...), frame(200<<10)...)
+	r := NewReader(bytes.NewReader(stream), 1<<10)
+	r.SetBudget(b)
+	_, _, err := r.Next()
+	require.NoError(t, err)
+	_, _, err = r.Next()
+	require.ErrorIs(t, err, wire.ErrFrameTooLarge, "over SetMax")
+	r.Release()
+	require.Zero(t, b.used)
+
+	r = NewReader(bytes.NewReader(stream), 1<<10)
+	r.SetBudget(b)
+	_, _, err = r.Next()
+	require.NoError(t, err)
+	r.SetMax(1 << 20)
+	_, _, err = r.Next()
+	require.NoError(t, err)
+	require.LessOrEqual(t, b.used, b.limit)
+	_, _, err = r.Next()
+	require.ErrorIs(t, err, ErrBudget)
+	require.LessOrEqual(t, b.used, b.limit)
+	r.Release()
+	require.Zero(t, b.used)
+}

@@ -37,6 +37,9 @@ type Knob struct {
 	kind    string
 	allowed string
 	parse   func(string) (any, error)
+	// emptyIsValue: set to "" means the empty value (an empty list), not
+	// the default.
+	emptyIsValue bool
 }
 
 // Allowed describes the accepted values, e.g. "integer in [1, 65536]".
@@ -88,14 +91,14 @@ func (v *Values) Raw(name string) (string, bool) {
 }
 
 // Load reads every declared knob through lookup (os.LookupEnv in binaries, a map
-// in tests). An empty value counts as unset. All failures are joined; each is a
-// *ValueError.
+// in tests). An empty value counts as unset, except for a List, where it is
+// the empty list. All failures are joined; each is a *ValueError.
 func (r *Registry) Load(lookup func(string) (string, bool)) (*Values, error) {
 	v := &Values{parsed: map[string]any{}, raw: map[string]string{}}
 	var errs []error
 	for _, k := range r.knobs {
 		s, ok := lookup(k.Name)
-		if !ok || s == "" {
+		if !ok || s == "" && !k.emptyIsValue {
 			s = k.Default
 		} else {
 			v.raw[k.Name] = s
@@ -278,6 +281,15 @@ func (r *Registry) String(name, def, allowed, doc string, check func(string) err
 			return s, nil
 		},
 	})}
+}
+
+// List declares a string knob holding a list, for which set but empty
+// means the empty list rather than the default (FELIX_STREAMS= creates no
+// stream, where the default creates the demo one).
+func (r *Registry) List(name, def, allowed, doc string, check func(string) error) String {
+	k := r.String(name, def, allowed, doc, check)
+	k.emptyIsValue = true
+	return k
 }
 
 // HostPort declares a knob holding a host:port listen address.

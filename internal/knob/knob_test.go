@@ -117,3 +117,18 @@ func TestTables(t *testing.T) {
 	require.Regexp(t, `FELIX_T_INT\s+8\s+9\s`, b.String())
 	require.Contains(t, r.Markdown(), "| `FELIX_T_ENUM` | `drop_new` | one of drop_new\\|drop_old\\|block | an enum |")
 }
+
+// A List set to "" is the empty list; unset, its default. Any other knob
+// set to "" keeps its default.
+func TestListEmptyIsEmpty(t *testing.T) {
+	r := New()
+	l := r.List("FELIX_T_LIST", "a,b", "comma list, or empty", "a list", nil)
+	s := r.String("FELIX_T_STR", "x", "a word", "a string", nil)
+	v, err := r.Load(func(k string) (string, bool) { return "", true })
+	require.NoError(t, err)
+	require.Equal(t, "", l.Get(v))
+	require.Equal(t, "x", s.Get(v))
+	v, err = r.Load(func(string) (string, bool) { return "", false })
+	require.NoError(t, err)
+	require.Equal(t, "a,b", l.Get(v))
+}

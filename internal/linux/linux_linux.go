@@ -7,6 +7,8 @@ import (
 	"fmt"
 
 	"golang.org/x/sys/unix"
+	"os"
+	"syscall"
 )
 
 // Msync flags and madvise advice, re-exported from x/sys/unix.
@@ -111,4 +113,24 @@ func seek(fd uintptr, off int64, whence int) (int64, bool, error) {
 		return 0, false, fmt.Errorf("lseek: %w", err)
 	}
 	return pos, true, nil
+}
+
+// FreeBytes is statfs(2)'s space available to an unprivileged user on the
+// file system holding path (f_bavail x f_bsize).
+func FreeBytes(path string) (int64, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(path, &st); err != nil {
+		return 0, fmt.Errorf("statfs %s: %w", path, err)
+	}
+	return int64(st.Bavail) * int64(st.Bsize), nil
+}
+
+// FileOwner is the user id that owns the file fi describes (from
+// os.Stat or os.Lstat).
+func FileOwner(fi os.FileInfo) (uid int, ok bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	return int(st.Uid), true
 }

@@ -2,7 +2,10 @@
 
 package linux
 
-import "fmt"
+import (
+	"fmt"
+	"os"
+)
 
 // Msync flags and madvise advice. The values are placeholders with the Linux
 // numbering: the calls that take them are stubs here.
@@ -51,3 +54,11 @@ func SeekData(fd uintptr, off int64) (pos int64, ok bool, err error) {
 func SeekHole(fd uintptr, off int64) (pos int64, ok bool, err error) {
 	return 0, false, fmt.Errorf("%w: lseek SEEK_HOLE", ErrNotSupported)
 }
+
+// FreeBytes is not available: callers skip their free-space check.
+func FreeBytes(path string) (int64, error) {
+	return 0, fmt.Errorf("%w: statfs", ErrNotSupported)
+}
+
+// FileOwner is not known here: callers skip their ownership check.
+func FileOwner(fi os.FileInfo) (uid int, ok bool) { return 0, false }

@@ -1,8 +1,8 @@
 // Package command is the shape every Felix server binary shares: the `run`,
 // `env [-markdown]` and `help` subcommands, knob validation before anything
-// starts, the logger the FELIX_LOG_* knobs ask for, a warning per unknown
-// FELIX_* variable, SIGTERM/SIGINT ending the run, and the exit statuses
-// scripts and supervisors rely on.
+// starts, the logger the FELIX_LOG_* knobs ask for, unknown FELIX_*
+// variables refused (or, when allowed, warned about), SIGTERM/SIGINT ending
+// the run, and the exit statuses scripts and supervisors rely on.
 package command
 
 import (
@@ -38,6 +38,14 @@ type Spec struct {
 	// LogLevel and LogFormat are the binary's FELIX_LOG_LEVEL and
 	// FELIX_LOG_FORMAT knobs.
 	LogLevel, LogFormat knob.Enum
+	// AllowUnknown is the binary's FELIX_ALLOW_UNKNOWN_KNOBS: with it an
+	// unknown FELIX_* variable is only warned about; without it, it stops
+	// the start (ExitConfig), naming the closest knob.
+	AllowUnknown knob.Bool
+	// Foreign reports FELIX_* names that belong to another Felix program
+	// (a shared environment sets both): they are neither refused nor
+	// warned about. Nil: none.
+	Foreign func(name string) bool
 	// Serve runs the server until ctx ends (SIGTERM or SIGINT).
 	Serve func(ctx context.Context, vals *knob.Values, log *slog.Logger) error
 	// ErrConfig, returned (wrapped) by Serve, means the deployment is
@@ -98,8 +106,18 @@ func (s Spec) run(stderr io.Writer) int {
 		return ExitConfig
 	}
 	log := NewLogger(stderr, s.LogLevel.Get(vals), s.LogFormat.Get(vals))
-	for _, name := range s.Registry.Unknown(os.Environ()) {
-		log.Warn(fmt.Sprintf("unknown knob ignored (see `%s env`)", s.Name), "knob", name)
+	if unknown := s.unknown(); len(unknown) > 0 {
+		if !s.AllowUnknown.Get(vals) {
+			fmt.Fprintf(stderr, "%s: invalid configuration:\n", s.Name)
+			for _, name := range unknown {
+				fmt.Fprintf(stderr, "%s: unknown knob%s\n", name, s.didYouMean(name))
+			}
+			fmt.Fprintf(stderr, "(see `%s env`; %s=true starts with unknown knobs ignored)\n", s.Name, s.AllowUnknown.Name)
+			return ExitConfig
+		}
+		for _, name := range unknown {
+			log.Warn(fmt.Sprintf("unknown knob ignored (see `%s env`)", s.Name), "knob", name)
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -123,4 +141,52 @@ func NewLogger(w io.Writer, level, format string) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// unknown lists the FELIX_* variables of the environment that no knob of
+// the binary declares and Foreign does not claim.
+func (s Spec) unknown() []string {
+	var out []string
+	for _, name := range s.Registry.Unknown(os.Environ()) {
+		if s.Foreign == nil || !s.Foreign(name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// didYouMean names the declared knob closest to name, if one is close
+// enough to be the intended one.
+func (s Spec) didYouMean(name string) string {
+	best, dist := "", len(name)/4+1
+	for _, k := range s.Registry.Knobs() {
+		if d := editDistance(name, k.Name); d <= dist {
+			best, dist = k.Name, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return " (did you mean " + best + "?)"
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

@@ -24,15 +24,17 @@ func spec(serve func(context.Context, *knob.Values, *slog.Logger) error) (comman
 	n := r.Int("FELIX_TEST_N", 3, 1, 9, "a number")
 	return command.Spec{
 		Name: "felix-test", What: "test server", Registry: r,
-		LogLevel:  r.Enum("FELIX_LOG_LEVEL", "info", []string{"debug", "info", "warn", "error"}, "level"),
-		LogFormat: r.Enum("FELIX_LOG_FORMAT", "text", []string{"text", "json"}, "format"),
-		Serve:     serve, ErrConfig: errConfig,
+		LogLevel:     r.Enum("FELIX_LOG_LEVEL", "info", []string{"debug", "info", "warn", "error"}, "level"),
+		LogFormat:    r.Enum("FELIX_LOG_FORMAT", "text", []string{"text", "json"}, "format"),
+		AllowUnknown: r.Bool("FELIX_ALLOW_UNKNOWN_KNOBS", false, "allow unknown"),
+		Foreign:      func(name string) bool { return name == "FELIX_OTHER_PROGRAM" },
+		Serve:        serve, ErrConfig: errConfig,
 	}, n
 }
 
 func TestRunServesWithValidatedKnobs(t *testing.T) {
 	t.Setenv("FELIX_TEST_N", "7")
-	t.Setenv("FELIX_TEST_TYPO", "1")
+	t.Setenv("FELIX_OTHER_PROGRAM", "1") // Foreign: neither refused nor warned about
 	var (
 		got int64
 		n   knob.Int
@@ -45,8 +47,28 @@ func TestRunServesWithValidatedKnobs(t *testing.T) {
 	var stderr strings.Builder
 	require.Equal(t, command.ExitOK, command.Run(s, nil, io.Discard, &stderr))
 	require.EqualValues(t, 7, got)
+	require.NotContains(t, stderr.String(), "FELIX_OTHER_PROGRAM")
+}
+
+// A misspelled knob (FELIX_SUBSCRIBER_QUEU=5 only warned and the broker
+// started) stops the start with status 2, naming the knob meant, unless
+// FELIX_ALLOW_UNKNOWN_KNOBS lets it through with a warning.
+func TestUnknownKnobStopsTheStart(t *testing.T) {
+	t.Setenv("FELIX_TEST_M", "5")
+	served := false
+	s, _ := spec(func(context.Context, *knob.Values, *slog.Logger) error { served = true; return nil })
+	var stderr strings.Builder
+	require.Equal(t, command.ExitConfig, command.Run(s, nil, io.Discard, &stderr))
+	require.False(t, served)
+	require.Contains(t, stderr.String(), "FELIX_TEST_M: unknown knob (did you mean FELIX_TEST_N?)")
+	require.Contains(t, stderr.String(), "FELIX_ALLOW_UNKNOWN_KNOBS=true")
+
+	t.Setenv("FELIX_ALLOW_UNKNOWN_KNOBS", "true")
+	stderr.Reset()
+	require.Equal(t, command.ExitOK, command.Run(s, nil, io.Discard, &stderr))
+	require.True(t, served)
 	require.Contains(t, stderr.String(), "unknown knob ignored (see `felix-test env`)")
-	require.Contains(t, stderr.String(), "FELIX_TEST_TYPO")
+	require.Contains(t, stderr.String(), "FELIX_TEST_M")
 }
 
 func TestRunExitStatuses(t *testing.T) {
