@@ -41,6 +41,11 @@ type Config struct {
 	// /v1/token/node); empty: none can be minted. cmd/felix-controlplane
 	// sets it from FELIX_CP_OPERATOR_TENANT, as the FelixTokenAuthorizer's.
 	OperatorTenant string
+	// DevIssuer, when set, serves the development issuer (POST
+	// /v1/token/mint: a token with chosen rights, no IdP) to the requests
+	// it authorizes, whatever Authorizer says; nil answers 404. Set it to
+	// the bootstrap token's authorizer on the bootstrap listener only.
+	DevIssuer Authorizer
 	// Placer keeps the cluster placement and serves the membership and
 	// placement endpoints; nil makes one with defaults over Store (if it
 	// implements MemberStore) that Close closes. Share one between the

@@ -24,7 +24,7 @@ var (
 	knobControlPlane = registry.String("FELIX_CONTROLPLANE_URL", "", "an http(s) URL, or empty",
 		"control plane to follow (streams, caches, tenants) and whose tenant keys verify Felix tokens; empty: the embedded one (FELIX_EMBEDDED_CONTROLPLANE_BIND)", checkURL)
 	knobControlPlaneToken = registry.String("FELIX_CONTROLPLANE_TOKEN_FILE", "", "a file path, or empty",
-		"bearer token the broker reads the control plane's feed with; read again when the file changes", nil)
+		"bearer token the broker reads the control plane's feed with (an operator admin's token or a node credential); read again when the file changes; empty: FELIX_NODE_TOKEN_FILE's", nil)
 	knobDevDir = registry.String("FELIX_DEV_DIR", "/tmp/felix-dev", "a directory path",
 		"where the broker writes, for local clients, cert.pem (self-signed certificate) and token and controlplane.url (embedded control plane)", nil)
 )
