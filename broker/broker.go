@@ -84,7 +84,8 @@ func New(cfg Config) (*Broker, error) {
 	}
 	b.mu.conns = map[*conn]struct{}{}
 	b.load.at = time.Now()
-	b.streams = newRegistry(func(st *stream, id int) (*shard, error) { return newShard(b, st, id) })
+	b.metrics = newMetrics(b)
+	b.streams = newRegistry(func(st *stream, id int) (*shard, error) { return newShard(b, st, id) }, b.metrics.streams)
 	b.caches = newCacheRegistry()
 	if cfg.DataDir != "" {
 		if err := b.reopenCatalog(); err != nil {
@@ -95,7 +96,6 @@ func New(cfg Config) (*Broker, error) {
 	b.stopRetention = make(chan struct{})
 	b.retentionDone = make(chan struct{})
 	go b.retentionLoop()
-	b.metrics = newMetrics(b)
 	return b, nil
 }
 

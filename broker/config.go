@@ -126,6 +126,17 @@ type Config struct {
 	// is asked only for streams that advertise wire.CapForwarded and whose
 	// token is not NodeToken. nil: NodeToken only.
 	NodeVerifier func(ctx context.Context, token string) error
+	// MetricsStreamSeries bounds the streams with series of their own in
+	// the per-stream metric families (labels tenant, namespace, stream):
+	// the first registered get them, later ones share the series labelled
+	// "_other". 0 means 256; negative means none (every stream is
+	// "_other").
+	MetricsStreamSeries int
+	// MetricsShardSeries bounds the series of the per-shard families
+	// (label shard too): streams with series of their own get per-shard
+	// series, whole, in registration order, while their shards fit. 0
+	// means 1024; negative means none.
+	MetricsShardSeries int
 	// Logger receives the broker's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -141,6 +152,8 @@ const (
 	defaultAuthTimeout    = 10 * time.Second
 	defaultQueueBudget    = 1 << 30
 	defaultSlowConsumer   = 10 * time.Second
+	defaultStreamSeries   = 256
+	defaultShardSeries    = 1024
 )
 
 func (c Config) withDefaults() Config {
@@ -176,6 +189,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SlowConsumerTimeout == 0 {
 		c.SlowConsumerTimeout = defaultSlowConsumer
+	}
+	if c.MetricsStreamSeries == 0 {
+		c.MetricsStreamSeries = defaultStreamSeries
+	}
+	if c.MetricsShardSeries == 0 {
+		c.MetricsShardSeries = defaultShardSeries
 	}
 	if c.RetentionInterval == 0 {
 		c.RetentionInterval = time.Minute

@@ -118,11 +118,15 @@ func (p *publisher) publish(k StreamKey, key []byte, shard int, payloads [][]byt
 	bytes := payloadBytes(payloads)
 	sh.publish(admit, payloads, func(base uint64, err error) {
 		b.metrics.published(events, bytes, acked, err)
+		st.m.published(events, bytes, err)
 		if err == nil {
 			sh.bytesIn.Add(uint64(bytes))
+			sh.eventsIn.Add(uint64(events))
 		}
 		if acked {
-			b.metrics.ackLatency.Observe(time.Since(start).Seconds())
+			d := time.Since(start).Seconds()
+			b.metrics.ackLatency.Observe(d)
+			st.m.ackLatency.Observe(d)
 		}
 		done(base, own, err)
 		b.inflight.Add(-1)

@@ -37,9 +37,11 @@ type shard struct {
 	d      atomic.Pointer[durable]
 	openMu sync.Mutex // serialises opening d; closed is guarded by it
 	closed bool
-	// bytesIn counts the payload bytes of accepted publishes (load.go).
-	bytesIn atomic.Uint64
-	mu      struct {
+	// bytesIn counts the payload bytes of accepted publishes (load.go),
+	// eventsIn their events (metrics).
+	bytesIn  atomic.Uint64
+	eventsIn atomic.Uint64
+	mu       struct {
 		sync.Mutex
 		// next is the offset after the last batch delivered to subscribers
 		// (for a durable shard: committed per its fsync mode; the log may

@@ -34,8 +34,9 @@ func newClusterAuthPlane(t *testing.T) *clusterAuthPlane {
 	require.NoError(t, err)
 	boot, err := NewBootstrapAuthorizer(testToken)
 	require.NoError(t, err)
+	metrics := NewMetrics() // one per process, as cmd/felix-controlplane's listeners share
 	mk := func(a, dev Authorizer) *instance {
-		srv, err := New(Config{Store: st, Authorizer: a, DevIssuer: dev, Tokens: tokens, Placer: placer, OperatorTenant: "ops"})
+		srv, err := New(Config{Store: st, Authorizer: a, DevIssuer: dev, Tokens: tokens, Placer: placer, OperatorTenant: "ops", Metrics: metrics})
 		require.NoError(t, err)
 		t.Cleanup(func() { srv.Close() })
 		return &instance{srv: srv, url: newHTTPServer(t, srv)}

@@ -18,6 +18,11 @@ const ActionDevMint = "token.mint"
 // bootstrap listener only.
 func (s *Server) mintDev(w http.ResponseWriter, r *http.Request) error {
 	if s.cfg.DevIssuer == nil {
+		// Refused as any protected route first, so that only a caller
+		// this listener authorizes learns whether the issuer exists.
+		if err := s.authorize(r, ActionDevMint, "tenant:*"); err != nil {
+			return err
+		}
 		return apiErr(ErrNotFound, "the development issuer is off on this listener "+
 			"(it is served on the bootstrap listener, see FELIX_CP_DEV_ISSUER)")
 	}

@@ -40,7 +40,8 @@ func TestDevIssuerMintsChosenRightsForTheBootstrapTokenOnly(t *testing.T) {
 		status int
 		says   string
 	}{
-		{"main listener", p.main, testToken, body, http.StatusNotFound, "development issuer is off"},
+		{"main listener", p.main, testToken, body, http.StatusUnauthorized, "felix token rejected"},
+		{"main listener, operator admin", p.main, admin, body, http.StatusNotFound, "development issuer is off"},
 		{"a Felix token, even an operator admin's", p.boot, admin, body, http.StatusUnauthorized, "not the bootstrap token"},
 		{"no token", p.boot, "", body, http.StatusUnauthorized, "Authorization"},
 		{"another tenant's resource", p.boot, testToken,

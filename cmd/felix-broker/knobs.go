@@ -148,6 +148,14 @@ var (
 		"QUIC receive window per connection")
 )
 
+// Metrics.
+var (
+	knobMetricsStreams = registry.Int("FELIX_METRICS_STREAM_SERIES", 256, 0, 65536,
+		"streams with series of their own in the per-stream metrics (felix_stream_*), in registration order; later ones share stream=\"_other\"; 0: none")
+	knobMetricsShards = registry.Int("FELIX_METRICS_SHARD_SERIES", 1024, 0, 1<<20,
+		"shard series in the per-shard metrics (felix_shard_*), given whole to streams with series of their own while they fit; 0: none")
+)
+
 // Process.
 var (
 	knobShutdownDrain = registry.Duration("FELIX_SHUTDOWN_DRAIN_TIMEOUT_MS", 25000, 0, 600000, time.Millisecond,

@@ -75,7 +75,7 @@ func serve(ctx context.Context, vals *knob.Values, log *slog.Logger) error {
 		}
 	}()
 	shared := controlplane.Config{Store: store, Tokens: tokens, Placer: placer, OperatorTenant: knobOperatorTenant.Get(vals),
-		Logger: log, MaxWait: knobMaxWait.Get(vals)}
+		Logger: log, MaxWait: knobMaxWait.Get(vals), Metrics: controlplane.NewMetrics()}
 	apiCfg := shared
 	apiCfg.Authorizer = felix
 	api, err := newListener("api", bind, apiCfg)
