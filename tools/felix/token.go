@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 
 const tokenUsage = `usage: felix token exchange --controlplane URL --tenant T --idp-token FILE [--out FILE] [--actions a,b]
        felix token mint [--controlplane URL] --token-file BOOTSTRAP --tenant T --subject S --grant ACTION[:RESOURCE]... [--out FILE]
+       felix token node [--controlplane URL] --token-file CREDENTIAL --subject BROKER_ID [--out FILE]
 
 exchange: trades an identity provider's token (read from FILE, "-" for
 stdin) for a Felix token.
@@ -24,7 +26,11 @@ identity provider. RESOURCE is tenant/namespace/name with * allowed, and
 defaults to T/*/* (e.g. --grant stream.publish --grant
 stream.subscribe:T/default/orders).
 
-Both print the token on stdout or write it to --out (mode 0600), and the
+node: mints a broker's node credential (FELIX_NODE_TOKEN_FILE) with the
+bootstrap token on the bootstrap listener (default http://127.0.0.1:7071),
+or an operator admin's token on the main one.
+
+All print the token on stdout or write it to --out (mode 0600), and the
 expiry on stderr. A refusal prints the control plane's code (expired,
 audience, issuer, signature, algorithm, jwks_unavailable, forbidden,
 not_found, ...) and exits 1.`
@@ -36,6 +42,8 @@ func runToken(args []string, stdout, stderr io.Writer) int {
 			return tokenExchange(args[1:], stdout, stderr)
 		case "mint":
 			return tokenMint(args[1:], stdout, stderr)
+		case "node":
+			return tokenNode(args[1:], stdout, stderr)
 		}
 	}
 	fmt.Fprintln(stderr, tokenUsage)
@@ -84,9 +92,9 @@ func tokenExchange(args []string, stdout, stderr io.Writer) int {
 	return issue("exchange", cp, "/v1/token/exchange", req, *outFile, stdout, stderr)
 }
 
-// devIssuerURL is the bootstrap listener's default address
+// bootstrapURL is the bootstrap listener's default address
 // (FELIX_CP_BOOTSTRAP_BIND), where the development issuer is served.
-const devIssuerURL = "http://127.0.0.1:7071"
+const bootstrapURL = "http://127.0.0.1:7071"
 
 func tokenMint(args []string, stdout, stderr io.Writer) int {
 	tf := newTokenFlags("token mint", true, stderr)
@@ -97,15 +105,10 @@ func tokenMint(args []string, stdout, stderr io.Writer) int {
 		grants = append(grants, v)
 		return nil
 	})
-	if err := set.Parse(args); err != nil {
+	err := tf.parseOnBootstrap(args)
+	if errors.Is(err, flag.ErrHelp) {
 		return exitUsage
 	}
-	explicitURL := false
-	set.Visit(func(f *flag.Flag) { explicitURL = explicitURL || f.Name == "controlplane" })
-	if !explicitURL {
-		cp.url = devIssuerURL
-	}
-	err := cp.check()
 	if err == nil && (*tenant == "" || *subject == "" || len(grants) == 0 || set.NArg() > 0) {
 		err = fmt.Errorf("--tenant, --subject and at least one --grant are required, and no arguments")
 	}
@@ -122,6 +125,33 @@ func tokenMint(args []string, stdout, stderr io.Writer) int {
 		req.Permissions = append(req.Permissions, auth.Permission{Action: auth.Action(action), Resource: resource})
 	}
 	return issue("mint", cp, "/v1/token/mint", req, *outFile, stdout, stderr)
+}
+
+func tokenNode(args []string, stdout, stderr io.Writer) int {
+	tf := newTokenFlags("token node", true, stderr)
+	subject := tf.set.String("subject", "", "the broker's FELIX_NODE_ID (`BROKER_ID`, the credential's sub)")
+	if err := tf.parseOnBootstrap(args); err != nil || *subject == "" || tf.set.NArg() > 0 {
+		if err == nil {
+			err = errors.New("--subject is required, and no arguments")
+		}
+		fmt.Fprintln(stderr, "felix token node:", err)
+		return exitUsage
+	}
+	return issue("node", tf.cp, "/v1/token/node", api.NodeTokenRequest{Subject: *subject}, *tf.outFile, stdout, stderr)
+}
+
+// parseOnBootstrap parses args; without --controlplane the request goes to
+// the bootstrap listener's default address.
+func (tf tokenFlags) parseOnBootstrap(args []string) error {
+	if err := tf.set.Parse(args); err != nil {
+		return err
+	}
+	explicit := false
+	tf.set.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "controlplane" })
+	if !explicit {
+		tf.cp.url = bootstrapURL
+	}
+	return tf.cp.check()
 }
 
 // issue posts req to path and prints or writes the Felix token it answers.
