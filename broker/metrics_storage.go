@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/felixmq/felix/commit"
+	"github.com/felixmq/felix/internal/linux"
 )
 
 // storageCollector exports the segment logs' and commit sequencers' stats
@@ -23,6 +24,8 @@ var (
 		"failed":    prometheus.NewDesc("felix_storage_failed_logs", "Logs in their terminal failed state (appends refused).", nil, nil),
 		"truncated": prometheus.NewDesc("felix_storage_recovery_truncated_records", "Torn or repaired records removed at the last start.", nil, nil),
 	}
+	descDiskAvail      = prometheus.NewDesc("felix_storage_disk_available_bytes", "Bytes the broker may still write on the file system of FELIX_DATA_DIR (statfs; absent without a data directory or off Linux).", nil, nil)
+	descDiskTotal      = prometheus.NewDesc("felix_storage_disk_size_bytes", "Size of the file system of FELIX_DATA_DIR.", nil, nil)
 	descSyncs          = prometheus.NewDesc("felix_commit_syncs_total", "Successful group-commit syncs.", nil, nil)
 	descSyncErrors     = prometheus.NewDesc("felix_commit_sync_errors_total", "Failed syncs (each is terminal for its log).", nil, nil)
 	descWaitersPerSync = prometheus.NewDesc("felix_commit_waiters_per_sync", "Reservations (publish batches) released by one sync.", nil, nil)
@@ -34,7 +37,7 @@ func (c storageCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range descStorage {
 		ch <- d
 	}
-	for _, d := range []*prometheus.Desc{descSyncs, descSyncErrors, descWaitersPerSync, descRecordsPerSync, descSyncLatency} {
+	for _, d := range []*prometheus.Desc{descSyncs, descSyncErrors, descWaitersPerSync, descRecordsPerSync, descSyncLatency, descDiskAvail, descDiskTotal} {
 		ch <- d
 	}
 }
@@ -73,6 +76,12 @@ func (c storageCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- constHistogram(descWaitersPerSync, waiters, 1, countBuckets)
 	ch <- constHistogram(descRecordsPerSync, records, 1, countBuckets)
 	ch <- constHistogram(descSyncLatency, latency, 1e-9, latencyBuckets)
+	if dir := c.b.cfg.DataDir; dir != "" {
+		if avail, total, err := linux.DiskSpace(dir); err == nil {
+			ch <- prometheus.MustNewConstMetric(descDiskAvail, prometheus.GaugeValue, float64(avail))
+			ch <- prometheus.MustNewConstMetric(descDiskTotal, prometheus.GaugeValue, float64(total))
+		}
+	}
 }
 
 func addHist(a, b commit.HistogramSnapshot) commit.HistogramSnapshot {

@@ -3,6 +3,7 @@ package broker_test
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -149,6 +150,13 @@ func TestMetricsCachesRostersGroupsAndSyncs(t *testing.T) {
 	require.Equal(t, 2.0, lag, "three records, one acked")
 	delivered, _ := m.Value("felix_queue_delivered_total", nil)
 	require.GreaterOrEqual(t, delivered, 1.0)
+	if runtime.GOOS == "linux" {
+		avail, ok := m.Value("felix_storage_disk_available_bytes", nil)
+		require.True(t, ok)
+		size, _ := m.Value("felix_storage_disk_size_bytes", nil)
+		require.Greater(t, size, 0.0)
+		require.LessOrEqual(t, avail, size)
+	}
 	syncs := m["felix_commit_sync_latency_seconds"].Metric[0].Histogram
 	require.NotZero(t, syncs.GetSampleCount())
 	require.Equal(t, 1e-5, syncs.Bucket[0].GetUpperBound(), "plain bounds, not powers of two in nanoseconds")
