@@ -274,6 +274,7 @@ type nodePrincipal string
 
 func (p nodePrincipal) Tenant() string    { return string(p) }
 func (p nodePrincipal) Expiry() time.Time { return time.Time{} }
+func (p nodePrincipal) Subject() string   { return "node" }
 func (p nodePrincipal) Check(a auth.Action, resource string) error {
 	if a == auth.ActionPublish {
 		return nil

@@ -118,6 +118,7 @@ func (ct *control) authenticate() bool {
 	ct.peer = wire.PeerFlags(auth.ClientFlags)
 	ct.ownerAcks = wire.Supports(ct.peer, wire.CapOwner)
 	ct.forwarded = wire.Supports(ct.peer, wire.CapForwarded)
+	ct.c.noteAuth(p, ct.forwarded)
 	ct.out.send(func(b []byte) []byte {
 		if auth.ClientFlags == nil {
 			return wire.AppendJSONFrame(b, &wire.OK{})

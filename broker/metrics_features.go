@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // Cache operations, the values of felix_cache_ops_total's op label.
@@ -36,6 +37,20 @@ func (fm *featureMetrics) cacheOp(op string, start time.Time) {
 	fm.cacheLatency.WithLabelValues(op).Observe(time.Since(start).Seconds())
 }
 
+func (fm *featureMetrics) stats(b *Broker) FeatureStats {
+	fs := FeatureStats{CacheOps: map[string]uint64{}, WatchEvents: fm.watchEvents.Load(),
+		RosterJoins: b.rosters.joins.Load(), RosterLeaves: b.rosters.leaves.Load(),
+		QueueDelivered: fm.queueDelivered.Load(), QueueRedelivered: fm.queueRedelivered.Load(),
+		QueueAcks: fm.queueAcks.Load(), QueueNacks: fm.queueNacks.Load(), QueueExpired: fm.queueExpired.Load()}
+	for _, op := range []string{opGet, opPut, opDelete, opCounterAdd, opCounterGet, opWatch} {
+		var m dto.Metric
+		if c, err := fm.cacheOps.GetMetricWithLabelValues(op); err == nil && c.Write(&m) == nil {
+			fs.CacheOps[op] = uint64(m.GetCounter().GetValue())
+		}
+	}
+	return fs
+}
+
 // queueTaken counts records a member took.
 func (fm *featureMetrics) queueTaken(taken []takenRec) {
 	re := 0
@@ -56,6 +71,10 @@ func (fm *featureMetrics) collectors(b *Broker) []prometheus.Collector {
 	fm.cacheLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "felix_cache_op_latency_seconds",
 		Help:    "Time from a cache request to its reply being queued (a change waits for its sync in on_commit), by op.",
 		Buckets: latencyBuckets}, []string{"op"})
+	for _, op := range []string{opGet, opPut, opDelete, opCounterAdd, opCounterGet, opWatch} {
+		fm.cacheOps.WithLabelValues(op) // every op has a series from the start
+		fm.cacheLatency.WithLabelValues(op)
+	}
 	counter := func(name, help string, v *atomic.Uint64) prometheus.Collector {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(v.Load()) })
 	}

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/felixmq/felix/wire"
 )
@@ -130,40 +131,14 @@ func (c streamCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c streamCollector) Collect(ch chan<- prometheus.Metric) {
-	type gauges struct{ drops, subs float64 }
-	var order []*streamMetrics
-	agg := map[*streamMetrics]*gauges{}
-	of := func(m *streamMetrics) *gauges {
-		g, ok := agg[m]
-		if !ok {
-			g = &gauges{}
-			agg[m] = g
-			order = append(order, m)
-		}
-		return g
-	}
-	for _, st := range c.b.streams.list() {
-		g := of(st.m)
-		for _, sh := range st.shards {
-			next, _, subs := sh.stats()
-			g.subs += float64(subs)
-			if st.m.shards {
-				labels := append(append([]string{}, st.m.labels...), strconv.Itoa(sh.id))
-				ch <- prometheus.MustNewConstMetric(descShard.publishEvents, prometheus.CounterValue, float64(sh.eventsIn.Load()), labels...)
-				ch <- prometheus.MustNewConstMetric(descShard.nextOffset, prometheus.GaugeValue, float64(next), labels...)
-				ch <- prometheus.MustNewConstMetric(descShard.subscribers, prometheus.GaugeValue, float64(subs), labels...)
-			}
-		}
-	}
-	for _, cn := range c.b.conns() {
-		for _, s := range cn.subscriptions() {
-			if s.sh != nil {
-				of(s.sh.st.m).drops += float64(s.queue.Stats().DroppedEvents)
-			}
-		}
-	}
-	for _, m := range order {
-		g := agg[m]
+	rows := c.b.streamTraffic(func(m *streamMetrics, sh *shard, next uint64, subs int) {
+		labels := append(append([]string{}, m.labels...), strconv.Itoa(sh.id))
+		ch <- prometheus.MustNewConstMetric(descShard.publishEvents, prometheus.CounterValue, float64(sh.eventsIn.Load()), labels...)
+		ch <- prometheus.MustNewConstMetric(descShard.nextOffset, prometheus.GaugeValue, float64(next), labels...)
+		ch <- prometheus.MustNewConstMetric(descShard.subscribers, prometheus.GaugeValue, float64(subs), labels...)
+	})
+	for _, r := range rows {
+		m := r.m
 		counter := func(d *prometheus.Desc, v uint64) {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), m.labels...)
 		}
@@ -172,9 +147,95 @@ func (c streamCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descStream.publishErrors, m.publishErrors.Load())
 		counter(descStream.deliveredEvents, m.deliveredEvents.Load())
 		counter(descStream.deliveredBytes, m.deliveredBytes.Load())
-		ch <- prometheus.MustNewConstMetric(descStream.dropped, prometheus.CounterValue, g.drops+float64(m.endedDrops.Load()), m.labels...)
-		ch <- prometheus.MustNewConstMetric(descStream.subscribers, prometheus.GaugeValue, g.subs, m.labels...)
+		counter(descStream.dropped, r.drops)
+		ch <- prometheus.MustNewConstMetric(descStream.subscribers, prometheus.GaugeValue, float64(r.subs), m.labels...)
 	}
+}
+
+// trafficRow is one streamMetrics with what is read from the streams and
+// subscriptions it counts.
+type trafficRow struct {
+	m     *streamMetrics
+	drops uint64 // of live and ended subscriptions
+	subs  int
+}
+
+// streamTraffic returns a row per streamMetrics (a stream, or "_other"), in
+// registration order, and calls shard for every shard with series of its
+// own.
+func (b *Broker) streamTraffic(shard func(m *streamMetrics, sh *shard, next uint64, subs int)) []*trafficRow {
+	var rows []*trafficRow
+	of := map[*streamMetrics]*trafficRow{}
+	row := func(m *streamMetrics) *trafficRow {
+		r, ok := of[m]
+		if !ok {
+			r = &trafficRow{m: m, drops: m.endedDrops.Load()}
+			of[m] = r
+			rows = append(rows, r)
+		}
+		return r
+	}
+	for _, st := range b.streams.list() {
+		r := row(st.m)
+		for _, sh := range st.shards {
+			next, _, subs := sh.stats()
+			r.subs += subs
+			if st.m.shards && shard != nil {
+				shard(st.m, sh, next, subs)
+			}
+		}
+	}
+	for _, cn := range b.conns() {
+		for _, s := range cn.subscriptions() {
+			if s.sh != nil {
+				row(s.sh.st.m).drops += s.queue.Stats().DroppedEvents
+			}
+		}
+	}
+	return rows
+}
+
+// StreamTraffic is one series of the per-stream metrics in
+// /debug/felix/stats: a stream, or every stream past the series bound
+// (tenant, namespace and stream "_other"). Counters are cumulative.
+type StreamTraffic struct {
+	Tenant          string `json:"tenant"`
+	Namespace       string `json:"namespace"`
+	Stream          string `json:"stream"`
+	PublishEvents   uint64 `json:"publish_events"`
+	PublishBytes    uint64 `json:"publish_bytes"`
+	PublishErrors   uint64 `json:"publish_errors"`
+	DeliveredEvents uint64 `json:"delivered_events"`
+	DeliveredBytes  uint64 `json:"delivered_bytes"`
+	Dropped         uint64 `json:"dropped"`
+	Subscribers     int    `json:"subscribers"`
+	// AckLatency is felix_stream_publish_ack_latency_seconds.
+	AckLatency LatencyHistogram `json:"ack_latency"`
+}
+
+// LatencyHistogram is a cumulative histogram: Counts[i] observations at
+// most BoundsSeconds[i], Count in all.
+type LatencyHistogram struct {
+	Count         uint64    `json:"count"`
+	SumSeconds    float64   `json:"sum_s"`
+	BoundsSeconds []float64 `json:"bounds_s"`
+	Counts        []uint64  `json:"counts"`
+}
+
+func (r *trafficRow) stats() StreamTraffic {
+	m := r.m
+	t := StreamTraffic{Tenant: m.labels[0], Namespace: m.labels[1], Stream: m.labels[2],
+		PublishEvents: m.publishEvents.Load(), PublishBytes: m.publishBytes.Load(), PublishErrors: m.publishErrors.Load(),
+		DeliveredEvents: m.deliveredEvents.Load(), DeliveredBytes: m.deliveredBytes.Load(), Dropped: r.drops, Subscribers: r.subs}
+	var pm dto.Metric
+	if h, ok := m.ackLatency.(prometheus.Metric); ok && h.Write(&pm) == nil && pm.Histogram != nil {
+		t.AckLatency = LatencyHistogram{Count: pm.Histogram.GetSampleCount(), SumSeconds: pm.Histogram.GetSampleSum()}
+		for _, b := range pm.Histogram.Bucket {
+			t.AckLatency.BoundsSeconds = append(t.AckLatency.BoundsSeconds, b.GetUpperBound())
+			t.AckLatency.Counts = append(t.AckLatency.Counts, b.GetCumulativeCount())
+		}
+	}
+	return t
 }
 
 // eventBatchPayload is the payload bytes of a queued buffer: every buffer

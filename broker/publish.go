@@ -48,6 +48,7 @@ func (p *publisher) resolve(k StreamKey, action auth.Action) (*stream, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.c.notePublished(k.String())
 	p.lastKey, p.last = k, st
 	return st, nil
 }

@@ -59,6 +59,7 @@ func (ps *publishStream) run() error {
 		return err
 	}
 	ps.forwarded = wire.Supports(wire.PeerFlags(auth.ClientFlags), wire.CapForwarded)
+	ps.c.noteAuth(ps.principal, ps.forwarded)
 	// At expiry the stream is stopped with the auth code: the client sees
 	// why and authenticates a new stream.
 	defer atExpiry(ps.principal, func() { ps.str.CancelRead(streamErrAuth) })()
