@@ -3,8 +3,8 @@ package broker_test
 import (
 	"fmt"
 	"math"
-	"runtime"
 	"net/http/httptest"
+	"runtime"
 	"testing"
 	"time"
 
