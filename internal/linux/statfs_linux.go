@@ -13,3 +13,9 @@ func DiskSpace(path string) (avail, total uint64, err error) {
 	}
 	return st.Bavail * uint64(st.Bsize), st.Blocks * uint64(st.Bsize), nil
 }
+
+// MountTracefs mounts tracefs at dir (mount -t tracefs nodev dir), which
+// the eBPF tracepoint probes read; it needs CAP_SYS_ADMIN.
+func MountTracefs(dir string) error {
+	return unix.Mount("nodev", dir, "tracefs", 0, "")
+}

@@ -8,3 +8,8 @@ import "fmt"
 func DiskSpace(path string) (avail, total uint64, err error) {
 	return 0, 0, fmt.Errorf("%w: statfs", ErrNotSupported)
 }
+
+// MountTracefs is Linux's.
+func MountTracefs(dir string) error {
+	return fmt.Errorf("%w: tracefs", ErrNotSupported)
+}
