@@ -171,6 +171,27 @@ type Stats struct {
 	// SubscriberQueues is what all subscriber queues hold, each shared
 	// buffer once, against FELIX_SUBSCRIBER_QUEUE_TOTAL_BYTES.
 	SubscriberQueues QueueBudgetStats `json:"subscriber_queues"`
+	// Traffic is the per-stream metrics: publishes, deliveries, drops and
+	// ack latency by stream (streams past the series bound as "_other").
+	Traffic []StreamTraffic `json:"traffic"`
+	// Features counts cache, roster and consumer-group operations.
+	Features FeatureStats `json:"features"`
+	// Goroutines counts goroutines by role (their pprof label).
+	Goroutines map[string]int `json:"goroutines,omitempty"`
+}
+
+// FeatureStats are the cumulative operation counters of caches, keyed
+// watch, rosters and consumer groups.
+type FeatureStats struct {
+	CacheOps         map[string]uint64 `json:"cache_ops"` // by op
+	WatchEvents      uint64            `json:"watch_events"`
+	RosterJoins      uint64            `json:"roster_joins"`
+	RosterLeaves     uint64            `json:"roster_leaves"`
+	QueueDelivered   uint64            `json:"queue_delivered"`
+	QueueRedelivered uint64            `json:"queue_redelivered"`
+	QueueAcks        uint64            `json:"queue_acks"`
+	QueueNacks       uint64            `json:"queue_nacks"`
+	QueueExpired     uint64            `json:"queue_expired"`
 }
 
 // QueueBudgetStats is the broker-wide subscriber queue budget.
@@ -199,8 +220,16 @@ type ShardStats struct {
 
 // ConnectionStats is one client connection with quic-go's statistics.
 type ConnectionStats struct {
-	ID            uint64        `json:"id"`
-	Remote        string        `json:"remote"`
+	ID     uint64 `json:"id"`
+	Remote string `json:"remote"`
+	// Tenant and Principal (the token's subject) of the connection's
+	// first authenticated stream; Role is peer, publisher, subscriber,
+	// publisher+subscriber or client; Streams the streams it publishes
+	// to or follows (at most four).
+	Tenant        string        `json:"tenant,omitempty"`
+	Principal     string        `json:"principal,omitempty"`
+	Role          string        `json:"role,omitempty"`
+	Streams       []string      `json:"streams,omitempty"`
 	GSO           bool          `json:"gso"`
 	MinRTT        time.Duration `json:"min_rtt_ns"`
 	SmoothedRTT   time.Duration `json:"smoothed_rtt_ns"`
@@ -260,6 +289,11 @@ func (b *Broker) Stats() Stats {
 	}
 	budget := b.cfg.Queue.Budget
 	s.SubscriberQueues = QueueBudgetStats{HeldBytes: budget.Used(), LimitBytes: max(budget.Limit(), 0), Queues: budget.Queues()}
+	for _, r := range b.streamTraffic(nil) {
+		s.Traffic = append(s.Traffic, r.stats())
+	}
+	s.Features = b.metrics.features.stats(b)
+	s.Goroutines = goroutineRoles()
 	return s
 }
 
@@ -284,5 +318,6 @@ func (c *conn) stats() ConnectionStats {
 		}
 		cs.Subscriptions = append(cs.Subscriptions, ss)
 	}
+	c.identify(&cs)
 	return cs
 }

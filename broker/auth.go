@@ -48,6 +48,7 @@ type devPrincipal string
 func (p devPrincipal) Tenant() string                  { return string(p) }
 func (p devPrincipal) Check(auth.Action, string) error { return nil }
 func (p devPrincipal) Expiry() time.Time               { return time.Time{} }
+func (p devPrincipal) Subject() string                 { return "dev" }
 
 func streamResource(k StreamKey) string {
 	return "stream:" + k.Tenant + "/" + k.Namespace + "/" + k.Stream

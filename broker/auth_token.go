@@ -70,6 +70,7 @@ type tokenPrincipal struct {
 }
 
 func (p tokenPrincipal) Tenant() string    { return p.c.Tenant }
+func (p tokenPrincipal) Subject() string   { return p.c.Subject }
 func (p tokenPrincipal) Expiry() time.Time { return p.c.Expiry.Add(p.skew) }
 func (p tokenPrincipal) Check(a auth.Action, resource string) error {
 	return auth.Check(p.c, a, resource)

@@ -97,9 +97,9 @@ func New(cfg Config) (*Broker, error) {
 	b.mu.conns = map[*conn]struct{}{}
 	b.mu.perSource = map[netip.Addr]int{}
 	b.load.at = time.Now()
-	b.streams = newRegistry(func(st *stream, id int) (*shard, error) { return newShard(b, st, id) })
+	b.metrics = newMetrics(b) // before the catalog: reopening it may count corruption
+	b.streams = newRegistry(func(st *stream, id int) (*shard, error) { return newShard(b, st, id) }, b.metrics.streams)
 	b.caches = newCacheRegistry()
-	b.metrics = newMetrics(b) // reopening the catalog may count corruption
 	if cfg.DataDir != "" {
 		if err := b.reopenCatalog(); err != nil {
 			b.closeShardsNow()

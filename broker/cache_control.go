@@ -17,18 +17,25 @@ import (
 // handleCache dispatches the cache messages; handled false means m is not
 // one of them.
 func (ct *control) handleCache(m wire.Message) (handled, keep bool) {
+	// Reads are timed here; changes from start to their outcome (change).
+	fm, start := &ct.broker().metrics.features, time.Now()
 	switch m := m.(type) {
 	case *wire.CachePut:
 		return true, ct.cachePut(m)
 	case *wire.CacheGet:
-		return true, ct.cacheGet(m)
+		keep = ct.cacheGet(m)
+		fm.cacheOp(opGet, start)
+		return true, keep
 	case *wire.CacheDelete:
 		return true, ct.cacheDelete(m)
 	case *wire.CounterAdd:
 		return true, ct.counterAdd(m)
 	case *wire.CounterGet:
-		return true, ct.counterGet(m)
+		keep = ct.counterGet(m)
+		fm.cacheOp(opCounterGet, start)
+		return true, keep
 	case *wire.Watch:
+		fm.cacheOp(opWatch, start)
 		return true, ct.watch(m)
 	}
 	return false, true
@@ -57,8 +64,10 @@ func (ct *control) resolveCache(k CacheKey, action auth.Action) (*cache, error) 
 // message the published broker sends. It returns whether the stream goes
 // on: not after a forbidden request, nor after a one-shot request.
 func (ct *control) cacheFail(reqID *uint64, err error) bool {
+	code := cacheErrorCode(err)
+	ct.broker().metrics.features.cacheErrors.WithLabelValues(string(code)).Inc()
 	if wire.Supports(ct.peer, wire.CapCache) {
-		ce := &wire.CacheError{RequestID: reqID, Code: cacheErrorCode(err), Message: err.Error()}
+		ce := &wire.CacheError{RequestID: reqID, Code: code, Message: err.Error()}
 		ct.out.send(func(b []byte) []byte { return wire.AppendJSONFrame(b, ce) })
 	} else {
 		m := &wire.ErrorMessage{Message: err.Error(), Err: ct.typed(err)}
@@ -88,12 +97,14 @@ func (ct *control) endIfOneShot(reqID *uint64) bool {
 // start registers finish and returns an error if the change cannot start.
 // Pipelined requests (with request_id) return at once; a one-shot request
 // waits for its outcome, since the stream ends with its reply.
-func (ct *control) change(reqID *uint64, start func(finish func(wire.Message, error)) error) bool {
+func (ct *control) change(op string, reqID *uint64, start func(finish func(wire.Message, error)) error) bool {
 	var wait chan struct{}
 	if reqID == nil {
 		wait = make(chan struct{})
 	}
+	began := time.Now()
 	finish := func(m wire.Message, err error) {
+		ct.broker().metrics.features.cacheOp(op, began)
 		if err != nil {
 			ct.cacheFail(reqID, err)
 		} else {
@@ -124,7 +135,7 @@ func (ct *control) cachePut(m *wire.CachePut) bool {
 		}
 		ttl = time.Duration(*m.TTLMs) * time.Millisecond
 	}
-	return ct.change(m.RequestID, func(finish func(wire.Message, error)) error {
+	return ct.change(opPut, m.RequestID, func(finish func(wire.Message, error)) error {
 		return c.put(m.Key, m.Value, ttl, func(err error) {
 			if m.RequestID == nil {
 				finish(&wire.OK{}, err)
@@ -158,7 +169,7 @@ func (ct *control) cacheDelete(m *wire.CacheDelete) bool {
 	if err != nil {
 		return ct.cacheFail(m.RequestID, err)
 	}
-	return ct.change(m.RequestID, func(finish func(wire.Message, error)) error {
+	return ct.change(opDelete, m.RequestID, func(finish func(wire.Message, error)) error {
 		return c.delete(m.Key, func(existed bool, err error) {
 			finish(&wire.CacheDeleted{RequestID: m.RequestID, Existed: existed}, err)
 		})
@@ -170,7 +181,7 @@ func (ct *control) counterAdd(m *wire.CounterAdd) bool {
 	if err != nil {
 		return ct.cacheFail(m.RequestID, err)
 	}
-	return ct.change(m.RequestID, func(finish func(wire.Message, error)) error {
+	return ct.change(opCounterAdd, m.RequestID, func(finish func(wire.Message, error)) error {
 		return c.counterAdd(m.Key, m.Delta, func(sum int64, err error) {
 			finish(&wire.CounterValue{
 				TenantID: m.TenantID, Namespace: m.Namespace, Cache: m.Cache, Key: m.Key, Value: sum, RequestID: m.RequestID,

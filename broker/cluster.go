@@ -322,6 +322,7 @@ type nodePrincipal struct {
 
 func (p nodePrincipal) Tenant() string    { return p.tenant }
 func (p nodePrincipal) Expiry() time.Time { return p.cred.Expiry }
+func (p nodePrincipal) Subject() string   { return "node " + p.cred.Subject }
 func (p nodePrincipal) Check(a auth.Action, resource string) error {
 	if a == auth.ActionPublish {
 		return nil

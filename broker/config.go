@@ -164,6 +164,17 @@ type Config struct {
 	// refused. nil serves everyone who reaches the listener, which
 	// felix-broker allows on loopback only.
 	AdminAuth func(r *http.Request) error
+	// MetricsStreamSeries bounds the streams with series of their own in
+	// the per-stream metric families (labels tenant, namespace, stream):
+	// the first registered get them, later ones share the series labelled
+	// "_other". 0 means 256; negative means none (every stream is
+	// "_other").
+	MetricsStreamSeries int
+	// MetricsShardSeries bounds the series of the per-shard families
+	// (label shard too): streams with series of their own get per-shard
+	// series, whole, in registration order, while their shards fit. 0
+	// means 1024; negative means none.
+	MetricsShardSeries int
 	// Logger receives the broker's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -184,6 +195,8 @@ const (
 	defaultPreAuthStreams = 16
 	defaultFrameBuffers   = 1 << 30
 	defaultMinFree        = 256 << 20
+	defaultStreamSeries   = 256
+	defaultShardSeries    = 1024
 )
 
 func (c Config) withDefaults() Config {
@@ -235,6 +248,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.DataMinFreeBytes == 0 {
 		c.DataMinFreeBytes = defaultMinFree
+	}
+	if c.MetricsStreamSeries == 0 {
+		c.MetricsStreamSeries = defaultStreamSeries
+	}
+	if c.MetricsShardSeries == 0 {
+		c.MetricsShardSeries = defaultShardSeries
 	}
 	if c.RetentionInterval == 0 {
 		c.RetentionInterval = time.Minute

@@ -42,6 +42,10 @@ type conn struct {
 		extras map[uint64]ender
 		// Roster members this connection joined, left when it closes.
 		joined map[membership]struct{}
+		// who is what its first authenticated stream presented, and
+		// published the streams it published to (a few): for stats.
+		who       connIdentity
+		published []string
 	}
 	streams sync.WaitGroup // stream handlers and subscription writers
 

@@ -143,6 +143,7 @@ func (ct *control) authenticate() bool {
 	ct.peer = wire.PeerSet(auth.ClientFlags, auth.ClientCaps)
 	ct.ownerAcks = wire.Supports(ct.peer, wire.CapOwner)
 	ct.forwarded = wire.Supports(ct.peer, wire.CapForwarded)
+	ct.c.noteAuth(p, ct.forwarded)
 	ct.out.send(func(b []byte) []byte { return wire.AppendJSONFrame(b, authReply(auth)) })
 	return true
 }

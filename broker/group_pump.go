@@ -22,7 +22,9 @@ func (g *groupShard) pump() {
 			return
 		}
 		g.mu.Lock()
+		inflight := len(g.mu.ledger.inflight)
 		next := g.mu.ledger.expire(time.Now())
+		g.sh.b.metrics.features.queueExpired.Add(uint64(inflight - len(g.mu.ledger.inflight)))
 		g.broadcastLocked()
 		g.mu.Unlock()
 		g.persist(false)

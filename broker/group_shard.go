@@ -118,7 +118,9 @@ func (g *groupShard) take(m *groupMember, limit int, now time.Time, dst []takenR
 		// that is gone until the visibility timeout.
 		return dst, g.mu.changed
 	}
+	before := len(dst)
 	dst, moved := g.mu.ledger.take(m, limit, g.sh.tail(), now, dst)
+	g.sh.b.metrics.features.queueTaken(dst[before:])
 	if moved {
 		notify(g.kick)
 	}
@@ -138,6 +140,7 @@ func (g *groupShard) ack(offsets []uint64, done func(error)) error {
 	if err := g.mu.ledger.ack(offsets); err != nil {
 		return err
 	}
+	g.sh.b.metrics.features.queueAcks.Add(uint64(len(offsets)))
 	g.mu.seq++
 	if done != nil {
 		g.mu.waiters = append(g.mu.waiters, ackWaiter{seq: g.mu.seq, done: done})
@@ -154,6 +157,7 @@ func (g *groupShard) nack(offsets []uint64) error {
 	if err := g.mu.ledger.nack(offsets); err != nil {
 		return err
 	}
+	g.sh.b.metrics.features.queueNacks.Add(uint64(len(offsets)))
 	g.broadcastLocked()
 	return nil
 }

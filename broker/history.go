@@ -118,6 +118,7 @@ func (w *eventWriter) appendHistoryFrame(base uint64, payloads [][]byte) error {
 	if err != nil {
 		return err
 	}
+	w.sent(len(payloads), payloadBytes(payloads))
 	if len(w.wbuf) >= gatherMax {
 		return w.flush()
 	}

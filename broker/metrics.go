@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/felixmq/felix/fanout"
+	"github.com/felixmq/felix/internal/buildinfo"
 )
 
 // metrics are the broker's Prometheus metrics on a private registry (no
@@ -18,8 +19,10 @@ type metrics struct {
 	publishEvents     prometheus.Counter
 	bytesIn           prometheus.Counter
 	ingressDropped    atomic.Uint64
-	deliveredEvents   prometheus.Counter
-	bytesOut          prometheus.Counter
+	batchBytes        prometheus.Histogram
+	deliveredEvents   atomic.Uint64
+	bytesOut          atomic.Uint64 // payload bytes
+	frameBytesOut     atomic.Uint64 // whole frames: headers, offsets, lengths, payloads
 	connections       prometheus.Gauge
 	connRefused       prometheus.Counter
 	connRefusedSource prometheus.Counter
@@ -35,6 +38,8 @@ type metrics struct {
 	slowConsumers       prometheus.Counter
 	endedDroppedEvent   atomic.Uint64 // drops of subscriptions that have ended
 	cluster             clusterMetrics
+	streams             *streamSeries
+	features            featureMetrics
 }
 
 func newMetrics(b *Broker) *metrics {
@@ -49,11 +54,8 @@ func newMetrics(b *Broker) *metrics {
 		bytesIn: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "felix_publish_bytes_total", Help: "Payload bytes accepted by publishes.",
 		}),
-		deliveredEvents: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "felix_delivered_events_total", Help: "Events written to subscriber event streams.",
-		}),
-		bytesOut: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "felix_delivered_bytes_total", Help: "Frame bytes written to subscriber event streams.",
+		batchBytes: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "felix_publish_batch_bytes", Help: "Payload bytes of each accepted publish batch.", Buckets: sizeBuckets,
 		}),
 		connections: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "felix_connections", Help: "Open client connections.",
@@ -84,7 +86,7 @@ func newMetrics(b *Broker) *metrics {
 		ackLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "felix_publish_ack_latency_seconds",
 			Help:    "Broker-side time from an acked publish's frame to its ack being queued.",
-			Buckets: prometheus.ExponentialBuckets(1e-6, 2, 24),
+			Buckets: latencyBuckets,
 		}),
 		catchUps: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "felix_subscriber_catch_ups_total",
@@ -103,8 +105,17 @@ func newMetrics(b *Broker) *metrics {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "felix_subscriber_queue_budget_bytes",
 			Help: "FELIX_SUBSCRIBER_QUEUE_TOTAL_BYTES: the bound on felix_subscriber_queue_bytes (0: none)."},
 			func() float64 { return float64(max(budget.Limit(), 0)) }))
+	counter := func(name, help string, v *atomic.Uint64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(v.Load()) })
+	}
+	m.streams = newStreamSeries(b.cfg)
+	m.reg.MustRegister(m.streams.ackLatency, streamCollector{b}, m.batchBytes, buildinfo.Collector("felix-broker"),
+		counter("felix_delivered_events_total", "Events written to subscriber event streams (live, replayed or caught up from the log).", &m.deliveredEvents),
+		counter("felix_delivered_bytes_total", "Payload bytes written to subscriber event streams (as felix_publish_bytes_total counts them).", &m.bytesOut),
+		counter("felix_delivered_frame_bytes_total", "Bytes written to subscriber event streams: frames with their headers, offsets and lengths, and gap notices.", &m.frameBytesOut))
+	m.reg.MustRegister(m.features.collectors(b)...)
 	m.reg.MustRegister(m.publishRequests, m.publishEvents, m.bytesIn, newDropCollector(b), storageCollector{b},
-		m.deliveredEvents, m.bytesOut, m.connections, m.connRefused, m.connRefusedSource, m.connUnauthenticated, m.authTimeouts, m.subscribers, m.violations, m.ackLatency, m.corruptions,
+		m.connections, m.connRefused, m.connRefusedSource, m.connUnauthenticated, m.authTimeouts, m.subscribers, m.violations, m.ackLatency, m.corruptions,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "felix_streams", Help: "Registered streams."},
 			func() float64 { return float64(len(b.streams.list())) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "felix_frame_buffer_bytes",
@@ -131,16 +142,7 @@ func (m *metrics) published(events, bytes int, acked bool, err error) {
 	m.publishRequests.WithLabelValues("ok").Inc()
 	m.publishEvents.Add(float64(events))
 	m.bytesIn.Add(float64(bytes))
-}
-
-func (m *metrics) delivered(_ int, bufs []*fanout.Buffer) {
-	ev, n := 0, 0
-	for _, b := range bufs {
-		ev += b.Events
-		n += len(b.B)
-	}
-	m.deliveredEvents.Add(float64(ev))
-	m.bytesOut.Add(float64(n))
+	m.batchBytes.Observe(float64(bytes))
 }
 
 func (m *metrics) protocolViolation(stream string) { m.violations.WithLabelValues(stream).Inc() }

@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/felixmq/felix/commit"
+	"github.com/felixmq/felix/internal/linux"
 )
 
 // storageCollector exports the segment logs' and commit sequencers' stats
@@ -23,6 +24,8 @@ var (
 		"failed":    prometheus.NewDesc("felix_storage_failed_logs", "Logs in their terminal failed state (appends refused).", nil, nil),
 		"truncated": prometheus.NewDesc("felix_storage_recovery_truncated_records", "Torn or repaired records removed at the last start.", nil, nil),
 	}
+	descDiskAvail      = prometheus.NewDesc("felix_storage_disk_available_bytes", "Bytes the broker may still write on the file system of FELIX_DATA_DIR (statfs; absent without a data directory or off Linux).", nil, nil)
+	descDiskTotal      = prometheus.NewDesc("felix_storage_disk_size_bytes", "Size of the file system of FELIX_DATA_DIR.", nil, nil)
 	descSyncs          = prometheus.NewDesc("felix_commit_syncs_total", "Successful group-commit syncs.", nil, nil)
 	descSyncErrors     = prometheus.NewDesc("felix_commit_sync_errors_total", "Failed syncs (each is terminal for its log).", nil, nil)
 	descWaitersPerSync = prometheus.NewDesc("felix_commit_waiters_per_sync", "Reservations (publish batches) released by one sync.", nil, nil)
@@ -34,7 +37,7 @@ func (c storageCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range descStorage {
 		ch <- d
 	}
-	for _, d := range []*prometheus.Desc{descSyncs, descSyncErrors, descWaitersPerSync, descRecordsPerSync, descSyncLatency} {
+	for _, d := range []*prometheus.Desc{descSyncs, descSyncErrors, descWaitersPerSync, descRecordsPerSync, descSyncLatency, descDiskAvail, descDiskTotal} {
 		ch <- d
 	}
 }
@@ -70,9 +73,15 @@ func (c storageCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(descSyncs, prometheus.CounterValue, syncs)
 	ch <- prometheus.MustNewConstMetric(descSyncErrors, prometheus.CounterValue, syncErrors)
-	ch <- constHistogram(descWaitersPerSync, waiters, 1)
-	ch <- constHistogram(descRecordsPerSync, records, 1)
-	ch <- constHistogram(descSyncLatency, latency, 1e-9)
+	ch <- constHistogram(descWaitersPerSync, waiters, 1, countBuckets)
+	ch <- constHistogram(descRecordsPerSync, records, 1, countBuckets)
+	ch <- constHistogram(descSyncLatency, latency, 1e-9, latencyBuckets)
+	if dir := c.b.cfg.DataDir; dir != "" {
+		if avail, total, err := linux.DiskSpace(dir); err == nil {
+			ch <- prometheus.MustNewConstMetric(descDiskAvail, prometheus.GaugeValue, float64(avail))
+			ch <- prometheus.MustNewConstMetric(descDiskTotal, prometheus.GaugeValue, float64(total))
+		}
+	}
 }
 
 func addHist(a, b commit.HistogramSnapshot) commit.HistogramSnapshot {
@@ -84,16 +93,35 @@ func addHist(a, b commit.HistogramSnapshot) commit.HistogramSnapshot {
 	return a
 }
 
+// countBuckets are the exact bounds of commit's power-of-two buckets
+// (2^i - 1) up to 65,535, for per-sync counts.
+var countBuckets = func() []float64 {
+	var out []float64
+	for i := 1; i <= 16; i++ {
+		out = append(out, float64(commit.BucketUpperBound(i)))
+	}
+	return out
+}()
+
 // constHistogram converts commit's power-of-two buckets (values scaled by
-// scale, e.g. ns to seconds) into a Prometheus histogram.
-func constHistogram(d *prometheus.Desc, h commit.HistogramSnapshot, scale float64) prometheus.Metric {
-	buckets := make(map[float64]uint64, commit.HistogramBuckets)
+// scale, e.g. ns to seconds) into a Prometheus histogram with bounds: each
+// power-of-two bucket counts under the first bound at or above its own
+// upper bound (so no observation is counted below its value), or only in
+// +Inf past the last bound.
+func constHistogram(d *prometheus.Desc, h commit.HistogramSnapshot, scale float64, bounds []float64) prometheus.Metric {
+	buckets := make(map[float64]uint64, len(bounds))
+	j := 0
 	var cum uint64
 	for i, n := range h.Buckets {
-		cum += n
-		if i < 40 { // beyond 2^40 the bounds are meaningless for these values
-			buckets[float64(commit.BucketUpperBound(i))*scale] = cum
+		upper := float64(commit.BucketUpperBound(i)) * scale
+		for j < len(bounds) && bounds[j] < upper {
+			buckets[bounds[j]] = cum
+			j++
 		}
+		cum += n
+	}
+	for ; j < len(bounds); j++ {
+		buckets[bounds[j]] = cum
 	}
 	return prometheus.MustNewConstHistogram(d, h.Count, float64(h.Sum)*scale, buckets)
 }

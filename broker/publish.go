@@ -48,6 +48,7 @@ func (p *publisher) resolve(k StreamKey, action auth.Action) (*stream, error) {
 	if err != nil {
 		return nil, err
 	}
+	p.c.notePublished(k.String())
 	p.lastKey, p.last = k, st
 	return st, nil
 }
@@ -152,13 +153,18 @@ func (p *publisher) local(sh *shard, res publishResult, payloads [][]byte, acked
 	}
 	events := len(payloads)
 	bytes := payloadBytes(payloads)
+	st := sh.st
 	run(admit, func(base uint64, err error) {
 		b.metrics.published(events, bytes, acked, err)
+		st.m.published(events, bytes, err)
 		if err == nil {
 			sh.bytesIn.Add(uint64(bytes))
+			sh.eventsIn.Add(uint64(events))
 		}
 		if acked {
-			b.metrics.ackLatency.Observe(time.Since(start).Seconds())
+			d := time.Since(start).Seconds()
+			b.metrics.ackLatency.Observe(d)
+			st.m.ackLatency.Observe(d)
 		}
 		res.offset = base
 		done(res, err)

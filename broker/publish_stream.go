@@ -49,6 +49,7 @@ func (ps *publishStream) run() error {
 	}
 	ps.c.authenticated(ps.fr)
 	ps.forwarded = wire.Supports(wire.PeerSet(auth.ClientFlags, auth.ClientCaps), wire.CapForwarded)
+	ps.c.noteAuth(ps.principal, ps.forwarded)
 	// At expiry the stream is stopped with the auth code: the client sees
 	// why and authenticates a new stream.
 	defer atExpiry(ps.principal, func() { ps.str.CancelRead(streamErrAuth) })()

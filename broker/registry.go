@@ -78,6 +78,7 @@ type stream struct {
 	// deleted is set when DeleteStream unregisters it, for the publishers
 	// that cached it.
 	deleted atomic.Bool
+	m       *streamMetrics // its series, or those it shares past the bound
 }
 
 // shardFor picks the shard of a publish: keyed publishes hash the key, so
@@ -106,14 +107,15 @@ func (s *stream) pick(key []byte, shard int, hint uint32) (*shard, error) {
 // registry holds the streams of this broker.
 type registry struct {
 	newShard func(st *stream, id int) (*shard, error)
+	series   *streamSeries
 	mu       struct {
 		sync.RWMutex
 		streams map[StreamKey]*stream
 	}
 }
 
-func newRegistry(newShard func(st *stream, id int) (*shard, error)) *registry {
-	r := &registry{newShard: newShard}
+func newRegistry(newShard func(st *stream, id int) (*shard, error), series *streamSeries) *registry {
+	r := &registry{newShard: newShard, series: series}
 	r.mu.streams = map[StreamKey]*stream{}
 	return r
 }
@@ -131,7 +133,7 @@ func (r *registry) create(spec StreamSpec) (*stream, error) {
 		return nil, fmt.Errorf("%w: %s", ErrStreamExists, spec.StreamKey)
 	}
 	routing, _ := wire.ParseRouting(spec.Routing) // validated
-	st := &stream{spec: spec, routing: routing, created: time.Now()}
+	st := &stream{spec: spec, routing: routing, created: time.Now(), m: r.series.assign(spec)}
 	for i := range spec.Shards {
 		sh, err := r.newShard(st, i)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/felixmq/felix/fanout"
@@ -50,6 +51,7 @@ type rosterEntry struct {
 // what it drops it is told about (subscription_gap) and must re-watch.
 type roster struct {
 	key rosterKey
+	set *rosterSet // its counters
 	mu  struct {
 		sync.Mutex
 		members  map[string]rosterEntry
@@ -60,7 +62,9 @@ type roster struct {
 // rosterSet holds every roster of the broker. Lock order: rosterSet.mu, then
 // roster.mu, then fanout queue locks.
 type rosterSet struct {
-	mu struct {
+	// joins and leaves count membership changes (metrics).
+	joins, leaves atomic.Uint64
+	mu            struct {
 		sync.Mutex
 		m map[rosterKey]*roster
 	}
@@ -76,7 +80,7 @@ func (rs *rosterSet) get(k rosterKey) *roster {
 	}
 	r := rs.mu.m[k]
 	if r == nil {
-		r = &roster{key: k}
+		r = &roster{key: k, set: rs}
 		r.mu.members = map[string]rosterEntry{}
 		rs.mu.m[k] = r
 	}
@@ -105,6 +109,7 @@ func (r *roster) join(pool *fanout.Pool, owner *conn, member string, metadata []
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.mu.members[member] = rosterEntry{metadata: metadata, owner: owner}
+	r.set.joins.Add(1)
 	r.broadcastLocked(pool, &wire.RosterChange{Kind: wire.RosterJoined, Member: member, Metadata: metadata})
 }
 
@@ -120,6 +125,7 @@ func (r *roster) leave(pool *fanout.Pool, owner *conn, member string) bool {
 		return false
 	}
 	delete(r.mu.members, member)
+	r.set.leaves.Add(1)
 	r.broadcastLocked(pool, &wire.RosterChange{Kind: wire.RosterLeft, Member: member})
 	return true
 }

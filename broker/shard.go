@@ -37,8 +37,10 @@ type shard struct {
 	d      atomic.Pointer[durable]
 	openMu sync.Mutex // serialises opening d; closed is guarded by it
 	closed bool
-	// bytesIn counts the payload bytes of accepted publishes (load.go).
-	bytesIn atomic.Uint64
+	// bytesIn counts the payload bytes of accepted publishes (load.go),
+	// eventsIn their events (metrics).
+	bytesIn  atomic.Uint64
+	eventsIn atomic.Uint64
 	// idem is the idempotent producers' state (idempotent.go).
 	idem idempotence
 	mu   struct {

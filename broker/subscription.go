@@ -121,7 +121,11 @@ func (s *subscription) end() {
 			s.detach(s)
 		}
 		s.queue.Close()
-		s.conn.b.metrics.endedDroppedEvent.Add(s.queue.Stats().DroppedEvents)
+		drops := s.queue.Stats().DroppedEvents
+		s.conn.b.metrics.endedDroppedEvent.Add(drops)
+		if s.sh != nil {
+			s.sh.st.m.endedDrops.Add(drops)
+		}
 		s.conn.forget(s)
 		s.conn.b.metrics.subscribers.Dec()
 	})
@@ -232,12 +236,14 @@ func (w *eventWriter) writeTrimmed(buf *fanout.Buffer, from uint64) error {
 		return err
 	}
 	skip := from - buf.BaseOffset
+	payloads := w.decoded.Payloads[skip:]
 	frame, err := wire.AppendEventBatchFrame(nil, wire.EventBatch{
-		Shared: true, HasBaseOffset: w.s.offsets, BaseOffset: from, Payloads: w.decoded.Payloads[skip:],
+		Shared: true, HasBaseOffset: w.s.offsets, BaseOffset: from, Payloads: payloads,
 	})
 	if err != nil {
 		return err
 	}
+	w.sent(len(payloads), payloadBytes(payloads))
 	w.wbuf = append(w.wbuf, frame...)
 	return nil
 }
@@ -265,7 +271,6 @@ func (w *eventWriter) writeLive() error {
 		if err := w.flush(); err != nil {
 			return err
 		}
-		w.s.conn.b.metrics.delivered(len(w.batch), w.batch)
 		w.batch = fanout.ReleaseAll(w.batch)
 	}
 }
@@ -324,6 +329,7 @@ func (w *eventWriter) add(buf *fanout.Buffer) error {
 		body = body[8:]
 		flags = wire.FlagBinaryEventBatchShared
 	}
+	w.sent(buf.Events, eventBatchPayload(b, buf.Events))
 	w.wbuf = wire.AppendHeader(w.wbuf, flags, uint32(len(body)))
 	if len(body) <= gatherMax {
 		w.wbuf = append(w.wbuf, body...)
@@ -332,7 +338,28 @@ func (w *eventWriter) add(buf *fanout.Buffer) error {
 	if err := w.flush(); err != nil {
 		return err
 	}
-	_, err := w.s.out.Write(body)
+	return w.write(body)
+}
+
+// sent counts events about to be written: the broker's delivery counters
+// and the stream's (a keyed watch's count as watch events).
+func (w *eventWriter) sent(events, payload int) {
+	m := w.s.conn.b.metrics
+	m.deliveredEvents.Add(uint64(events))
+	m.bytesOut.Add(uint64(payload))
+	if w.s.sh == nil {
+		m.features.watchEvents.Add(uint64(events))
+		return
+	}
+	st := w.s.sh.st.m
+	st.deliveredEvents.Add(uint64(events))
+	st.deliveredBytes.Add(uint64(payload))
+}
+
+// write writes b to the event stream, counting its bytes.
+func (w *eventWriter) write(b []byte) error {
+	n, err := w.s.out.Write(b)
+	w.s.conn.b.metrics.frameBytesOut.Add(uint64(n))
 	return err
 }
 
@@ -354,7 +381,7 @@ func (w *eventWriter) flush() error {
 	if len(w.wbuf) == 0 {
 		return nil
 	}
-	_, err := w.s.out.Write(w.wbuf)
+	err := w.write(w.wbuf)
 	w.wbuf = w.wbuf[:0]
 	return err
 }

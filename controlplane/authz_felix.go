@@ -58,7 +58,8 @@ type need struct {
 // reading the cluster-wide feed is the operator's; inside a tenant, its
 // admin may do everything, the *.manage permissions manage their kind, and
 // any valid token of the tenant may read its resources (the data path's
-// permissions already imply knowing they exist).
+// permissions already imply knowing they exist). A node credential may read
+// the feed too.
 func (a *FelixTokenAuthorizer) needs(action, resource string) []need {
 	var out []need
 	_, path, _ := strings.Cut(resource, ":")
@@ -85,6 +86,11 @@ func (a *FelixTokenAuthorizer) needs(action, resource string) []need {
 	}
 	if a.operator != "" {
 		out = append(out, need{tenant: a.operator, action: auth.ActionAdmin, resource: a.operator + "/*/*"})
+		if action == ActionWatch {
+			// Brokers are the feed's readers: their node credential is
+			// enough, so one credential serves registration and the feed.
+			out = append(out, need{tenant: a.operator, action: auth.ActionClusterNode, resource: a.operator + "/cluster/node"})
+		}
 	}
 	return out
 }

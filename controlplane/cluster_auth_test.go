@@ -14,7 +14,8 @@ import (
 )
 
 // clusterAuthPlane is a control plane with an operator tenant "ops" and a
-// tenant "t1": the bootstrap listener and the main (Felix tokens) one.
+// tenant "t1": the bootstrap listener (with the development issuer) and
+// the main (Felix tokens) one.
 type clusterAuthPlane struct {
 	boot, main *instance
 	tokens     *Tokens
@@ -33,13 +34,14 @@ func newClusterAuthPlane(t *testing.T) *clusterAuthPlane {
 	require.NoError(t, err)
 	boot, err := NewBootstrapAuthorizer(testToken)
 	require.NoError(t, err)
-	mk := func(a Authorizer) *instance {
-		srv, err := New(Config{Store: st, Authorizer: a, Tokens: tokens, Placer: placer, OperatorTenant: "ops"})
+	metrics := NewMetrics() // one per process, as cmd/felix-controlplane's listeners share
+	mk := func(a, dev Authorizer) *instance {
+		srv, err := New(Config{Store: st, Authorizer: a, DevIssuer: dev, Tokens: tokens, Placer: placer, OperatorTenant: "ops", Metrics: metrics})
 		require.NoError(t, err)
 		t.Cleanup(func() { srv.Close() })
 		return &instance{srv: srv, url: newHTTPServer(t, srv)}
 	}
-	p := &clusterAuthPlane{boot: mk(AnyOf{boot, felix}), main: mk(felix), tokens: tokens}
+	p := &clusterAuthPlane{boot: mk(AnyOf{boot, felix}, boot), main: mk(felix, nil), tokens: tokens}
 	p.boot.mustDo(t, http.StatusCreated, "POST", "/v1/tenants", `{"tenant":"ops"}`)
 	p.boot.mustDo(t, http.StatusCreated, "POST", "/v1/tenants", `{"tenant":"t1"}`)
 	return p
@@ -50,8 +52,8 @@ func (p *clusterAuthPlane) mintNode(t *testing.T, in *instance, token, subject s
 }
 
 // A node credential minted on the bootstrap listener registers a broker on
-// the main listener, reads the placement and renews itself (same subject
-// only); a user token of another tenant reads the placement but cannot
+// the main listener, reads the placement and the changes feed, and renews
+// itself (same subject only); a user token of another tenant reads the placement but cannot
 // register; no token is 401.
 func TestClusterNodeCredential(t *testing.T) {
 	p := newClusterAuthPlane(t)
@@ -67,6 +69,9 @@ func TestClusterNodeCredential(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.status, r.body)
 	require.Equal(t, http.StatusOK, p.main.doToken(t, "POST", "/v1/members/broker-1/keepalive", "", node.Token).status)
 	require.Equal(t, http.StatusOK, p.main.doToken(t, "GET", "/v1/placement", "", node.Token).status)
+	// One credential serves a broker: it follows the feed with it as well.
+	require.Equal(t, http.StatusOK, p.main.doToken(t, "GET", "/v1/snapshot", "", node.Token).status)
+	require.Equal(t, http.StatusOK, p.main.doToken(t, "GET", "/v1/changes?cursor=0", "", node.Token).status)
 
 	r = p.mintNode(t, p.main, node.Token, "broker-1")
 	require.Equal(t, http.StatusOK, r.status, "a node credential renews itself: %s", r.body)
@@ -81,6 +86,7 @@ func TestClusterNodeCredential(t *testing.T) {
 	r = p.main.doToken(t, "POST", "/v1/members", reg, user)
 	require.Equal(t, http.StatusForbidden, r.status, r.body)
 	require.Equal(t, http.StatusForbidden, p.mintNode(t, p.main, user, "broker-1").status)
+	require.Equal(t, http.StatusForbidden, p.main.doToken(t, "GET", "/v1/snapshot", "", user).status, "the feed spans every tenant")
 
 	r = p.main.doToken(t, "GET", "/v1/placement", "", "")
 	require.Equal(t, http.StatusUnauthorized, r.status, r.body)

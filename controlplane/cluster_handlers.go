@@ -175,7 +175,9 @@ func (s *Server) placement(w http.ResponseWriter, r *http.Request) error {
 		ctx, cancel := context.WithTimeout(r.Context(), time.Duration(waitMS)*time.Millisecond)
 		defer cancel()
 		defer context.AfterFunc(s.stop, cancel)()
+		s.metrics.placementWaiters.Add(1)
 		p = pl.Wait(ctx, after)
+		s.metrics.placementWaiters.Add(-1)
 	}
 	return writeJSON(w, http.StatusOK, s.placementScope(r, p))
 }

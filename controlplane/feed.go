@@ -77,7 +77,10 @@ func (s *Server) changes(w http.ResponseWriter, r *http.Request) error {
 		ctx, cancel := context.WithTimeout(r.Context(), wait)
 		defer cancel()
 		defer context.AfterFunc(s.stop, cancel)()
-		switch werr := s.store.Wait(ctx, cursor); {
+		s.metrics.feedWaiters.Add(1)
+		werr := s.store.Wait(ctx, cursor)
+		s.metrics.feedWaiters.Add(-1)
+		switch {
 		case (ctx.Err() != nil || s.stop.Err() != nil) && r.Context().Err() == nil:
 			// The wait ran out, or the server is closing (its own store
 			// may be closed already): an empty page tells the broker to

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"runtime/pprof"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/felixmq/felix/cluster"
@@ -65,6 +66,7 @@ type Placer struct {
 	stop    context.CancelFunc
 	done    chan struct{}
 	once    sync.Once
+	changes atomic.Uint64 // placements published (metrics)
 	mu      struct {
 		sync.Mutex
 		current cluster.Placement
@@ -218,6 +220,7 @@ func (p *Placer) publish(pl cluster.Placement) {
 		return
 	}
 	p.mu.current = pl
+	p.changes.Add(1)
 	close(p.mu.wake)
 	p.mu.wake = make(chan struct{})
 }
@@ -241,6 +244,13 @@ func (p *Placer) Wait(ctx context.Context, after int64) cluster.Placement {
 			return cur
 		}
 	}
+}
+
+// Current is the placement last read or written.
+func (p *Placer) Current() cluster.Placement {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.current
 }
 
 // LeaseTTL is the lease registering members get.

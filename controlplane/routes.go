@@ -36,6 +36,7 @@ func (s *Server) buildRoutes() []route {
 	crud(cacheAPI, create(s, cacheAPI, cacheRes{}), get[cacheRes](s, cacheAPI), list[cacheRes](s, cacheAPI))
 	add(http.MethodPost, "/v1/token/exchange", s.exchange)
 	add(http.MethodPost, "/v1/token/node", s.mintNode)
+	add(http.MethodPost, "/v1/token/mint", s.mintDev)
 	add(http.MethodGet, "/v1/tenants/{tenant}/.well-known/jwks.json", s.jwks)
 	add(http.MethodPost, "/v1/tenants/{tenant}/keys/rotate", s.rotate)
 	add(http.MethodGet, "/v1/snapshot", s.snapshot)

@@ -41,6 +41,15 @@ type Config struct {
 	// /v1/token/node); empty: none can be minted. cmd/felix-controlplane
 	// sets it from FELIX_CP_OPERATOR_TENANT, as the FelixTokenAuthorizer's.
 	OperatorTenant string
+	// DevIssuer, when set, serves the development issuer (POST
+	// /v1/token/mint: a token with chosen rights, no IdP) to the requests
+	// it authorizes, whatever Authorizer says; nil answers 404. Set it to
+	// the bootstrap token's authorizer on the bootstrap listener only.
+	DevIssuer Authorizer
+	// Metrics count requests, token exchanges and long-polls, served at
+	// GET /metrics; nil makes a registry for this Server alone. Share one
+	// between the Servers of one process.
+	Metrics *Metrics
 	// Placer keeps the cluster placement and serves the membership and
 	// placement endpoints; nil makes one with defaults over Store (if it
 	// implements MemberStore) that Close closes. Share one between the
@@ -94,6 +103,7 @@ type Server struct {
 	tokens    *Tokens
 	placer    *Placer // nil: the store keeps no membership
 	ownPlacer bool
+	metrics   *Metrics
 	mux       *http.ServeMux
 	routes    []route
 	// stop ends pending long-polls when the server closes.
@@ -144,12 +154,22 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.placer, s.ownPlacer = p, true
 	}
+	s.metrics = cfg.Metrics
+	if s.metrics == nil {
+		s.metrics = NewMetrics()
+	}
+	if s.placer != nil {
+		s.metrics.watchPlacer(s.placer)
+	}
 	s.stop, s.stopFunc = context.WithCancel(context.Background())
 	s.routes = s.buildRoutes()
 	for _, rt := range s.routes {
-		s.mux.Handle(rt.method+" "+rt.pattern, s.wrap(rt.handle))
+		s.mux.Handle(rt.method+" "+rt.pattern, s.wrap(rt.pattern, rt.handle))
 	}
-	s.mux.Handle("/", s.wrap(s.noRoute))
+	s.mux.Handle("/", s.wrap("other", s.noRoute))
+	// Not an API route (no JSON, no authorization: it reveals counts and
+	// timings only), so not in the routes table and its OpenAPI document.
+	s.mux.Handle("GET /metrics", s.metrics.Handler())
 	return s, nil
 }
 
@@ -180,16 +200,20 @@ func requestID(r *http.Request) string {
 	return id
 }
 
-// wrap gives each request an id, echoes it in a header, and turns a
-// handler's error into the JSON error body.
-func (s *Server) wrap(h handlerFunc) http.Handler {
+// wrap gives each request an id, echoes it in a header, turns a
+// handler's error into the JSON error body, and counts the request under
+// route.
+func (s *Server) wrap(route string, h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
 		id := rand.Text()
 		w.Header().Set(RequestIDHeader, id)
 		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, id))
-		if err := h(w, r); err != nil {
-			s.writeError(w, r, err)
+		if err := h(sw, r); err != nil {
+			s.writeError(sw, r, err)
 		}
+		s.metrics.observe(route, r.Method, sw.code, start)
 	})
 }
 

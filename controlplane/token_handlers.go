@@ -57,10 +57,15 @@ func (s *Server) exchange(w http.ResponseWriter, r *http.Request) error {
 	if req.IdPToken == "" {
 		return invalid("idp_token is missing")
 	}
+	start := time.Now()
 	tok, claims, err := s.tokens.Exchange(r.Context(), req.Tenant, req.IdPToken, req.Actions)
 	if err != nil {
-		return exchangeError(err)
+		err = exchangeError(err)
+		_, code := classify(err)
+		s.metrics.exchanges.WithLabelValues(code).Observe(time.Since(start).Seconds())
+		return err
 	}
+	s.metrics.exchanges.WithLabelValues("ok").Observe(time.Since(start).Seconds())
 	return writeJSON(w, http.StatusOK, api.ExchangeResponse{Token: tok, ExpiresAt: claims.Expiry})
 }
 

@@ -302,7 +302,8 @@ func (t *Tokens) Exchange(ctx context.Context, tenant, idpToken string, actions 
 // tenant's current stored key, as the exchange does after verifying an IdP
 // token. It is for a process that holds the control plane in-process and
 // is itself the identity: `make run`'s embedded control plane mints its
-// dev token with it. No route calls it.
+// dev token with it, and the development issuer (POST /v1/token/mint) its
+// tokens.
 func (t *Tokens) Mint(ctx context.Context, tenant, subject string, perms []auth.Permission) (string, *auth.Claims, error) {
 	if err := t.syncKeys(ctx, tenant); err != nil {
 		return "", nil, err

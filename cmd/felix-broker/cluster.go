@@ -47,8 +47,10 @@ func clusterSetup(vals *knob.Values, cfg *broker.Config, cps *cpSync, log *slog.
 	if cps == nil {
 		return nil, fmt.Errorf("%w: FELIX_NODE_ID needs FELIX_CONTROLPLANE_URL (membership and placement live there)", errConfig)
 	}
+	// One file for both (a node credential reads the feed too) is one
+	// credential, so that the renewed token serves the feed as well.
 	cred := cps.cred
-	if f := knobNodeToken.Get(vals); f != "" {
+	if f := knobNodeToken.Get(vals); f != "" && f != cps.cred.path {
 		var err error
 		if cred, err = fileCredential("FELIX_NODE_TOKEN_FILE", f); err != nil {
 			return nil, err

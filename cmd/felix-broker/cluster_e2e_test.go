@@ -37,10 +37,10 @@ const e2eLease = 2 * time.Second
 // brokers are real processes), with a tenant whose IdP issues writer
 // tokens.
 type cpHarness struct {
-	url, bootstrap, tokenFile string
-	call                      func(method, path, body, bearer string) (int, string)
-	idp                       *rsaIdP
-	tokens                    *controlplane.Tokens
+	url, bootstrap string
+	call           func(method, path, body, bearer string) (int, string)
+	idp            *rsaIdP
+	tokens         *controlplane.Tokens
 }
 
 // e2eOperator is the operator tenant: node credentials belong to it.
@@ -70,8 +70,7 @@ func startClusterControlPlaneTTL(t *testing.T, ttl time.Duration) *cpHarness {
 	require.NoError(t, err)
 	srv := httptest.NewServer(cp)
 	t.Cleanup(func() { srv.Close(); cp.Close(); placer.Close(); st.Close() })
-	h := &cpHarness{url: srv.URL, bootstrap: bootstrap, idp: newRSAIdP(t), tokenFile: filepath.Join(t.TempDir(), "cp-token"), tokens: tokens}
-	require.NoError(t, os.WriteFile(h.tokenFile, []byte(bootstrap), 0o600))
+	h := &cpHarness{url: srv.URL, bootstrap: bootstrap, idp: newRSAIdP(t), tokens: tokens}
 	h.call = cpCaller(t, srv.URL)
 	idpConf := `{"issuer":"` + h.idp.URL + `","jwks_url":"` + h.idp.URL + `","audiences":["api://felix"],` +
 		`"roles":{"writer":[{"action":"stream.publish","resource":"t1/default/*"},{"action":"stream.subscribe","resource":"t1/default/*"}]},` +
@@ -164,8 +163,9 @@ func newClusterBroker(t *testing.T, id string, cp *cpHarness, certFile, keyFile 
 	cb := &clusterBroker{id: id, addr: freeAddr(t, "udp"), admin: freeAddr(t, "tcp"), dir: dir}
 	cb.env = []string{"FELIX_NODE_ID=" + id, "FELIX_QUIC_BIND=" + cb.addr, "FELIX_ADMIN_BIND=" + cb.admin,
 		// Each broker its own node credential: forwarded streams are
-		// verified as Felix tokens of the operator tenant, not compared.
-		"FELIX_CONTROLPLANE_URL=" + cp.url, "FELIX_CONTROLPLANE_TOKEN_FILE=" + cp.tokenFile, "FELIX_NODE_TOKEN_FILE=" + cp.nodeCredential(t, id),
+		// verified as Felix tokens of the operator tenant, not compared;
+		// the broker follows the control plane's feed with it as well.
+		"FELIX_CONTROLPLANE_URL=" + cp.url, "FELIX_NODE_TOKEN_FILE=" + cp.nodeCredential(t, id),
 		"FELIX_TLS_CERT_FILE=" + certFile, "FELIX_TLS_KEY_FILE=" + keyFile, "FELIX_DATA_DIR=" + filepath.Join(dir, "data"),
 		"FELIX_STREAMS=", "FELIX_CACHES=", "FELIX_LOG_LEVEL=debug"}
 	return cb

@@ -90,9 +90,13 @@ func controlPlaneAuth(vals *knob.Values, cfg *broker.Config, log *slog.Logger) (
 		return nil, nil
 	}
 	cred := fixedCredential("")
-	if f := knobControlPlaneToken.Get(vals); f != "" {
+	name, f := "FELIX_CONTROLPLANE_TOKEN_FILE", knobControlPlaneToken.Get(vals)
+	if f == "" {
+		name, f = "FELIX_NODE_TOKEN_FILE", knobNodeToken.Get(vals) // a node credential reads the feed too
+	}
+	if f != "" {
 		var err error
-		if cred, err = fileCredential("FELIX_CONTROLPLANE_TOKEN_FILE", f); err != nil {
+		if cred, err = fileCredential(name, f); err != nil {
 			return nil, err
 		}
 	}

@@ -30,7 +30,7 @@ var (
 	knobControlPlane = registry.String("FELIX_CONTROLPLANE_URL", "", "an http(s) URL, or empty",
 		"control plane to follow (streams, caches, tenants) and whose tenant keys verify Felix tokens; empty: the embedded one (FELIX_EMBEDDED_CONTROLPLANE_BIND)", checkURL)
 	knobControlPlaneToken = registry.String("FELIX_CONTROLPLANE_TOKEN_FILE", "", "a file path, or empty",
-		"bearer token the broker reads the control plane's feed with; read again when the file changes", nil)
+		"bearer token the broker reads the control plane's feed with (an operator admin's token or a node credential); read again when the file changes; empty: FELIX_NODE_TOKEN_FILE's", nil)
 	knobDevDir = registry.String("FELIX_DEV_DIR", "/tmp/felix-dev", "a directory path",
 		"where the broker writes, for local clients, cert.pem (self-signed certificate) and token and controlplane.url (embedded control plane)", nil)
 )
@@ -168,6 +168,14 @@ var (
 		"QUIC receive window per stream")
 	knobConnWindow = registry.Bytes("FELIX_QUIC_CONN_RECV_WINDOW", 64<<20, 64<<10, 4<<30,
 		"QUIC receive window per connection")
+)
+
+// Metrics.
+var (
+	knobMetricsStreams = registry.Int("FELIX_METRICS_STREAM_SERIES", 256, 0, 65536,
+		"streams with series of their own in the per-stream metrics (felix_stream_*), in registration order; later ones share stream=\"_other\"; 0: none")
+	knobMetricsShards = registry.Int("FELIX_METRICS_SHARD_SERIES", 1024, 0, 1<<20,
+		"shard series in the per-shard metrics (felix_shard_*), given whole to streams with series of their own while they fit; 0: none")
 )
 
 // Process.

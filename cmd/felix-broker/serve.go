@@ -176,6 +176,12 @@ func brokerConfig(vals *knob.Values, log *slog.Logger) broker.Config {
 	if queueBudget == 0 {
 		queueBudget = -1 // likewise
 	}
+	seriesBound := func(n int64) int { // likewise
+		if n == 0 {
+			return -1
+		}
+		return int(n)
+	}
 	return broker.Config{
 		ListenAddrs:   []string{knobQUICBind.Get(vals), knobAdminBind.Get(vals)},
 		MaxFrameBytes: uint32(knobMaxFrameBytes.Get(vals)),
@@ -206,6 +212,8 @@ func brokerConfig(vals *knob.Values, log *slog.Logger) broker.Config {
 		ConnStatsInterval:       nk.ConnStatsInterval,
 		NoConnTrace:             !knobConnTrace.Get(vals),
 		BlackHoleCooldown:       nk.BlackHoleCooldown,
+		MetricsStreamSeries:     seriesBound(knobMetricsStreams.Get(vals)),
+		MetricsShardSeries:      seriesBound(knobMetricsShards.Get(vals)),
 		DataDir:                 knobDataDir.Get(vals),
 		FsyncInterval:           knobFsyncInterval.Get(vals),
 		RetentionInterval:       knobRetentionInterval.Get(vals),

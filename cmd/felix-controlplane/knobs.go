@@ -18,6 +18,8 @@ var (
 		"TCP address of the API brokers and clients use; a non-loopback address requires FELIX_CP_BOOTSTRAP_TOKEN_FILE")
 	knobBootstrapBind = registry.HostPort("FELIX_CP_BOOTSTRAP_BIND", "127.0.0.1:7071",
 		"TCP address of the bootstrap listener (the same API, admitting only the bootstrap token); served only with a token file")
+	knobDevIssuer = registry.Enum("FELIX_CP_DEV_ISSUER", "loopback", []string{"loopback", "on", "off"},
+		"development issuer (POST /v1/token/mint: a token with chosen rights, no IdP) on the bootstrap listener, for the bootstrap token only: loopback serves it when FELIX_CP_BOOTSTRAP_BIND is a loopback address, on serves it wherever that listener is")
 	knobBootstrapTokenFile = registry.String("FELIX_CP_BOOTSTRAP_TOKEN_FILE", "", "path to a file, or empty",
 		"file holding the day-0 bootstrap token (at least 16 bytes); empty: no bootstrap listener", nil)
 )

@@ -75,7 +75,7 @@ func serve(ctx context.Context, vals *knob.Values, log *slog.Logger) error {
 		}
 	}()
 	shared := controlplane.Config{Store: store, Tokens: tokens, Placer: placer, OperatorTenant: knobOperatorTenant.Get(vals),
-		Logger: log, MaxWait: knobMaxWait.Get(vals)}
+		Logger: log, MaxWait: knobMaxWait.Get(vals), Metrics: controlplane.NewMetrics()}
 	apiCfg := shared
 	apiCfg.Authorizer = felix
 	api, err := newListener("api", bind, apiCfg)
@@ -86,6 +86,9 @@ func serve(ctx context.Context, vals *knob.Values, log *slog.Logger) error {
 	if boot != nil {
 		bootCfg := shared
 		bootCfg.Authorizer = controlplane.AnyOf{boot, felix}
+		if devIssuer(vals) {
+			bootCfg.DevIssuer = boot
+		}
 		bl, err := newListener("bootstrap", knobBootstrapBind.Get(vals), bootCfg)
 		if err != nil {
 			return err
@@ -98,7 +101,7 @@ func serve(ctx context.Context, vals *knob.Values, log *slog.Logger) error {
 	}
 	attrs := []any{"api", api.ln.Addr().String(), "store", knobStore.Get(vals)}
 	if boot != nil {
-		attrs = append(attrs, "bootstrap", lns[1].ln.Addr().String())
+		attrs = append(attrs, "bootstrap", lns[1].ln.Addr().String(), "dev_issuer", devIssuer(vals))
 	}
 	log.Info("felix-controlplane ready", attrs...)
 	select {
@@ -135,6 +138,18 @@ func shutdown(lns []*listener, drain time.Duration, log *slog.Logger) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// devIssuer says whether the bootstrap listener serves the development
+// issuer.
+func devIssuer(vals *knob.Values) bool {
+	switch knobDevIssuer.Get(vals) {
+	case "on":
+		return true
+	case "loopback":
+		return netaddr.Loopback(knobBootstrapBind.Get(vals))
+	}
+	return false
 }
 
 // bootstrapAuthorizer reads the token file, or returns nil without one.

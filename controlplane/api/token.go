@@ -69,3 +69,12 @@ type NodeTokenResponse struct {
 	Token     string    `json:"token"`
 	ExpiresAt time.Time `json:"expires_at"`
 }
+
+// MintRequest is the body of POST /v1/token/mint, the development issuer:
+// a Felix token of Tenant for Subject granting exactly Permissions, with
+// no identity provider involved.
+type MintRequest struct {
+	Tenant      string            `json:"tenant"`
+	Subject     string            `json:"subject"`
+	Permissions []auth.Permission `json:"permissions"`
+}

@@ -35,7 +35,9 @@ var commands = []command{
 	{name: "watch", summary: "print every change of a cache key", run: runWatch},
 	{name: "roster", summary: "join a roster (until interrupted) or watch its members", run: runRoster},
 	{name: "queue", summary: "consume a durable stream as a member of a consumer group", run: runQueue},
-	{name: "token", summary: "exchange an identity provider's token for a Felix token", run: runToken},
+	{name: "token", summary: "exchange an identity provider's token for a Felix token, or mint one (development issuer)", run: runToken},
+	{name: "probe", summary: "exit 0 if a health endpoint answers 2xx (container health checks)", run: runProbe},
+	{name: "cert", summary: "make a development CA and sign broker certificates", run: runCert},
 	{name: "admin", summary: "create, list and delete tenants, namespaces, streams and caches", run: runAdmin},
 }
 

@@ -22,7 +22,9 @@ Prints one line per event, "OFFSET PAYLOAD" (PAYLOAD as text, or 0x + hex when
 it is not printable UTF-8), and "GAP dropped=N" on stderr when the broker
 dropped events for this subscriber (an ephemeral stream's slow subscriber; a
 durable stream's subscriber catches up from the log instead). --count N stops
-once N events have arrived or been reported lost.
+once N events have arrived or been reported lost. A cluster broker that does
+not own the shard answers not_owner naming its owner; felix sub then
+subscribes there.
 
 Exit status: 0 when every event counted arrived (or on SIGINT/SIGTERM with
 nothing lost), 1 on an error, 2 on bad arguments, 3 when the broker reported
@@ -88,21 +90,39 @@ func sub(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return exitUsage
 	}
-	c, err := f.conn.dial(ctx, nil)
+	c, s, err := subscribeOwner(ctx, f, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "felix sub: %v\n", err)
 		return exitFail
 	}
 	defer c.Close()
-	sctx, cancel := context.WithTimeout(ctx, f.conn.timeout)
-	s, err := c.Subscribe(sctx, f.conn.namespace, f.conn.stream, client.SubscribeOptions{Shard: f.shard, From: f.from})
-	cancel()
-	if err != nil {
-		fmt.Fprintf(stderr, "felix sub: %v\n", err)
-		return exitFail
-	}
 	defer s.Close()
 	return follow(ctx, s, uint64(f.count), stdout, stderr)
+}
+
+// subscribeOwner subscribes at --addr; a broker of a cluster that does not
+// own the shard answers not_owner naming its owner, and the subscription
+// is opened there instead (once: an owner that refuses again is an error).
+func subscribeOwner(ctx context.Context, f *subFlags, stderr io.Writer) (*client.Client, *client.Subscription, error) {
+	for redirected := false; ; redirected = true {
+		c, err := f.conn.dial(ctx, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		sctx, cancel := context.WithTimeout(ctx, f.conn.timeout)
+		s, err := c.Subscribe(sctx, f.conn.namespace, f.conn.stream, client.SubscribeOptions{Shard: f.shard, From: f.from})
+		cancel()
+		if err == nil {
+			return c, s, nil
+		}
+		c.Close()
+		var be *client.BrokerError
+		if redirected || !errors.As(err, &be) || !errors.Is(err, client.ErrNotOwner) || be.Owner == nil || be.Owner.Addr == "" {
+			return nil, nil, err
+		}
+		fmt.Fprintf(stderr, "felix sub: shard %d is owned by %s (%s); subscribing there\n", f.shard, be.Owner.ID, be.Owner.Addr)
+		f.conn.addr = be.Owner.Addr
+	}
 }
 
 // follow prints events until count of them have arrived or been reported

@@ -10,8 +10,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/felixmq/felix/broker"
+	"github.com/felixmq/felix/broker/brokertest"
 	"github.com/felixmq/felix/client"
+	"github.com/felixmq/felix/cluster"
 	"github.com/felixmq/felix/fanout"
+	"github.com/felixmq/felix/internal/devtls"
 )
 
 func TestSubUnknownStreamFails(t *testing.T) {
@@ -106,3 +109,38 @@ func (w *gatedWriter) Write(p []byte) (int, error) {
 }
 
 func (w *gatedWriter) String() string { return w.buf.String() }
+
+// In a cluster, felix sub at a broker that does not own the shard follows
+// the not_owner answer to the owner named in it, and prints the owner's
+// events.
+func TestSubFollowsNotOwnerToTheOwner(t *testing.T) {
+	cert, err := devtls.SelfSigned()
+	require.NoError(t, err)
+	demo := broker.StreamSpec{StreamKey: broker.StreamKey{Tenant: "t1", Namespace: "default", Stream: "demo"}, Shards: 2}
+	var nodes []*brokertest.Broker
+	var ms []cluster.Member
+	for _, id := range []string{"b1", "b2"} {
+		n := brokertest.Start(t, broker.Config{NodeID: id, NodeToken: "node-secret"}, brokertest.Options{Streams: []broker.StreamSpec{demo}, Cert: cert})
+		nodes = append(nodes, n)
+		ms = append(ms, cluster.Member{ID: id, QUICAddr: n.Addr, Live: true})
+	}
+	p := &cluster.Placement{Version: 3, Members: ms}
+	for i, owner := range []string{"b1", "b2"} {
+		p.Assignments = append(p.Assignments, cluster.Assignment{Owner: owner,
+			Shard: cluster.Shard{Tenant: "t1", Namespace: "default", Stream: "demo", Shard: i}})
+	}
+	for _, n := range nodes {
+		n.Broker.SetPlacement(p)
+	}
+
+	owner := &testBroker{bt: nodes[1], b: nodes[1].Broker, addr: nodes[1].Addr}
+	c := dialTest(t, owner, client.Config{})
+	pub, err := c.NewPublisher(ctxT(t), "default", "demo")
+	require.NoError(t, err)
+	require.NoError(t, pub.PublishShardAsync(1, [][]byte{[]byte("to-b2")}).Wait(ctxT(t)))
+
+	r := runSubT(t, "--addr", nodes[0].Addr, "--ca", nodes[0].CAFile, "--shard", "1", "--from", "earliest", "--count", "1")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Contains(t, r.stderr, "shard 1 is owned by b2 ("+nodes[1].Addr+"); subscribing there")
+	require.Equal(t, fmt.Sprintf("%d to-b2\n", 3<<32), r.stdout, "the first offset of placement version 3's epoch")
+}

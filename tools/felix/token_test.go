@@ -3,11 +3,13 @@ package main
 import (
 	"crypto/rand"
 	"crypto/rsa"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,7 +52,7 @@ func (p *cliIdP) token(t *testing.T, roles []string, exp time.Time) string {
 }
 
 // startCP serves a control plane like the bootstrap listener (bootstrap or
-// Felix token).
+// Felix token, and the development issuer).
 func startCP(t *testing.T) string {
 	st, err := controlplane.NewMemoryStore(controlplane.MemoryConfig{})
 	require.NoError(t, err)
@@ -60,7 +62,7 @@ func startCP(t *testing.T) string {
 	require.NoError(t, err)
 	boot, err := controlplane.NewBootstrapAuthorizer(cpBootstrapToken)
 	require.NoError(t, err)
-	srv, err := controlplane.New(controlplane.Config{Store: st, Tokens: tokens, Authorizer: controlplane.AnyOf{boot, felix}})
+	srv, err := controlplane.New(controlplane.Config{Store: st, Tokens: tokens, Authorizer: controlplane.AnyOf{boot, felix}, DevIssuer: boot})
 	require.NoError(t, err)
 	hs := httptest.NewServer(srv)
 	t.Cleanup(func() { hs.Close(); srv.Close(); st.Close() })
@@ -127,4 +129,50 @@ func TestTokenExchangeAndAdmin(t *testing.T) {
 	require.Contains(t, stderr, "needs --tenant and --namespace")
 	code, _, stderr = runCLI("token", "exchange", "--controlplane", cp, "--tenant", "t1")
 	require.Equal(t, exitUsage, code, stderr)
+}
+
+// felix token mint asks the development issuer for exactly the rights
+// named, defaulting a grant's resource to the whole tenant; the token it
+// writes administers nothing it was not given.
+func TestTokenMintGrantsWhatItNames(t *testing.T) {
+	cp := startCP(t)
+	dir := t.TempDir()
+	bootFile := filepath.Join(dir, "boot")
+	require.NoError(t, os.WriteFile(bootFile, []byte(cpBootstrapToken+"\n"), 0o600))
+	code, _, stderr := runCLI("admin", "tenant", "create", "t1", "--controlplane", cp, "--token-file", bootFile)
+	require.Equal(t, exitOK, code, stderr)
+
+	out := filepath.Join(dir, "alice.jwt")
+	code, _, stderr = runCLI("token", "mint", "--controlplane", cp, "--token-file", bootFile, "--tenant", "t1", "--subject", "alice",
+		"--grant", "ns.manage", "--grant", "stream.subscribe:t1/default/orders", "--out", out)
+	require.Equal(t, exitOK, code, stderr)
+	require.Contains(t, stderr, "expires_at")
+	raw, err := os.ReadFile(out)
+	require.NoError(t, err)
+	parts := strings.Split(strings.TrimSpace(string(raw)), ".")
+	require.Len(t, parts, 3)
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	require.NoError(t, err)
+	var claims struct {
+		Tenant string            `json:"tid"`
+		Sub    string            `json:"sub"`
+		Perms  []json.RawMessage `json:"perms"`
+	}
+	require.NoError(t, json.Unmarshal(payload, &claims))
+	require.Equal(t, "t1", claims.Tenant)
+	require.Equal(t, "alice", claims.Sub)
+	require.Len(t, claims.Perms, 2)
+
+	code, _, stderr = runCLI("admin", "namespace", "create", "default", "--tenant", "t1", "--controlplane", cp, "--token-file", out)
+	require.Equal(t, exitOK, code, "ns.manage on t1/*/* was granted: %s", stderr)
+	code, _, stderr = runCLI("admin", "tenant", "rotate-keys", "t1", "--controlplane", cp, "--token-file", out)
+	require.Equal(t, exitFail, code)
+	require.Contains(t, stderr, "403 forbidden")
+
+	code, _, stderr = runCLI("token", "mint", "--controlplane", cp, "--token-file", out, "--tenant", "t1", "--subject", "bob", "--grant", "admin")
+	require.Equal(t, exitFail, code, "a Felix token cannot mint")
+	require.Contains(t, stderr, "401")
+	code, _, stderr = runCLI("token", "mint", "--controlplane", cp, "--token-file", bootFile, "--tenant", "t1", "--subject", "bob")
+	require.Equal(t, exitUsage, code)
+	require.Contains(t, stderr, "--grant")
 }

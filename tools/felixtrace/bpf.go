@@ -66,6 +66,7 @@ type bpfSampler struct {
 // impossible it prints one line saying why and returns nil and the reason:
 // the run goes on with the /proc numbers.
 func startBPF(stderr io.Writer) (*bpfSampler, string) {
+	ensureTracefs(stderr)
 	p, err := openProbes()
 	if err == nil {
 		b := &bpfSampler{p: p}

@@ -25,13 +25,20 @@ type Config struct {
 const usageText = `usage: felixtrace [flags]
 
 Attaches to a running Felix broker's admin endpoint (/debug/felix/stats) and
-prints a table every --interval: per connection (remote address, smoothed
-RTT, MTU, packets lost and congestion events in the interval, bytes in and
-out per second), the broker's OS threads by CPU, group commit (syncs/s,
-publish batches per sync, sync latency p50/p99), fanout (subscriptions,
-deepest subscriber queue, events dropped) and the machine's CPU split (user,
+prints a table every --interval: per connection (remote address, role:
+publisher, subscriber, pub+sub, peer for another broker, or client; tenant
+and principal of its token; smoothed RTT, MTU, packets lost and congestion
+events in the interval, bytes in and out per second, the streams it
+publishes to or follows), per stream (events published per second, payload
+bytes per second, acks per second with their latency p50/p99 in the
+interval, events delivered and dropped per second, subscribers), the
+broker's OS threads by CPU, group commit (syncs/s, publish batches per sync,
+sync latency p50/p99), fanout (subscriptions, deepest subscriber queue,
+drops/s), caches (ops/s by op, entries, watchers), rosters (members, joins,
+leaves), consumer groups (lag, in flight, deliveries, acks and redeliveries
+per second), the goroutines by role and the machine's CPU split (user,
 system, softirq, iowait). Ctrl-C or --duration ends the run with a summary:
-totals, means and maxima per column.
+totals, means and maxima per column, and per stream over the run.
 
 Rates come from two scrapes; the broker keeps no state per scraper, so
 several felixtraces (and Prometheus) can watch one broker. CPU figures need a
@@ -39,13 +46,17 @@ broker on Linux. Thread CPU% is of one CPU (as top prints it); the system
 split is % of all the CPUs of the broker's host. The Go runtime's threads
 carry the process's name; only ioruntime's pinned I/O threads have their own
 (felix-io-N). Goroutines move between threads, so the group-commit flusher
-(pprof label goroutine=felix-commit) has no thread of its own: profile it
-with /debug/pprof/profile on the same admin address.
+and completer (pprof labels felix-commit, felix-commit-complete) have no
+thread of their own: ROLES counts the goroutines by label, and
+/debug/pprof/profile on the same admin address shows their CPU by label.
+Latency quantiles are the upper bounds of the broker's buckets (≤).
 
 --bpf loads the eBPF probes (softirq time per vector, block I/O latency) into
 the kernel felixtrace runs on, so it only describes the broker when both run
-on the same host. It needs root (or CAP_BPF and CAP_PERFMON) and tracefs;
-without them felixtrace says so in one line and keeps to the /proc numbers.
+on the same host. It needs root (or CAP_BPF and CAP_PERFMON) and tracefs: as
+root felixtrace mounts tracefs when it is missing, otherwise it prints the
+command that does (mount -t tracefs nodev /sys/kernel/tracing). Without them
+felixtrace says so in one line and keeps to the /proc numbers.
 
 --json FILE gets one JSON object per line: {"start": ...} first, then
 {"sample": ...} per interval, then {"summary": ...} at exit. Durations are in

@@ -1,13 +1,16 @@
 // Command felixtrace watches a running Felix broker: each interval it reads
 // the broker's /debug/felix/stats and prints per-connection QUIC figures
-// (RTT, MTU, losses, congestion events, bytes), CPU per OS thread, group
-// commit batching and sync latency, fanout queue depths and drops, and the
-// host's softirq and iowait shares; with --bpf, as root on the broker's
+// (role, tenant and principal, RTT, MTU, losses, congestion events, bytes,
+// streams), per-stream publish, ack and delivery rates with ack latency,
+// CPU per OS thread, group commit batching and sync latency, fanout queue
+// depths and drops, caches, rosters and consumer groups, goroutines by
+// role, and the host's softirq and iowait shares; with --bpf, as root on the broker's
 // host, also softirq time per vector and block I/O latency from
 // cpuprofile's eBPF probes. Ctrl-C or --duration ends it with a summary.
 //
 // Files: flags.go (flags, --help), scrape.go (the admin endpoint),
-// sample.go (one interval from two scrapes: a pure function), bpf.go (the
+// sample.go (one interval from two scrapes: a pure function), streams.go
+// (streams, caches, rosters, queues, roles), bpf.go and tracefs.go (the
 // probes and their graceful absence), summary.go (the run), table.go (the
 // text output) and run.go (the loop and --json).
 //

@@ -20,6 +20,11 @@ type Sample struct {
 	Interval time.Duration `json:"interval_ns"`
 	// Connections, busiest (bytes in + out) first.
 	Connections []ConnSample `json:"connections"`
+	// Streams, busiest (published + delivered) first.
+	Streams  []StreamSample `json:"streams"`
+	Features FeatureSample  `json:"features"`
+	// Roles counts the broker's goroutines by pprof label.
+	Roles map[string]int `json:"roles,omitempty"`
 	// Process and Threads are absent when the broker cannot read its CPU
 	// (CPUUnavailable says why). Threads are busiest first.
 	Process        *ProcessSample `json:"process,omitempty"`
@@ -42,6 +47,13 @@ type Sample struct {
 type ConnSample struct {
 	ID     uint64 `json:"id"`
 	Remote string `json:"remote"`
+	// Tenant and Principal of its credential; Role is peer (a broker
+	// forwarding), publisher, subscriber, publisher+subscriber or client;
+	// Streams what it publishes to or follows.
+	Tenant    string   `json:"tenant,omitempty"`
+	Principal string   `json:"principal,omitempty"`
+	Role      string   `json:"role,omitempty"`
+	Streams   []string `json:"streams,omitempty"`
 	// RTT is quic-go's smoothed RTT, MinRTT the least seen.
 	RTT    time.Duration `json:"rtt_ns"`
 	MinRTT time.Duration `json:"min_rtt_ns"`
@@ -108,8 +120,9 @@ type FanoutSample struct {
 	MaxDepthCapacity int `json:"max_depth_capacity"`
 	TotalDepth       int `json:"total_depth"`
 	// Drops counts events the broker dropped in the interval (every
-	// subscriber, ended ones included).
+	// subscriber, ended ones included), DropRate the same per second.
 	Drops         uint64  `json:"drops"`
+	DropRate      float64 `json:"drops_per_s"`
 	Delivered     uint64  `json:"delivered"`
 	DeliveredRate float64 `json:"delivered_per_s"`
 }
@@ -152,6 +165,9 @@ func compute(prev, cur *broker.Stats) Sample {
 	s.Commit, s.waiters, s.records, s.syncLatency = commitSample(prev, cur, s.Interval)
 	s.Fanout = fanoutSample(prev, cur, s.Interval)
 	s.Cluster = clusterSample(prev, cur, s.Interval)
+	s.Streams = streamSamples(prev, cur, s.Interval)
+	s.Features = featureSample(prev, cur, s.Interval)
+	s.Roles = cur.Goroutines
 	switch {
 	case cur.CPU == nil:
 		s.CPUUnavailable = cmp.Or(cur.CPUUnavailable, noCPU)
@@ -172,7 +188,8 @@ func connSamples(prev, cur *broker.Stats, d time.Duration) []ConnSample {
 	for _, c := range cur.Connections {
 		p, seen := before[c.ID]
 		cs := ConnSample{
-			ID: c.ID, Remote: c.Remote, RTT: c.SmoothedRTT, MinRTT: c.MinRTT, MTU: c.Path.MTU,
+			ID: c.ID, Remote: c.Remote, Tenant: c.Tenant, Principal: c.Principal, Role: c.Role, Streams: c.Streams,
+			RTT: c.SmoothedRTT, MinRTT: c.MinRTT, MTU: c.Path.MTU,
 			Lost:             sub(c.PacketsLost, p.PacketsLost),
 			CongestionEvents: sub(c.Path.CongestionEvents, p.Path.CongestionEvents),
 			CongestionState:  c.Path.CongestionState, CongestionWindow: c.CongestionWnd,
@@ -254,7 +271,7 @@ func fanoutSample(prev, cur *broker.Stats, d time.Duration) FanoutSample {
 			f.Delivered += sub(s.Queue.Delivered, delivered[key{c.ID, s.ID}])
 		}
 	}
-	f.DeliveredRate = perSecond(f.Delivered, d)
+	f.DeliveredRate, f.DropRate = perSecond(f.Delivered, d), perSecond(f.Drops, d)
 	return f
 }
 

@@ -78,7 +78,7 @@ func TestComputeDeltasBetweenScrapes(t *testing.T) {
 	require.Equal(t, time.Duration(1023), s.Commit.SyncP50, "upper bound of 1000's power-of-two bucket")
 	require.Equal(t, time.Duration(1<<30-1), s.Commit.SyncP99)
 
-	require.Equal(t, FanoutSample{Subscriptions: 2, MaxDepth: 9, MaxDepthCapacity: 512, TotalDepth: 12, Drops: 50,
+	require.Equal(t, FanoutSample{Subscriptions: 2, MaxDepth: 9, MaxDepthCapacity: 512, TotalDepth: 12, Drops: 50, DropRate: 25,
 		Delivered: 20 + 5, DeliveredRate: 12.5}, s.Fanout)
 	require.Nil(t, s.Process)
 	require.Equal(t, noCPU, s.CPUUnavailable)

@@ -18,6 +18,7 @@ type Summary struct {
 	// Duration is the sum of the sample intervals.
 	Duration    time.Duration   `json:"duration_ns"`
 	Connections []ConnSummary   `json:"connections"`
+	Streams     []StreamSummary `json:"streams"`
 	Process     *ProcessSummary `json:"process,omitempty"`
 	Threads     []ThreadSummary `json:"threads,omitempty"`
 	Commit      CommitSummary   `json:"commit"`
@@ -29,6 +30,7 @@ type Summary struct {
 
 	// Accumulators behind the lists and quantiles above.
 	conns   map[uint64]*ConnSummary
+	streams map[string]*StreamSummary
 	threads map[int]*ThreadSummary
 	hists   [3]commit.HistogramSnapshot // waiters, records, latency
 	blockIO cpuprofile.BlockIOHist
@@ -130,7 +132,7 @@ type BPFSummary struct {
 }
 
 func newSummary(started time.Time) *Summary {
-	return &Summary{Started: started, conns: map[uint64]*ConnSummary{}, threads: map[int]*ThreadSummary{}}
+	return &Summary{Started: started, conns: map[uint64]*ConnSummary{}, streams: map[string]*StreamSummary{}, threads: map[int]*ThreadSummary{}}
 }
 
 // add folds one sample in.
@@ -140,6 +142,7 @@ func (m *Summary) add(s *Sample) {
 	for _, c := range s.Connections {
 		m.addConn(c, s.Interval)
 	}
+	m.addStreams(s)
 	if s.Process != nil {
 		if m.Process == nil {
 			m.Process = &ProcessSummary{}
@@ -245,6 +248,7 @@ func (m *Summary) finish(ended time.Time) {
 	slices.SortFunc(m.Connections, func(a, b ConnSummary) int {
 		return cmp.Or(cmp.Compare(b.BytesIn+b.BytesOut, a.BytesIn+a.BytesOut), cmp.Compare(a.ID, b.ID))
 	})
+	m.finishStreams()
 	m.Threads = m.Threads[:0]
 	for _, t := range m.threads {
 		if m.Duration > 0 {

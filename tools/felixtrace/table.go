@@ -13,12 +13,13 @@ import (
 // thread rows.
 func printSample(w io.Writer, s *Sample, top int) {
 	fmt.Fprintf(w, "── %s  interval %s %s\n", s.Time.Local().Format("15:04:05.000"), fmtDur(s.Interval), strings.Repeat("─", 40))
-	fmt.Fprintf(w, "%-24s %8s %5s %6s %5s %11s %11s %5s\n", "CONNECTION", "RTT", "MTU", "LOST", "CONG", "IN/s", "OUT/s", "SUBS")
+	fmt.Fprintf(w, "%-21s %-10s %-16s %7s %5s %6s %5s %11s %11s %4s  %s\n", "CONNECTION", "ROLE", "TENANT/PRINCIPAL", "RTT", "MTU", "LOST", "CONG", "IN/s", "OUT/s", "SUBS", "STREAMS")
 	for _, c := range s.Connections[:min(top, len(s.Connections))] {
-		fmt.Fprintf(w, "%-24s %8s %5d %6d %5d %11s %11s %5d\n", c.Remote, fmtDur(c.RTT), c.MTU, c.Lost, c.CongestionEvents,
-			fmtRate(c.BytesInRate), fmtRate(c.BytesOutRate), c.Subscriptions)
+		fmt.Fprintf(w, "%-21s %-10s %-16s %7s %5d %6d %5d %11s %11s %4d  %s\n", c.Remote, roleLabel(c.Role), clip(who(c.Tenant, c.Principal), 16),
+			fmtDur(c.RTT), c.MTU, c.Lost, c.CongestionEvents, fmtRate(c.BytesInRate), fmtRate(c.BytesOutRate), c.Subscriptions, strings.Join(c.Streams, " "))
 	}
 	more(w, len(s.Connections)-top, "connections")
+	printStreams(w, s.Streams, top)
 	if s.Process != nil {
 		fmt.Fprintf(w, "%-24s %8s %6s %6s %6s\n", "THREAD", "TID", "CPU%", "USR%", "SYS%")
 		for _, t := range s.Threads[:min(top, len(s.Threads))] {
@@ -34,9 +35,11 @@ func printSample(w io.Writer, s *Sample, top int) {
 			"COMMIT", c.DurableShards, c.SyncsRate, c.WaitersPerSync, c.RecordsPerSync, fmtDur(c.SyncP50), fmtDur(c.SyncP99), c.SyncErrors)
 	}
 	f := s.Fanout
-	fmt.Fprintf(w, "%-9s subs %d  max depth %d/%d  total depth %d  drops %d  delivered/s %s\n",
-		"FANOUT", f.Subscriptions, f.MaxDepth, f.MaxDepthCapacity, f.TotalDepth, f.Drops, fmtCount(f.DeliveredRate))
+	fmt.Fprintf(w, "%-9s subs %d  max depth %d/%d  total depth %d  drops/s %s  delivered/s %s\n",
+		"FANOUT", f.Subscriptions, f.MaxDepth, f.MaxDepthCapacity, f.TotalDepth, fmtCount(f.DropRate), fmtCount(f.DeliveredRate))
+	printFeatures(w, &s.Features)
 	printClusterSample(w, &s.Cluster)
+	printRoles(w, s.Roles)
 	if p := s.Process; p != nil {
 		fmt.Fprintf(w, "%-9s cpu %.1f%% of one CPU (user %.1f%% sys %.1f%%)  threads %d\n", "PROCESS", p.CPU, p.User, p.System, p.Threads)
 	} else {
@@ -53,6 +56,25 @@ func printSample(w io.Writer, s *Sample, top int) {
 		fmt.Fprintf(w, "%-9s %d requests  p50 %s  p99 %s  mean %s  (eBPF)\n", "BLOCK IO",
 			b.BlockIO.Count, fmtDur(b.BlockIO.P50), fmtDur(b.BlockIO.P99), fmtDur(b.BlockIO.Mean))
 	}
+}
+
+// roleLabel shortens publisher+subscriber to fit the column.
+func roleLabel(r string) string {
+	if r == "publisher+subscriber" {
+		return "pub+sub"
+	}
+	return cmp.Or(r, "-")
+}
+
+// who is tenant/principal, or "-" before the connection authenticated.
+func who(tenant, principal string) string {
+	switch {
+	case tenant == "":
+		return "-"
+	case principal == "":
+		return tenant
+	}
+	return tenant + "/" + principal
 }
 
 // softirqLine lists the vectors that ran, most time first.
@@ -88,6 +110,7 @@ func printSummary(w io.Writer, m *Summary, top int) {
 			c.Lost, c.CongestionEvents, fmtBytes(float64(c.BytesIn)), fmtBytes(float64(c.BytesOut)), fmtRate(c.BytesInRate), fmtRate(c.BytesOutRate))
 	}
 	more(w, len(m.Connections)-top, "connections")
+	printStreamSummary(w, m.Streams, top)
 	if len(m.Threads) > 0 {
 		fmt.Fprintf(w, "%-24s %8s %9s %10s %9s\n", "THREAD", "TID", "CPU time", "CPU% mean", "CPU% max")
 		for _, t := range m.Threads[:min(top, len(m.Threads))] {

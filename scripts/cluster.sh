@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# A local Felix cluster on one machine: etcd, a control plane and three
+# brokers, with development identity (docs/operations.md, "A local
+# cluster").
+#
+#   scripts/cluster.sh up   [DIR]   build, start, create tenant t1 and stream t1/default/demo, mint a client token
+#   scripts/cluster.sh down [DIR]   stop what up started (by the pids it recorded)
+#   scripts/cluster.sh env  [DIR]   print the variables the walk-through uses
+#
+# DIR defaults to out/cluster. Ports: CLUSTER_PORT_BASE (default
+# 7060): etcd base+0/+1, control plane base+10 (API) and base+11
+# (bootstrap), broker N QUIC base+20+N (UDP) and admin base+30+N.
+# ETCD names an etcd binary to use instead of felix-devetcd.
+set -euo pipefail
+
+cmd=${1:-}
+dir=${2:-out/cluster}
+base=${CLUSTER_PORT_BASE:-7060}
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin="$dir/bin"
+brokers=(1 2 3)
+
+etcd_port=$base
+cp_port=$((base + 10))
+boot_port=$((base + 11))
+quic_port() { echo $((base + 20 + $1)); }
+admin_port() { echo $((base + 30 + $1)); }
+
+say() { printf 'cluster: %s\n' "$*" >&2; }
+die() { say "$*"; exit 1; }
+
+# start NAME CMD... runs CMD in the background, logging to DIR/logs/NAME.log,
+# and records its pid.
+start() {
+	local name=$1
+	shift
+	"$@" >"$dir/logs/$name.log" 2>&1 &
+	echo "$! $name" >>"$dir/pids"
+}
+
+# wait_for WHAT CMD... retries CMD for up to 30 s.
+wait_for() {
+	local what=$1
+	shift
+	for _ in $(seq 300); do
+		if "$@" >/dev/null 2>&1; then return 0; fi
+		sleep 0.1
+	done
+	die "$what did not come up; see $dir/logs"
+}
+
+# http_ok http://HOST:PORT/PATH: a 2xx answer (bash's /dev/tcp, no curl).
+http_ok() {
+	local hp=${1#http://}
+	local host=${hp%%:*} rest=${hp#*:}
+	local port=${rest%%/*} path=/${rest#*/} status
+	exec 3<>"/dev/tcp/$host/$port" || return 1
+	printf 'GET %s HTTP/1.0\r\nHost: %s\r\n\r\n' "$path" "$host" >&3
+	read -r _ status _ <&3 || status=
+	exec 3>&-
+	[[ $status == 2* ]]
+}
+
+# The walk-through's variables. None is named FELIX_*: the binaries take
+# those as knobs.
+cmd_env() {
+	cat <<EOF
+export CLUSTER_DIR=$dir
+export CLUSTER_BIN=$bin
+export CLUSTER_CONTROLPLANE=http://127.0.0.1:$cp_port
+export CLUSTER_BOOTSTRAP=http://127.0.0.1:$boot_port
+export CLUSTER_CA=$dir/tls/ca.pem
+export CLUSTER_TOKEN=\$(cat $dir/client.token)
+export CLUSTER_BROKERS="$(for n in "${brokers[@]}"; do printf '127.0.0.1:%s ' "$(quic_port "$n")"; done | sed 's/ $//')"
+export CLUSTER_ADMINS="$(for n in "${brokers[@]}"; do printf '127.0.0.1:%s ' "$(admin_port "$n")"; done | sed 's/ $//')"
+EOF
+}
+
+cmd_down() {
+	[ -f "$dir/pids" ] || { say "nothing running in $dir"; return 0; }
+	# Brokers first (they leave the cluster), then the control plane, then etcd.
+	tac "$dir/pids" | while read -r pid name; do
+		if kill "$pid" 2>/dev/null; then
+			for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+			kill -0 "$pid" 2>/dev/null && kill -9 "$pid" 2>/dev/null
+			say "stopped $name ($pid)"
+		fi
+	done
+	rm -f "$dir/pids"
+}
+
+cmd_up() {
+	[ -f "$dir/pids" ] && die "$dir/pids exists: run scripts/cluster.sh down $dir first"
+	mkdir -p "$bin" "$dir/logs"
+	chmod 700 "$dir"
+	say "building into $bin"
+	(cd "$root" && go build -o "$bin/" ./cmd/felix-broker ./cmd/felix-controlplane ./cmd/felix-devetcd ./tools/felix)
+	felix="$bin/felix"
+
+	# 1. etcd.
+	if [ -n "${ETCD:-}" ]; then
+		start etcd "$ETCD" --data-dir "$dir/etcd" --listen-client-urls "http://127.0.0.1:$etcd_port" \
+			--advertise-client-urls "http://127.0.0.1:$etcd_port" --listen-peer-urls "http://127.0.0.1:$((etcd_port + 1))"
+	else
+		start etcd "$bin/felix-devetcd" --dir "$dir/etcd" --client "127.0.0.1:$etcd_port" --peer "127.0.0.1:$((etcd_port + 1))"
+	fi
+	wait_for etcd grep -q "ready" "$dir/logs/etcd.log"
+
+	# 2. The control plane, with a bootstrap token and the operator tenant
+	#    "ops" whose node credentials register brokers.
+	[ -f "$dir/bootstrap.token" ] || (umask 077 && head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$dir/bootstrap.token")
+	start controlplane env FELIX_CP_STORE=etcd FELIX_CP_ETCD_ENDPOINTS="127.0.0.1:$etcd_port" \
+		FELIX_CP_BIND="127.0.0.1:$cp_port" FELIX_CP_BOOTSTRAP_BIND="127.0.0.1:$boot_port" \
+		FELIX_CP_BOOTSTRAP_TOKEN_FILE="$dir/bootstrap.token" FELIX_CP_OPERATOR_TENANT=ops \
+		"$bin/felix-controlplane"
+	wait_for "the control plane" http_ok "http://127.0.0.1:$cp_port/v1/system/health"
+	local boot=(--controlplane "http://127.0.0.1:$boot_port" --token-file "$dir/bootstrap.token")
+	for t in ops t1; do
+		"$felix" admin tenant create "$t" "${boot[@]}" >/dev/null 2>&1 || true # exists from an earlier run
+	done
+	"$felix" admin namespace create default --tenant t1 "${boot[@]}" >/dev/null 2>&1 || true
+
+	# 3. One CA and one certificate for the three brokers (all on 127.0.0.1).
+	[ -f "$dir/tls/broker.pem" ] || "$felix" cert --dir "$dir/tls" --host 127.0.0.1,localhost >/dev/null
+
+	# 4. The brokers, each with its own node credential: it registers, follows
+	#    the control plane's feed and authenticates forwarded publishes.
+	for n in "${brokers[@]}"; do
+		"$felix" token node "${boot[@]}" --subject "broker-$n" --out "$dir/node-$n.token" 2>/dev/null
+		start "broker-$n" env FELIX_NODE_ID="broker-$n" FELIX_CONTROLPLANE_URL="http://127.0.0.1:$cp_port" \
+			FELIX_NODE_TOKEN_FILE="$dir/node-$n.token" FELIX_CLUSTER_CA_FILE="$dir/tls/ca.pem" \
+			FELIX_TLS_CERT_FILE="$dir/tls/broker.pem" FELIX_TLS_KEY_FILE="$dir/tls/broker-key.pem" \
+			FELIX_QUIC_BIND="127.0.0.1:$(quic_port "$n")" FELIX_ADMIN_BIND="127.0.0.1:$(admin_port "$n")" \
+			FELIX_DATA_DIR="$dir/data-$n" \
+			"$bin/felix-broker"
+	done
+	for n in "${brokers[@]}"; do
+		wait_for "broker-$n" http_ok "http://127.0.0.1:$(admin_port "$n")/ready"
+	done
+
+	# 5. A stream spread over the three, and a client token without an IdP.
+	"$felix" admin stream create demo --tenant t1 --namespace default --shards 3 "${boot[@]}" >/dev/null 2>&1 || true
+	"$felix" token mint "${boot[@]}" --tenant t1 --subject dev --out "$dir/client.token" \
+		--grant stream.publish --grant stream.subscribe --grant cache.read --grant cache.write \
+		--grant roster.join --grant roster.watch --grant queue.consume 2>/dev/null
+	say "up: control plane http://127.0.0.1:$cp_port (bootstrap :$boot_port), brokers 127.0.0.1:$(quic_port 1)-$(quic_port 3), logs in $dir/logs"
+	say "try: eval \"\$(scripts/cluster.sh env $dir)\"; \$CLUSTER_BIN/felix pub --addr 127.0.0.1:$(quic_port 2) --ca \$CLUSTER_CA --token \$CLUSTER_TOKEN --stream demo hello"
+}
+
+case "$cmd" in
+up) cmd_up ;;
+down) cmd_down ;;
+env) cmd_env ;;
+*)
+	sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2
+	exit 2
+	;;
+esac
