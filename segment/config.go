@@ -81,6 +81,11 @@ type Config struct {
 	IndexSpacingBytes int64
 	// BaseOffset is the offset of the first record of a new, empty log.
 	BaseOffset uint64
+	// FormatVersion is the version new segments are written at:
+	// FormatVersion (3, the default) or FormatVersionV4, which may also hold
+	// generation-start records (a replicated shard's log). Segments of
+	// older versions are read and, for v2, appended to as before.
+	FormatVersion uint16
 	// RetentionBytes bounds the total bytes of the log; EnforceRetention
 	// removes whole sealed segments from the head while it is exceeded.
 	// 0 = off.
@@ -88,6 +93,12 @@ type Config struct {
 	// RetentionAge removes sealed segments whose newest record is older.
 	// 0 = off.
 	RetentionAge time.Duration
+	// KeepPartialBatches keeps a marked batch that the tail of the active
+	// segment cuts short on Open. By default recovery drops it whole (one
+	// append wrote it, and none of it was acknowledged); a replica's log
+	// receives a leader's batch in several appends, each acknowledged, so
+	// its recovery keeps what it finds.
+	KeepPartialBatches bool
 	// MustExist says the log was created before: Open refuses a missing
 	// directory, or one without segments, with ErrMissing instead of
 	// creating an empty log whose offsets would start over.
@@ -129,6 +140,9 @@ func (c Config) withDefaults() Config {
 	if c.WriteMode == WriteModeDefault {
 		c.WriteMode = WriteModeFD
 	}
+	if c.FormatVersion == 0 {
+		c.FormatVersion = FormatVersion
+	}
 	if c.FS == nil {
 		c.FS = OSFS{}
 	}
@@ -156,6 +170,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: unknown WriteMode %v", ErrInvalidConfig, c.WriteMode)
 	case c.RetentionAge < 0:
 		return fmt.Errorf("%w: RetentionAge %v is negative", ErrInvalidConfig, c.RetentionAge)
+	case c.FormatVersion != FormatVersion && c.FormatVersion != FormatVersionV4:
+		return fmt.Errorf("%w: FormatVersion %d: new segments are written at %d or %d", ErrInvalidConfig, c.FormatVersion, FormatVersion, FormatVersionV4)
 	}
 	return nil
 }

@@ -35,6 +35,10 @@ var (
 	// ErrRecordTooLarge is returned by Append for a payload larger than
 	// MaxPayloadBytes. It is not terminal.
 	ErrRecordTooLarge = errors.New("segment: record too large")
+	// ErrInvalidRecord: AppendRecords was given a record the log cannot
+	// hold as it is configured (a generation record in a v3 log), or an
+	// offset TruncateFrom cannot cut at.
+	ErrInvalidRecord = errors.New("segment: invalid record")
 	// ErrInvalidConfig is wrapped by every Config validation error.
 	ErrInvalidConfig = errors.New("segment: invalid config")
 	// ErrNotSupported is wrapped when the platform cannot do what was asked.

@@ -16,7 +16,12 @@ const (
 	// FormatVersionV2 segments are read, and a v2 active segment is
 	// appended to with unmarked records (byte-identical in v2 and v3); the
 	// log rolls it before the first marked record.
-	FormatVersionV2    uint16 = 2
+	FormatVersionV2 uint16 = 2
+	// FormatVersionV4 segments may also hold generation-start records
+	// (MarkGeneration): a replicated shard's log (Config.FormatVersion)
+	// writes every segment at v4, as the published Felix's logs do once
+	// they hold one.
+	FormatVersionV4    uint16 = 4
 	SegmentHeaderBytes        = 32
 	RecordHeaderBytes         = 28
 	// TagBytes is the producer tag after the header of a record that opens
@@ -31,12 +36,12 @@ const (
 // The top bits of a v3 record's payload_len are its kind; the low 27 are
 // the length.
 const (
-	lengthMask    uint32 = 1<<27 - 1
-	kindOpens     uint32 = 1 << 31 // opens a marked batch; the tag follows the header
-	kindContinues uint32 = 1 << 30 // continues the batch of the previous record
-	// kindLater are the published format's v4-v6 kinds (generation start,
-	// commit, publisher), which a v3 segment cannot hold.
-	kindLater uint32 = 1<<29 | 1<<28 | 1<<27
+	lengthMask     uint32 = 1<<27 - 1
+	kindOpens      uint32 = 1 << 31 // opens a marked batch; the tag follows the header
+	kindContinues  uint32 = 1 << 30 // continues the batch of the previous record
+	kindGeneration uint32 = 1 << 29 // a generation-start record (v4): not an event
+	// Bits 28 and 27 are the published format's v5-v6 kinds (commit,
+	// publisher), which this build does not write or read.
 )
 
 var be = binary.BigEndian
@@ -80,8 +85,8 @@ func parseSegmentHeader(b []byte) (SegmentHeader, CorruptionKind, string) {
 		return SegmentHeader{}, KindSegmentMagic, fmt.Sprintf("magic %#08x, want %#08x", m, SegmentMagic)
 	}
 	v := be.Uint16(b[4:])
-	if v != FormatVersion && v != FormatVersionV2 {
-		return SegmentHeader{}, KindSegmentVersion, fmt.Sprintf("version %d, want %d or %d", v, FormatVersionV2, FormatVersion)
+	if v != FormatVersion && v != FormatVersionV2 && v != FormatVersionV4 {
+		return SegmentHeader{}, KindSegmentVersion, fmt.Sprintf("version %d, want %d, %d or %d", v, FormatVersionV2, FormatVersion, FormatVersionV4)
 	}
 	if f := be.Uint16(b[6:]); f != 0 {
 		return SegmentHeader{}, KindSegmentFlags, fmt.Sprintf("flags %#04x", f)
@@ -109,6 +114,12 @@ const (
 	MarkNone      MarkKind = iota // an ordinary record
 	MarkOpens                     // the first record of a marked batch
 	MarkContinues                 // a later record of the batch the previous record is in
+	// MarkGeneration is a generation-start record (format v4): not an
+	// event, skipped by every reader but replication. Its payload starts
+	// with the generation (u64 BE); for a replicated shard the generation
+	// is the raft term, and bytes after it, if any, are a membership
+	// change (docs/storage-format.md).
+	MarkGeneration
 )
 
 // Mark is a record's producer mark. ProducerID, Sequence and Len (records
@@ -158,9 +169,15 @@ func (m Mark) kindBits() uint32 {
 		return kindOpens
 	case MarkContinues:
 		return kindContinues
+	case MarkGeneration:
+		return kindGeneration
 	}
 	return 0
 }
+
+// IsEvent reports whether a record with this mark is an event (MarkNone,
+// MarkOpens, MarkContinues) rather than a record for replication only.
+func (m Mark) IsEvent() bool { return m.Kind != MarkGeneration }
 
 // putRecordHeader writes the 28-byte header for payload, and the tag of a
 // record that opens a batch, into b. The payload itself is checksummed from
@@ -230,7 +247,13 @@ func decodeRecordHeader(b []byte, version uint16) (recordHeader, decodeVerdict) 
 	}
 	if version >= FormatVersion {
 		h.kind, h.length = h.length&^lengthMask, h.length&lengthMask
-		if h.kind&kindLater != 0 || h.kind == kindOpens|kindContinues {
+		switch h.kind {
+		case 0, kindOpens, kindContinues:
+		case kindGeneration:
+			if version < FormatVersionV4 {
+				return h, decodeBadKind
+			}
+		default: // a v5-v6 kind, or more than one
 			return h, decodeBadKind
 		}
 	}
@@ -266,15 +289,17 @@ func (h recordHeader) mark(b []byte) Mark {
 		return Mark{Kind: MarkOpens, ProducerID: be.Uint64(tag[0:]), Sequence: be.Uint64(tag[8:]), Len: be.Uint32(tag[16:])}
 	case kindContinues:
 		return Mark{Kind: MarkContinues}
+	case kindGeneration:
+		return Mark{Kind: MarkGeneration}
 	}
 	return Mark{}
 }
 
-// DecodeRecord decodes and verifies one record of a current (v3) segment at
-// the start of b and returns it with the number of bytes it takes. The
-// payload aliases b.
+// DecodeRecord decodes and verifies one record of a current (v3 or v4)
+// segment at the start of b and returns it with the number of bytes it
+// takes. The payload aliases b.
 func DecodeRecord(b []byte) (Record, int, error) {
-	h, m, payload, v := decodeRecord(b, FormatVersion)
+	h, m, payload, v := decodeRecord(b, FormatVersionV4)
 	if v != decodeOK {
 		return Record{}, 0, &CorruptionError{Kind: v.kind(), Detail: v.detail(h, len(b))}
 	}

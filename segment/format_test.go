@@ -63,30 +63,53 @@ func TestGoldenRecord(t *testing.T) {
 }
 
 // TestRecordKindsByVersion: a v2 segment has no kind bits (a top bit is an
-// oversized length); a v3 one refuses the v4-v6 kinds and both batch bits.
+// oversized length); a v3 one refuses the v4-v6 kinds and both batch bits;
+// a v4 one takes the generation-start kind and refuses the v5-v6 ones.
 func TestRecordKindsByVersion(t *testing.T) {
 	marked := AppendMarkedRecord(nil, 7, 9, Mark{Kind: MarkOpens, ProducerID: 1, Len: 1}, []byte("hi"))
 	_, _, _, v := decodeRecord(marked, FormatVersionV2)
 	require.Equal(t, decodeTooLarge, v)
-	for _, bits := range []uint32{1 << 29, 1 << 28, 1 << 27, 3 << 30} {
-		b := append([]byte(nil), marked...)
-		be.PutUint32(b[0:], 2|bits)
-		be.PutUint32(b[20:], crcIEEE(b[0:20]))
-		_, _, err := DecodeRecord(b)
-		var ce *CorruptionError
-		require.ErrorAs(t, err, &ce)
-		require.Equal(t, KindRecordFlags, ce.Kind, "bits %#x", bits)
+	for _, tc := range []struct {
+		version uint16
+		bits    []uint32
+	}{
+		{FormatVersion, []uint32{1 << 29, 1 << 28, 1 << 27, 3 << 30}},
+		{FormatVersionV4, []uint32{1 << 28, 1 << 27, 3 << 30, 1<<29 | 1<<31}},
+	} {
+		for _, bits := range tc.bits {
+			b := append([]byte(nil), marked...)
+			be.PutUint32(b[0:], 2|bits)
+			be.PutUint32(b[20:], crcIEEE(b[0:20]))
+			_, _, _, v := decodeRecord(b, tc.version)
+			require.Equal(t, decodeBadKind, v, "v%d bits %#x", tc.version, bits)
+		}
 	}
 	// The tag is checksummed: a flipped sequence is caught.
 	_, _, err := DecodeRecord(flip(marked, RecordHeaderBytes+12))
 	require.ErrorIs(t, err, ErrCorrupt)
 }
 
+// The published format's generation-start example decodes as such from a
+// v4 segment, and our encoder writes the same bytes.
+func TestGenerationRecordGolden(t *testing.T) {
+	want, err := hex.DecodeString("20000008" + "000000000000000A" + "000000000000000B" + "F1C5D70E" + "484BC624" + "0000000000000003")
+	require.NoError(t, err)
+	got := AppendMarkedRecord(nil, 10, 11, Mark{Kind: MarkGeneration}, []byte{0, 0, 0, 0, 0, 0, 0, 3})
+	require.Equal(t, want, got)
+	rec, n, err := DecodeRecord(want)
+	require.NoError(t, err)
+	require.Equal(t, len(want), n)
+	require.Equal(t, Record{Offset: 10, TimestampMicros: 11, Payload: want[RecordHeaderBytes:], Mark: Mark{Kind: MarkGeneration}}, rec)
+	require.False(t, rec.Mark.IsEvent())
+	_, _, _, v := decodeRecord(want, FormatVersion)
+	require.Equal(t, decodeBadKind, v, "a v3 segment cannot hold it")
+}
+
 func TestSegmentHeaderRejects(t *testing.T) {
 	good := AppendSegmentHeader(nil, SegmentHeader{BaseOffset: 5})
 	cases := map[CorruptionKind]func(b []byte){
 		KindSegmentMagic:          func(b []byte) { b[0] ^= 1 },
-		KindSegmentVersion:        func(b []byte) { b[5] = 1 }, // v1 is rejected, and so are v4-v6
+		KindSegmentVersion:        func(b []byte) { b[5] = 1 }, // v1 is rejected, and so are v5-v6
 		KindSegmentFlags:          func(b []byte) { b[7] = 1 },
 		KindSegmentHeaderChecksum: func(b []byte) { b[12] ^= 1 },
 		KindTruncated:             nil,

@@ -23,7 +23,8 @@ type Log struct {
 		segs   []*segment // ascending base; the last one is active
 		failed error      // terminal failure, wraps ErrLogFailed
 		closed bool
-		stage  []byte // batch staging buffer for WriteModeFD
+		stage  []byte   // batch staging buffer for WriteModeFD
+		recs   []Record // AppendMarked's records, reused
 	}
 
 	first    atomic.Uint64
@@ -87,25 +88,56 @@ func (l *Log) AppendMarked(payloads [][]byte, ts int64, mark *BatchMark) (uint64
 	if len(payloads) == 0 {
 		return 0, ErrEmptyBatch
 	}
-	size := int64(0)
-	if mark != nil {
-		size = TagBytes
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	recs := l.mu.recs[:0]
+	for i, p := range payloads {
+		recs = append(recs, Record{TimestampMicros: ts, Payload: p, Mark: recordMark(mark, i, len(payloads))})
 	}
-	for _, p := range payloads {
-		if len(p) > MaxPayloadBytes {
-			return 0, fmt.Errorf("%w: %d bytes over %d", ErrRecordTooLarge, len(p), MaxPayloadBytes)
-		}
-		size += int64(RecordHeaderBytes + len(p))
+	l.mu.recs = recs
+	first, err := l.appendRecordsLocked(recs)
+	clear(recs) // the payloads are the caller's
+	return first, err
+}
+
+// AppendRecords appends records as they are given, each with its own
+// timestamp and mark (their Offset fields are not read: they get Next(),
+// Next()+1, ...), in one segment, and returns the offset of the first. It
+// is how a replica writes what its leader wrote, byte for byte. Marks must
+// be ones the log's FormatVersion can hold (MarkGeneration needs v4). Like
+// Append it makes nothing durable.
+func (l *Log) AppendRecords(recs []Record) (uint64, error) {
+	if len(recs) == 0 {
+		return 0, ErrEmptyBatch
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.appendRecordsLocked(recs)
+}
+
+func (l *Log) appendRecordsLocked(recs []Record) (uint64, error) {
+	size := int64(0)
+	marked, generation := false, false
+	for _, r := range recs {
+		if len(r.Payload) > MaxPayloadBytes {
+			return 0, fmt.Errorf("%w: %d bytes over %d", ErrRecordTooLarge, len(r.Payload), MaxPayloadBytes)
+		}
+		size += int64(RecordHeaderBytes + r.Mark.tagLen() + len(r.Payload))
+		marked = marked || r.Mark.Kind != MarkNone
+		generation = generation || r.Mark.Kind == MarkGeneration
+	}
+	if generation && l.cfg.FormatVersion < FormatVersionV4 {
+		return 0, fmt.Errorf("%w: a generation record needs format v4 (Config.FormatVersion)", ErrInvalidRecord)
+	}
 	if err := l.usableLocked(); err != nil {
 		return 0, err
 	}
 	active := l.mu.segs[len(l.mu.segs)-1]
 	// A sealed last segment means a roll sealed it and then found no space
-	// for the next one (ErrNoSpace): try that roll again.
-	if active.sealed || active.written.Load()+size > int64(len(active.data)) || (mark != nil && active.version < FormatVersion) {
+	// for the next one (ErrNoSpace): try that roll again. A segment of an
+	// older version than the marks need is rolled too.
+	old := (marked && active.version < FormatVersion) || (generation && active.version < FormatVersionV4)
+	if active.sealed || active.written.Load()+size > int64(len(active.data)) || old {
 		if err := l.rollLocked(size); err != nil {
 			return 0, err
 		}
@@ -117,7 +149,7 @@ func (l *Log) AppendMarked(payloads [][]byte, ts int64, mark *BatchMark) (uint64
 		}
 	}
 	first := active.next
-	stage, err := active.appendLocked(payloads, ts, mark, l.cfg.IndexSpacingBytes, l.mu.stage, l.cfg.WriteMode == WriteModeFD)
+	stage, err := active.appendLocked(recs, l.cfg.IndexSpacingBytes, l.mu.stage, l.cfg.WriteMode == WriteModeFD)
 	l.mu.stage = stage
 	if err != nil {
 		// The file may now hold part of the batch past written; what the
@@ -126,7 +158,7 @@ func (l *Log) AppendMarked(payloads [][]byte, ts int64, mark *BatchMark) (uint64
 	}
 	l.next.Store(active.next)
 	l.stat.appends.Add(1)
-	l.stat.records.Add(uint64(len(payloads)))
+	l.stat.records.Add(uint64(len(recs)))
 	l.stat.bytes.Add(uint64(size))
 	return first, nil
 }
@@ -264,7 +296,7 @@ func (l *Log) AllocatedBytes() int64 {
 func (l *Log) Stats() Stats {
 	st := Stats{
 		Appends: l.stat.appends.Load(), Records: l.stat.records.Load(), Bytes: l.stat.bytes.Load(),
-		Rolls: l.stat.rolls.Load(), NoSpace: l.stat.noSpace.Load(), Syncs: l.stat.syncs.Load(), SyncErrors: l.stat.syncErrors.Load(),
+		Rolls: l.stat.rolls.Load(), NoSpace: l.stat.noSpace.Load(), Truncations: l.stat.truncations.Load(), Syncs: l.stat.syncs.Load(), SyncErrors: l.stat.syncErrors.Load(),
 		SyncDuration: l.stat.syncDur.snapshot(), RemovedByRetention: l.stat.removed.Load(),
 		First: l.First(), Next: l.Next(), Durable: l.Durable(), Recovery: l.recovery,
 	}

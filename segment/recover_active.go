@@ -55,6 +55,9 @@ func openActive(fsys FS, dir string, base uint64, cfg Config, st *RecoveryStats)
 		cfg.Logger.Warn("segment: truncating damaged tail (RepairChecksumTail)", "err", cerr)
 		cut = true
 	}
+	if cfg.KeepPartialBatches {
+		r.open.left = 0
+	}
 	if err := s.cutTorn(&r, cut, extent, st); err != nil {
 		return fail(err)
 	}

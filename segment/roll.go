@@ -41,7 +41,7 @@ func (l *Log) rollLocked(need int64) error {
 		return fmt.Errorf("%w: roll at offset %d: %w", ErrNoSpace, old.next, err)
 	}
 	created := l.cfg.Now().UnixMicro()
-	s, err := createSegment(l.fs, l.dir, old.next, size, alloc, created)
+	s, err := createSegment(l.fs, l.dir, old.next, size, alloc, created, l.cfg.FormatVersion)
 	if err != nil {
 		l.releaseSpace(alloc)
 	}

@@ -184,7 +184,7 @@ func validRecordAfter(data []byte, p, extent int64, expect uint64) bool {
 		if off < expect || off-expect > maxRecords {
 			continue // cheap filter before the CRC
 		}
-		if _, v := decodeRecordHeader(data[q:], FormatVersion); v == decodeOK {
+		if _, v := decodeRecordHeader(data[q:], FormatVersionV4); v == decodeOK {
 			return true
 		}
 	}

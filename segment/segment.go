@@ -58,13 +58,13 @@ func segmentNames(dir string, base uint64) (string, string) {
 // createSegment makes a new segment mapped at size, of which alloc bytes
 // are preallocated, whose header is written and synced. The caller syncs
 // the directory.
-func createSegment(fsys FS, dir string, base uint64, size, alloc int64, createdMicros int64) (*segment, error) {
+func createSegment(fsys FS, dir string, base uint64, size, alloc int64, createdMicros int64, version uint16) (*segment, error) {
 	path, indexPath := segmentNames(dir, base)
 	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("create segment: %w", err)
 	}
-	s := &segment{path: path, indexPath: indexPath, base: base, version: FormatVersion, file: f, next: base}
+	s := &segment{path: path, indexPath: indexPath, base: base, version: version, file: f, next: base}
 	fail := func(err error) (*segment, error) {
 		s.closeFiles()
 		_ = fsys.Remove(path)
@@ -75,7 +75,7 @@ func createSegment(fsys FS, dir string, base uint64, size, alloc int64, createdM
 	}
 	s.allocated = alloc
 	var hdr [SegmentHeaderBytes]byte
-	putSegmentHeader(hdr[:], SegmentHeader{BaseOffset: base, CreatedAtMicros: createdMicros})
+	putSegmentHeader(hdr[:], SegmentHeader{Version: version, BaseOffset: base, CreatedAtMicros: createdMicros})
 	if err := writeFull(f, hdr[:], 0); err != nil {
 		return fail(fmt.Errorf("write header %s: %w", path, err))
 	}
@@ -162,18 +162,18 @@ func (s *segment) addIndexLocked(off uint64, pos, spacing int64) {
 	}
 }
 
-// appendLocked writes one batch at the end of the contents, as records with
-// offsets s.next, s.next+1, ..., marked as mark's batch when it is set
-// (the caller rolled a v2 segment first). The caller checked that it fits.
-// In mapped mode the records are built directly in the mapping; in fd mode
-// they are staged and written with one WriteAt. written is published last.
-func (s *segment) appendLocked(payloads [][]byte, ts int64, mark *BatchMark, spacing int64, stage []byte, fd bool) ([]byte, error) {
+// appendLocked writes recs at the end of the contents, with offsets s.next,
+// s.next+1, ... (their Offset fields are not read). The caller checked that
+// they fit and that the segment's version can hold their marks. In mapped
+// mode the records are built directly in the mapping; in fd mode they are
+// staged and written with one WriteAt. written is published last.
+func (s *segment) appendLocked(recs []Record, spacing int64, stage []byte, fd bool) ([]byte, error) {
 	pos := s.written.Load()
 	off := s.next
 	if fd {
 		stage = stage[:0]
-		for i, p := range payloads {
-			stage = AppendMarkedRecord(stage, off, ts, recordMark(mark, i, len(payloads)), p)
+		for _, r := range recs {
+			stage = AppendMarkedRecord(stage, off, r.TimestampMicros, r.Mark, r.Payload)
 			off++
 		}
 		if err := writeFull(s.file, stage, pos); err != nil {
@@ -181,23 +181,22 @@ func (s *segment) appendLocked(payloads [][]byte, ts int64, mark *BatchMark, spa
 		}
 	} else {
 		q := pos
-		for i, p := range payloads {
-			m := recordMark(mark, i, len(payloads))
-			n := int64(RecordHeaderBytes + m.tagLen())
-			putRecordHeader(s.data[q:q+n], off, ts, m, p)
-			copy(s.data[q+n:], p)
-			q += n + int64(len(p))
+		for _, r := range recs {
+			n := int64(RecordHeaderBytes + r.Mark.tagLen())
+			putRecordHeader(s.data[q:q+n], off, r.TimestampMicros, r.Mark, r.Payload)
+			copy(s.data[q+n:], r.Payload)
+			q += n + int64(len(r.Payload))
 			off++
 		}
 	}
 	off = s.next
-	for i, p := range payloads {
+	for _, r := range recs {
 		s.addIndexLocked(off, pos, spacing)
-		pos += int64(RecordHeaderBytes + recordMark(mark, i, 0).tagLen() + len(p))
+		pos += int64(RecordHeaderBytes + r.Mark.tagLen() + len(r.Payload))
 		off++
 	}
 	s.next = off
-	s.lastTS = ts
+	s.lastTS = recs[len(recs)-1].TimestampMicros
 	s.written.Store(pos)
 	return stage, nil
 }

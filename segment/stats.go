@@ -19,6 +19,7 @@ type Stats struct {
 	Segments           int
 	RetainedBytes      int64  // bytes of all segments, headers included
 	RemovedByRetention uint64 // segments removed by EnforceRetention
+	Truncations        uint64 // TruncateFrom calls that cut something
 	First, Next        uint64
 	Durable            uint64 // every offset below it is durable
 	Failed             bool   // the log is in its terminal failed state
@@ -103,6 +104,6 @@ func (h Histogram) Quantile(q float64) time.Duration {
 type counters struct {
 	appends, records, bytes, rolls atomic.Uint64
 	syncs, syncErrors, removed     atomic.Uint64
-	noSpace                        atomic.Uint64
+	noSpace, truncations           atomic.Uint64
 	syncDur                        histogram
 }
