@@ -27,10 +27,11 @@ type Log struct {
 		recs   []Record // AppendMarked's records, reused
 	}
 
-	first    atomic.Uint64
-	next     atomic.Uint64
-	durable  atomic.Uint64
-	recovery RecoveryStats
+	first          atomic.Uint64
+	next           atomic.Uint64
+	retentionFloor atomic.Uint64 // SetRetentionFloor
+	durable        atomic.Uint64
+	recovery       RecoveryStats
 }
 
 // Open opens (recovering) or creates the log in dir. See docs/storage-format.md

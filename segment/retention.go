@@ -3,6 +3,7 @@ package segment
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"time"
 )
 
@@ -30,9 +31,13 @@ func (l *Log) EnforceRetention(now time.Time) (int, error) {
 		total += s.bytes()
 	}
 	cutoff := now.Add(-l.cfg.RetentionAge).UnixMicro()
+	floor := l.retentionFloor.Load()
 	var victims []*segment
 	for len(l.mu.segs) > 1 && l.mu.segs[0].sealed {
 		head := l.mu.segs[0]
+		if floor > 0 && head.next > floor {
+			break
+		}
 		byBytes := l.cfg.RetentionBytes > 0 && total > l.cfg.RetentionBytes
 		byAge := l.cfg.RetentionAge > 0 && head.lastTS < cutoff
 		if !byBytes && !byAge {
@@ -55,7 +60,8 @@ func (l *Log) EnforceRetention(now time.Time) (int, error) {
 		if err := l.fs.Remove(s.path); err != nil {
 			errs = append(errs, err)
 		}
-		if err := l.fs.Remove(s.indexPath); err != nil {
+		// The index is a hint a failed seal may not have written.
+		if err := l.fs.Remove(s.indexPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}
 		l.releaseSpace(s.allocated)

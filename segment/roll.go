@@ -24,6 +24,11 @@ import (
 //  4. fsync the directory (the new entry, and the old index's entry).
 func (l *Log) rollLocked(need int64) error {
 	old := l.mu.segs[len(l.mu.segs)-1]
+	if old.next == old.base {
+		// Empty: a batch larger than it needs a segment of its own, which
+		// would get the same base (and file name). Enlarge it instead.
+		return l.enlargeEmptyLocked(old, need)
+	}
 	if !old.sealed {
 		err := l.sealLocked(old)
 		if errors.Is(err, ErrNoSpace) {
@@ -60,6 +65,46 @@ func (l *Log) rollLocked(need int64) error {
 	}
 	l.mu.segs = append(l.mu.segs, s)
 	advanceU(&l.durable, s.base)
+	l.stat.rolls.Add(1)
+	return nil
+}
+
+// enlargeEmptyLocked makes the empty last segment s big enough for need
+// bytes: preallocated and mapped at the size a roll would have given a new
+// segment. Nothing reads an empty segment's mapping (readers stop at its
+// written end, the header), so it can be replaced. A sealed one (a roll
+// that found no space after sealing it) is active again.
+func (l *Log) enlargeEmptyLocked(s *segment, need int64) error {
+	size := max(l.cfg.SegmentBytes, SegmentHeaderBytes+need)
+	alloc := max(l.cfg.InitialAllocBytes, SegmentHeaderBytes+need)
+	if s.file == nil { // sealed: its file was closed
+		f, err := l.fs.OpenFile(s.path, os.O_RDWR, 0)
+		if err != nil {
+			return l.failLocked(fmt.Errorf("roll: reopen %s: %w", s.path, err))
+		}
+		s.file = f
+		s.sealed = false
+		s.closeAfterSync.Store(false)
+	}
+	if alloc > s.allocated {
+		if err := l.reserveLocked(alloc - s.allocated); err != nil {
+			return fmt.Errorf("%w: roll at offset %d: %w", ErrNoSpace, s.next, err)
+		}
+		if err := s.file.Preallocate(alloc); err != nil {
+			l.releaseSpace(alloc - s.allocated)
+			return noSpaceOr(fmt.Errorf("roll: preallocate %s: %w", s.path, err))
+		}
+		s.allocated = alloc
+	}
+	if size > int64(len(s.data)) {
+		if err := s.mapping.Unmap(); err != nil {
+			return l.failLocked(fmt.Errorf("roll: unmap %s: %w", s.path, err))
+		}
+		s.mapping, s.data = nil, nil
+		if err := s.mapFile(size); err != nil {
+			return l.failLocked(fmt.Errorf("roll: %w", err))
+		}
+	}
 	l.stat.rolls.Add(1)
 	return nil
 }

@@ -1,7 +1,9 @@
 package segment
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"slices"
 	"sort"
@@ -77,10 +79,10 @@ func (l *Log) TruncateFrom(off uint64) error {
 // unlinkLocked removes s from disk and drops the log's reference to it.
 func (l *Log) unlinkLocked(s *segment) error {
 	if err := l.fs.Remove(s.path); err != nil {
-		return fmt.Errorf("truncate: remove %s: %w", s.path, err)
+		return fmt.Errorf("remove %s: %w", s.path, err)
 	}
-	if err := l.fs.Remove(s.indexPath); err != nil && !os.IsNotExist(err) {
-		return fmt.Errorf("truncate: remove %s: %w", s.indexPath, err)
+	if err := l.fs.Remove(s.indexPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove %s: %w", s.indexPath, err)
 	}
 	l.releaseSpace(s.allocated)
 	return s.release()
@@ -182,3 +184,48 @@ func (s *segment) positionLocked(off uint64) (int64, error) {
 	}
 	return pos, nil
 }
+
+// Reset empties the log and makes base the offset of its next record: a
+// replica that installs its leader's snapshot starts its log where the
+// leader's retained log starts. Every segment is unlinked and a new empty
+// one based at base takes their place, durably (the directory is synced
+// in between, so a crash leaves either the old log or the new one). First,
+// Next and Durable become base. Readers holding a removed segment keep its
+// mapping until they close.
+func (l *Log) Reset(base uint64) error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.usableLocked(); err != nil {
+		return err
+	}
+	for j := len(l.mu.segs) - 1; j >= 0; j-- {
+		if err := l.unlinkLocked(l.mu.segs[j]); err != nil {
+			return l.failLocked(err)
+		}
+	}
+	l.mu.segs = nil
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return l.failLocked(fmt.Errorf("reset: sync dir %s: %w", l.dir, err))
+	}
+	s, err := createSegment(l.fs, l.dir, base, l.cfg.SegmentBytes, l.cfg.InitialAllocBytes, l.cfg.Now().UnixMicro(), l.cfg.FormatVersion)
+	if err != nil {
+		return l.failLocked(fmt.Errorf("reset: %w", err))
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		_ = s.release()
+		return l.failLocked(fmt.Errorf("reset: sync dir %s: %w", l.dir, err))
+	}
+	l.mu.segs = []*segment{s}
+	l.first.Store(base)
+	l.next.Store(base)
+	l.durable.Store(base)
+	return nil
+}
+
+// SetRetentionFloor keeps retention from removing a segment holding any
+// offset at or above floor: a replica's records past its commit may still
+// be cut and rewritten, and a leader's followers may still need them.
+// 0 (the default) means no floor.
+func (l *Log) SetRetentionFloor(floor uint64) { l.retentionFloor.Store(floor) }

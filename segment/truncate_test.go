@@ -3,6 +3,7 @@ package segment
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -136,4 +137,57 @@ func TestPartialBatchAtTheTail(t *testing.T) {
 			require.Equal(t, want, openLog(t, dir, cfg).Next())
 		})
 	}
+}
+
+// Reset empties the log, which then starts at the base given, durably.
+func TestResetStartsOverAtABase(t *testing.T) {
+	dir := t.TempDir()
+	cfg := Config{SegmentBytes: 1 << 10}
+	l := openLog(t, dir, cfg)
+	_, err := l.AppendRecords(records("old", 0, 60))
+	require.NoError(t, err)
+	require.NoError(t, l.Reset(1000))
+	require.Equal(t, []uint64{1000, 1000, 1000}, []uint64{l.First(), l.Next(), l.Durable()})
+	_, err = l.AppendRecords(records("new", 1000, 3))
+	require.NoError(t, err)
+	require.NoError(t, l.Sync())
+	require.NoError(t, l.Close())
+	l2 := openLog(t, dir, cfg)
+	require.Equal(t, uint64(1000), l2.First())
+	requirePayloads(t, l2, map[uint64]string{1000: "new-1000", 1001: "new-1001", 1002: "new-1002"}, 1003)
+}
+
+// Retention stops below the floor a replica sets.
+func TestRetentionFloor(t *testing.T) {
+	l := openLog(t, t.TempDir(), Config{SegmentBytes: 1 << 10, RetentionBytes: 1})
+	for i := 0; i < 200; i += 10 {
+		_, err := l.AppendRecords(records("r", i, 10))
+		require.NoError(t, err)
+	}
+	l.SetRetentionFloor(150)
+	_, err := l.EnforceRetention(time.Now())
+	require.NoError(t, err)
+	require.LessOrEqual(t, l.First(), uint64(150))
+	require.Greater(t, l.First(), uint64(0))
+}
+
+// A batch larger than a segment arriving at an empty segment enlarges it
+// in place: a new segment would have had its base and file name.
+func TestBatchLargerThanAnEmptySegment(t *testing.T) {
+	dir := t.TempDir()
+	cfg := Config{SegmentBytes: 1 << 10}
+	l := openLog(t, dir, cfg)
+	big := records("big", 0, 60) // ~2.3 KiB
+	_, err := l.AppendRecords(big)
+	require.NoError(t, err)
+	_, err = l.AppendRecords(records("after", 60, 3))
+	require.NoError(t, err)
+	require.NoError(t, l.Sync())
+	require.Len(t, segFiles(t, dir, "log"), 2)
+	require.Equal(t, 2, l.Stats().Segments, "one segment per file")
+	require.NoError(t, l.Close())
+	got := readAll(t, openLog(t, dir, cfg), 0)
+	require.Len(t, got, 63)
+	require.Equal(t, "big-0", string(got[0].Payload))
+	require.Equal(t, "after-62", string(got[62].Payload))
 }
