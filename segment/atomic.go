@@ -50,3 +50,25 @@ func WriteFileAtomic(fsys FS, path string, data []byte) error {
 	}
 	return fsys.SyncDir(dir)
 }
+
+// ReadFile reads the whole of a small file written by WriteFileAtomic,
+// through fsys (nil: the operating system's).
+func ReadFile(fsys FS, path string) ([]byte, error) {
+	if fsys == nil {
+		fsys = OSFS{}
+	}
+	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	n, err := f.Size()
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, n)
+	if _, err := f.ReadAt(b, 0); err != nil && err != io.EOF {
+		return nil, err
+	}
+	return b, nil
+}

@@ -25,6 +25,7 @@ var floors = map[string]float64{
 	"auth":         2,
 	"cluster":      2, // members, shards, placement: the model brokers share
 	"cpuprofile":   2,
+	"replica":      2.5, // a shard's raft group over its segment log
 	"broker":       3,
 	"controlplane": 3,
 	"client":       3,
@@ -58,6 +59,7 @@ var forbidden = map[string][]string{
 	"ioruntime":        {"github.com/quic-go/quic-go"},
 	"fanout":           {"github.com/quic-go/quic-go"},
 	"wire":             {"github.com/quic-go/quic-go"},
+	"replica":          {"github.com/quic-go/quic-go"},
 	"segment":          {"github.com/quic-go/quic-go"},
 	"commit":           {"github.com/quic-go/quic-go"},
 }

@@ -1,0 +1,124 @@
+package replica
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Three replicas elect a leader; what it accepts is committed at the same
+// offsets on all three, byte for byte, and every replica applies the same
+// events in order. A follower refuses proposals naming the leader.
+func TestThreeReplicasCommitTheSameLog(t *testing.T) {
+	c := newCluster(t, 1, 2, 3)
+	lead := c.leader()
+	var next uint64
+	for i := range 20 {
+		first, err := c.propose(lead, fmt.Sprint("b", i), 10, AckQuorum)
+		require.NoError(t, err)
+		if i == 0 {
+			next = first
+		}
+		require.Equal(t, next, first, "batches get consecutive offsets")
+		next += 10
+	}
+	c.converged(next)
+	for id := range c.dirs {
+		r := c.rep(id)
+		require.Eventually(t, func() bool { r.mu.Lock(); defer r.mu.Unlock(); return len(r.applied) == 200 }, 5*time.Second, time.Millisecond)
+		r.mu.Lock()
+		for i, e := range r.applied {
+			require.Equal(t, fmt.Sprintf("b%d-%d", i/10, i%10), string(e.Payload))
+		}
+		r.mu.Unlock()
+	}
+	for id := range c.dirs {
+		if id != lead {
+			_, err := c.propose(id, "x", 1, AckQuorum)
+			var nl *NotLeaderError
+			require.ErrorAs(t, err, &nl)
+			require.Equal(t, lead, nl.Leader)
+		}
+	}
+}
+
+// A leader that loses its followers acks nothing more at quorum (its
+// proposals time out or fail when it steps down), while leader acks still
+// come; once healed, the group converges.
+func TestMinorityLeaderAcksNoQuorumPublish(t *testing.T) {
+	c := newCluster(t, 1, 2, 3)
+	lead := c.leader()
+	_, err := c.propose(lead, "before", 5, AckQuorum)
+	require.NoError(t, err)
+	c.partition(lead, true)
+	_, err = c.propose(lead, "cut off", 5, AckQuorum)
+	require.True(t, errors.Is(err, ErrQuorumTimeout) || errors.Is(err, ErrLeadershipLost) || isNotLeader(err), "%v", err)
+	c.partition(lead, false)
+	newLead := c.leader()
+	first, err := c.propose(newLead, "after", 5, AckQuorum)
+	require.NoError(t, err)
+	c.converged(first + 5)
+}
+
+func isNotLeader(err error) bool {
+	var nl *NotLeaderError
+	return errors.As(err, &nl)
+}
+
+// Killing the leader: another is elected and takes proposals; the old one,
+// restarted, catches up and the logs converge.
+func TestLeaderKilledAndRestarted(t *testing.T) {
+	c := newCluster(t, 1, 2, 3)
+	lead := c.leader()
+	_, err := c.propose(lead, "one", 50, AckQuorum)
+	require.NoError(t, err)
+	c.kill(lead)
+	newLead := c.leader()
+	require.NotEqual(t, lead, newLead)
+	first, err := c.propose(newLead, "two", 50, AckQuorum)
+	require.NoError(t, err)
+	c.start(lead, []uint64{1, 2, 3})
+	c.converged(first + 50)
+}
+
+// A follower down while the leader writes (and its retention drops what
+// the follower missed) comes back to a snapshot: its log restarts at the
+// leader's first retained offset, and then holds the same records.
+func TestFollowerBehindRetentionGetsASnapshot(t *testing.T) {
+	c := newClusterWith(t, 32<<10, 1, 2, 3)
+	lead := c.leader()
+	var follower uint64
+	for id := range c.dirs {
+		if id != lead {
+			follower = id
+			break
+		}
+	}
+	c.kill(follower)
+	var last uint64
+	for i := range 120 {
+		first, err := c.propose(lead, fmt.Sprint("r", i), 20, AckQuorum)
+		require.NoError(t, err)
+		last = first + 20
+	}
+	l := c.rep(lead).log
+	require.Greater(t, l.Stats().Segments, 3)
+	// Retention as the broker runs it, floored at what is committed.
+	for id := range c.dirs {
+		if r := c.rep(id); r != nil {
+			r.log.SetRetentionFloor(r.g.Status().Commit)
+			_, err := r.log.EnforceRetention(time.Now())
+			require.NoError(t, err)
+		}
+	}
+	require.Positive(t, l.First())
+	c.start(follower, []uint64{1, 2, 3})
+	c.converged(0)
+	got := c.records(follower)
+	require.Equal(t, l.First(), got[0].Offset, "the follower's log starts where the leader's does")
+	require.Equal(t, last, got[len(got)-1].Offset+1)
+}
+

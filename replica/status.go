@@ -1,0 +1,54 @@
+package replica
+
+import "go.etcd.io/raft/v3"
+
+// Status is a snapshot of a replica for metrics and stats.
+type Status struct {
+	ID     uint64
+	Role   string // leader, follower, candidate, pre-candidate
+	Term   uint64
+	Leader uint64 // 0: none known
+	// Commit is the last committed index (= offset + 1); Applied the last
+	// told to Apply; LastIndex the last in the log.
+	Commit, Applied, LastIndex uint64
+	// Match is, on a leader, each replica's highest index known to be in
+	// its log (itself included).
+	Match map[uint64]uint64
+	// Failed is the storage failure that stopped the replica, "" if none.
+	Failed string
+}
+
+// Status returns the replica's last published state (it is refreshed at
+// every round of the group's goroutine).
+func (g *Group) Status() Status { return *g.status.Load() }
+
+// Leader is the leader this replica knows of (0: none) and its term.
+func (g *Group) Leader() (id, term uint64) {
+	s := g.status.Load()
+	return s.Leader, s.Term
+}
+
+func (g *Group) publishStatus() {
+	bs := g.rn.BasicStatus()
+	s := &Status{ID: g.cfg.ID, Role: roleName(bs.RaftState), Term: bs.GetTerm(), Leader: bs.Lead,
+		Commit: bs.GetCommit(), Applied: g.applied, LastIndex: g.st.lastIndex()}
+	if g.leader && g.progress != nil {
+		s.Match = g.progress
+	}
+	if g.failed != nil {
+		s.Failed = g.failed.Error()
+	}
+	g.status.Store(s)
+}
+
+func roleName(s raft.StateType) string {
+	switch s {
+	case raft.StateLeader:
+		return "leader"
+	case raft.StateCandidate:
+		return "candidate"
+	case raft.StatePreCandidate:
+		return "pre-candidate"
+	}
+	return "follower"
+}

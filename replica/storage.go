@@ -1,0 +1,114 @@
+package replica
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/felixmq/felix/segment"
+)
+
+// storage is raft's view of the replica: the log (index i is offset i-1)
+// and the state. raft calls it on the group's goroutine, which also
+// appends; mu guards st for the accessors other goroutines use (Status).
+type storage struct {
+	log *segment.Log
+	mu  sync.Mutex
+	st  *state
+}
+
+var _ raft.Storage = (*storage)(nil)
+
+func (s *storage) InitialState() (*pb.HardState, *pb.ConfState, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return proto.Clone(s.st.hs).(*pb.HardState), proto.Clone(s.st.cs).(*pb.ConfState), nil
+}
+
+// Entries reads [lo, hi) from the log, at least one entry and otherwise at
+// most maxSize bytes of entries.
+func (s *storage) Entries(lo, hi, maxSize uint64) ([]*pb.Entry, error) {
+	first, last := s.firstIndex(), s.lastIndex()
+	switch {
+	case lo < first:
+		return nil, raft.ErrCompacted
+	case hi > last+1:
+		return nil, fmt.Errorf("%w: entries [%d, %d) past the last index %d", raft.ErrUnavailable, lo, hi, last)
+	case lo >= hi:
+		return nil, nil
+	}
+	r, err := s.log.NewReader(lo - 1)
+	var te *segment.TrimmedError
+	if errors.As(err, &te) {
+		return nil, raft.ErrCompacted
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	var out []*pb.Entry
+	size := uint64(0)
+	for i := lo; i < hi; i++ {
+		rec, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%w: entry %d", raft.ErrUnavailable, i)
+		}
+		if err != nil {
+			return nil, err
+		}
+		e, err := entryOf(rec, s.termAt(i))
+		if err != nil {
+			return nil, err
+		}
+		size += uint64(proto.Size(e))
+		if len(out) > 0 && size > maxSize {
+			break
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+func (s *storage) Term(i uint64) (uint64, error) {
+	first, last := s.firstIndex(), s.lastIndex()
+	switch {
+	case i+1 < first:
+		return 0, raft.ErrCompacted
+	case i > last:
+		return 0, raft.ErrUnavailable
+	}
+	return s.termAt(i), nil
+}
+
+func (s *storage) LastIndex() (uint64, error)  { return s.lastIndex(), nil }
+func (s *storage) FirstIndex() (uint64, error) { return s.firstIndex(), nil }
+
+func (s *storage) lastIndex() uint64  { return s.log.Next() }
+func (s *storage) firstIndex() uint64 { return s.log.First() + 1 }
+
+func (s *storage) termAt(i uint64) uint64 {
+	if i == 0 {
+		return 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.st.termAt(i)
+}
+
+// Snapshot is where the log starts: a snapshot of no data at the entry
+// before the first retained one, with the membership. A follower that
+// needs it starts its log there (doc.go).
+func (s *storage) Snapshot() (*pb.Snapshot, error) {
+	i := s.firstIndex() - 1
+	t := s.termAt(i)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return &pb.Snapshot{Metadata: &pb.SnapshotMetadata{
+		Index: proto.Uint64(i), Term: proto.Uint64(t), ConfState: proto.Clone(s.st.cs).(*pb.ConfState),
+	}}, nil
+}
