@@ -121,4 +121,3 @@ func TestFollowerBehindRetentionGetsASnapshot(t *testing.T) {
 	require.Equal(t, l.First(), got[0].Offset, "the follower's log starts where the leader's does")
 	require.Equal(t, last, got[len(got)-1].Offset+1)
 }
-

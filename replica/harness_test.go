@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	pb "go.etcd.io/raft/v3/raftpb"
 	"github.com/stretchr/testify/require"
+	pb "go.etcd.io/raft/v3/raftpb"
 
 	"github.com/felixmq/felix/segment"
 )
