@@ -61,6 +61,11 @@ const (
 	// refuses queue_consume on a stream of more than one shard to a peer
 	// without it: such a client would drop the shard and could never ack.
 	CapQueueShards Flags = 0x2000 << capsShift
+	// CapRaft marks a broker's replication stream: after auth (with a node
+	// credential, and CapForwarded) the stream carries only RaftBatch
+	// frames (raft.go) to the replicas on the receiving broker. Like
+	// CapForwarded it is not in KnownCapabilities; brokers advertise it.
+	CapRaft Flags = 0x4000 << capsShift
 
 	// CapOwner is FlagAckOwner offered: the peer decodes owner-naming acks
 	// (binary 0x0090, the owner fields of publish_ok / publish_error /
