@@ -10,18 +10,30 @@
 // balanced by shard count (max-min <= 1 over live members when nothing
 // pins), then by the members' reported load where counts leave a choice,
 // stable across restarts and minimal movement when a member joins or
-// leaves (load never moves a shard by itself). A durable shard stays with its owner while that owner is
-// absent (its data is on that broker's disk; no replication): publishes to
-// it fail with "owner unavailable" until it returns.
+// leaves (load never moves a shard by itself). A durable shard stays with
+// its owner while that owner is absent (its data is on that broker's
+// disk): publishes to it fail with "owner unavailable" until it returns.
+// A replicated shard (ShardSpec.Replicas > 1) is assigned a replica set
+// instead: that many distinct members, spread across zones, balanced by the
+// shard copies each member holds, its first member (the preferred leader)
+// chosen so that preferred leaderships balance; once chosen, the set stays
+// as it is, absent members included.
 package cluster
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Member is one broker of the cluster.
 type Member struct {
 	ID        string `json:"id"`
 	QUICAddr  string `json:"quic_addr"`
 	AdminAddr string `json:"admin_addr,omitempty"`
+	// Zone is the failure domain the broker runs in (a rack, an
+	// availability zone); a replicated shard's replicas spread across
+	// zones. Empty: none given (all such members count as one zone).
+	Zone string `json:"zone,omitempty"`
 	// Live is false for an owner of durable shards whose lease lapsed.
 	Live bool `json:"live"`
 }
@@ -45,11 +57,26 @@ type ShardLoad struct {
 	BytesPerSec int64 `json:"bytes_per_s"`
 }
 
-// Assignment gives one shard its owner (a Member.ID).
+// Assignment gives one shard its owner (a Member.ID) and, for a
+// replicated shard, its replicas.
 type Assignment struct {
 	Shard
+	// Owner is the member that serves the shard; for a replicated shard,
+	// Replicas[0] (readers that know no replication route to it).
 	Owner   string `json:"owner"`
 	Durable bool   `json:"durable,omitempty"`
+	// Replicas are the member IDs of a replicated shard's raft group, the
+	// preferred leader first; empty for a shard that is not replicated.
+	// Raft, not this list, decides which replica leads at any moment.
+	Replicas []string `json:"replicas,omitempty"`
+}
+
+// Replicated reports whether a is a replicated shard's assignment.
+func (a Assignment) Replicated() bool { return len(a.Replicas) > 0 }
+
+// Equal reports whether a and b assign the same shard alike.
+func (a Assignment) Equal(b Assignment) bool {
+	return a.Shard == b.Shard && a.Owner == b.Owner && a.Durable == b.Durable && slices.Equal(a.Replicas, b.Replicas)
 }
 
 // Placement is the whole cluster's shard ownership at one version. Version

@@ -11,6 +11,7 @@ type Index struct {
 	shards  map[Shard]int  // shard -> position in Assignments
 	members map[string]int // member ID -> position in Members
 	owned   map[string][]Shard
+	hosted  map[string][]Shard // member ID -> replicated shards it is a replica of
 }
 
 // NewIndex indexes p (it keeps p's slices).
@@ -20,6 +21,7 @@ func NewIndex(p Placement) *Index {
 		shards:    make(map[Shard]int, len(p.Assignments)),
 		members:   make(map[string]int, len(p.Members)),
 		owned:     map[string][]Shard{},
+		hosted:    map[string][]Shard{},
 	}
 	for i, m := range p.Members {
 		x.members[m.ID] = i
@@ -27,6 +29,9 @@ func NewIndex(p Placement) *Index {
 	for i, a := range p.Assignments {
 		x.shards[a.Shard] = i
 		x.owned[a.Owner] = append(x.owned[a.Owner], a.Shard)
+		for _, id := range a.Replicas {
+			x.hosted[id] = append(x.hosted[id], a.Shard)
+		}
 	}
 	return x
 }
@@ -70,8 +75,33 @@ func (x *Index) Member(id string) (Member, bool) {
 // belongs to the index: do not modify it.
 func (x *Index) Owned(id string) []Shard { return x.owned[id] }
 
+// Replicas returns the members of s's replica set, the preferred leader
+// first: nil when s is unassigned or not replicated. A replica that is not
+// in Members comes back as Member{ID: id} (Live false), as Owner's does.
+func (x *Index) Replicas(s Shard) []Member {
+	i, ok := x.shards[s]
+	if !ok || !x.Assignments[i].Replicated() {
+		return nil
+	}
+	ids := x.Assignments[i].Replicas
+	out := make([]Member, len(ids))
+	for k, id := range ids {
+		if j, ok := x.members[id]; ok {
+			out[k] = x.Members[j]
+		} else {
+			out[k] = Member{ID: id}
+		}
+	}
+	return out
+}
+
+// ReplicaOf returns the replicated shards whose replica sets hold member
+// id, in Assignments order (Owned lists the preferred leader's among
+// them too). The slice belongs to the index: do not modify it.
+func (x *Index) ReplicaOf(id string) []Shard { return x.hosted[id] }
+
 // SameAs reports whether p and q place the same shards on the same members
 // with the same addresses and liveness, whatever their versions.
 func (p Placement) SameAs(q Placement) bool {
-	return slices.Equal(p.Members, q.Members) && slices.Equal(p.Assignments, q.Assignments)
+	return slices.Equal(p.Members, q.Members) && slices.EqualFunc(p.Assignments, q.Assignments, Assignment.Equal)
 }

@@ -12,11 +12,19 @@ import (
 // Load is the shard's observed publish rate in bytes/s as its owner last
 // reported it (0: unknown or idle). It only breaks ties that shard counts
 // leave open (see Place); it never makes a shard move by itself.
+//
+// Replicas is the stream's replication factor: above 1, the shard is
+// placed on that many members (a replica set) instead of one owner; 0 and
+// 1 mean not replicated. The control plane allows it for durable streams
+// only.
 type ShardSpec struct {
 	Shard
-	Durable bool
-	Load    int64
+	Durable  bool
+	Load     int64
+	Replicas int
 }
+
+func (sp ShardSpec) replicated() bool { return sp.Replicas > 1 }
 
 // Place computes the placement of shards over the live members, starting
 // from prev. It is pure and deterministic: equal inputs (in any order)
@@ -26,106 +34,161 @@ type ShardSpec struct {
 //
 // Rules, in order:
 //  1. A durable shard that has an owner in prev keeps it, live or not: its
-//     data is on that broker's disk and there is no replication. An owner
-//     that is not in members stays in the result's Members with Live=false
-//     (its address from prev), and publishes to its shards fail with
-//     "owner unavailable" until it registers again.
-//  2. Every other shard (ephemeral, or durable and never placed) goes to a
+//     data is on that broker's disk. An owner that is not in members stays
+//     in the result's Members with Live=false (its address from prev), and
+//     publishes to its shards fail with "owner unavailable" until it
+//     registers again. Likewise a replicated shard that has a replica set
+//     of its size in prev keeps the set as it is: its members hold its
+//     data, and raft serves it while a majority is up (replacing a member
+//     for good is not placement's job). Its absent members stay in
+//     Members with Live=false.
+//  2. A replicated shard without a set gets Replicas distinct live
+//     members (see chooseReplicas: zones first, then the fewest shard
+//     copies, where an owned shard and a replica count one each), its
+//     preferred leader first; with fewer live members it stays
+//     unassigned. New sets are chosen before the single-owner shards are
+//     balanced, and then count as pinned shards there (rule 3).
+//  3. Every other shard (ephemeral, or durable and never placed) goes to a
 //     live member. Shard counts are balanced by water-filling over the
-//     pinned counts: max-min <= 1 over live members when nothing is pinned;
-//     otherwise a member above min+1 holds only pinned shards.
-//  3. Movement is minimal: an ephemeral shard keeps its live previous
+//     pinned counts (durable owners and replicas): max-min <= 1 over live
+//     members when nothing is pinned; otherwise a member above min+1 holds
+//     only pinned shards.
+//  4. Movement is minimal: an ephemeral shard keeps its live previous
 //     owner unless that owner is above its balanced count; the +1
 //     remainders go to the members that already hold the most, so a leave
 //     moves only the leaver's shards and a join moves only as many shards
 //     as the newcomer's share.
-//  4. Load (ShardSpec.Load; a member's load is the sum over the shards it
-//     holds) decides only what rules 2 and 3 leave open: among members
-//     that hold equally many, the least loaded gets a +1 remainder; and the
-//     shards that must be dealt (new, or of a departed member) go heaviest
-//     first, each to the least-loaded member still short of its count.
-//     Shards of unknown load (0) are then dealt round-robin, starting at
-//     the least-loaded member, so one new stream spreads over the members.
-//     A placement is a fixed point whatever the loads: recomputing it with
+//  5. Load (ShardSpec.Load; a member's load is the sum over the shards it
+//     holds, a replicated shard's counting at each of its replicas)
+//     decides only what rules 3 and 4 leave open: among members that hold
+//     equally many, the least loaded gets a +1 remainder; and the shards
+//     that must be dealt (new, or of a departed member) go heaviest first,
+//     each to the least-loaded member still short of its count. Shards of
+//     unknown load (0) are then dealt round-robin, starting at the
+//     least-loaded member, so one new stream spreads over the members. A
+//     placement is a fixed point whatever the loads: recomputing it with
 //     the same members and shards moves nothing.
 //
 // With no live member, shards without a pinned owner are left unassigned.
 func Place(prev Placement, members []Member, shards []ShardSpec) Placement {
-	live := liveMembers(members)
-	known := map[string]Member{}
-	for _, m := range prev.Members {
-		known[m.ID] = m
-	}
-	prevOwner := make(map[Shard]string, len(prev.Assignments))
-	for _, a := range prev.Assignments {
-		prevOwner[a.Shard] = a.Owner
-	}
-	specs := sortedSpecs(shards)
-
-	out := Placement{Version: prev.Version}
-	pinned := map[string]int{}       // live member -> durable shards it keeps
-	load := map[string]int64{}       // live member -> load of what it holds
-	kept := map[string][]ShardSpec{} // live member -> movable shards it held
-	absent := map[string]Member{}
-	var pool []ShardSpec
-	for _, sp := range specs {
-		owner, had := prevOwner[sp.Shard]
-		_, isLive := live.index[owner]
+	st := newPlaceState(prev, members)
+	var pool, fresh []ShardSpec
+	for _, sp := range sortedSpecs(shards) {
+		a, had := st.prev[sp.Shard]
+		_, ownerLive := st.live.index[a.Owner]
 		switch {
+		case sp.replicated() && had && len(a.Replicas) == sp.Replicas:
+			st.pin(Assignment{Shard: sp.Shard, Owner: a.Replicas[0], Durable: sp.Durable, Replicas: slices.Clone(a.Replicas)}, sp.Load)
+		case sp.replicated():
+			fresh = append(fresh, sp)
 		case had && sp.Durable:
-			out.Assignments = append(out.Assignments, Assignment{Shard: sp.Shard, Owner: owner, Durable: true})
-			if isLive {
-				pinned[owner]++
-				load[owner] += sp.Load
-			} else if _, seen := absent[owner]; !seen {
-				m, ok := known[owner]
-				if !ok {
-					m = Member{ID: owner}
-				}
-				m.Live = false
-				absent[owner] = m
-			}
-		case had && isLive:
-			kept[owner] = append(kept[owner], sp)
-			load[owner] += sp.Load
+			st.pin(Assignment{Shard: sp.Shard, Owner: a.Owner, Durable: true}, sp.Load)
+		case had && ownerLive:
+			st.kept[a.Owner] = append(st.kept[a.Owner], sp)
+			st.load[a.Owner] += sp.Load
 		default:
 			pool = append(pool, sp)
 		}
 	}
-
-	if len(live.list) > 0 {
-		movable := len(pool)
-		for _, ks := range kept {
-			movable += len(ks)
+	for _, sp := range fresh {
+		if set := st.chooseReplicas(sp.Replicas); set != nil {
+			st.pin(Assignment{Shard: sp.Shard, Owner: set[0], Durable: sp.Durable, Replicas: set}, sp.Load)
 		}
-		targets := waterFill(live.list, pinned, kept, load, movable)
-		// Members above their target release their last shards (in shard
-		// order) to the pool.
-		for _, m := range live.list {
-			ks := kept[m.ID]
-			if n := targets[m.ID] - pinned[m.ID]; len(ks) > n {
-				for _, sp := range ks[n:] {
-					load[m.ID] -= sp.Load
-				}
-				pool = append(pool, ks[n:]...)
-				kept[m.ID] = ks[:n]
-			}
-			for _, sp := range kept[m.ID] {
-				out.Assignments = append(out.Assignments, Assignment{Shard: sp.Shard, Owner: m.ID, Durable: sp.Durable})
-			}
-		}
-		out.Assignments = append(out.Assignments, deal(pool, live.list, load, func(m Member) int {
-			return targets[m.ID] - pinned[m.ID] - len(kept[m.ID])
-		})...)
+	}
+	if len(st.live.list) > 0 {
+		st.balance(pool)
 	}
 
-	out.Members = append(out.Members, live.list...)
-	for _, m := range absent {
+	out := Placement{Version: prev.Version, Assignments: st.out}
+	out.Members = append(out.Members, st.live.list...)
+	for _, m := range st.absent {
 		out.Members = append(out.Members, m)
 	}
 	slices.SortFunc(out.Members, func(a, b Member) int { return strings.Compare(a.ID, b.ID) })
 	slices.SortFunc(out.Assignments, func(a, b Assignment) int { return compareShards(a.Shard, b.Shard) })
 	return out
+}
+
+// placeState is what Place accumulates while it assigns.
+type placeState struct {
+	live    memberSet
+	known   map[string]Member // prev's members, for absent members' addresses
+	prev    map[Shard]Assignment
+	out     []Assignment
+	pinned  map[string]int         // live member -> shard copies it keeps (durable owners, replicas)
+	leaders map[string]int         // member -> replica sets it is the preferred leader of
+	load    map[string]int64       // live member -> load of what it holds
+	kept    map[string][]ShardSpec // live member -> movable shards it held
+	absent  map[string]Member
+}
+
+func newPlaceState(prev Placement, members []Member) *placeState {
+	st := &placeState{
+		live: liveMembers(members), known: map[string]Member{}, prev: make(map[Shard]Assignment, len(prev.Assignments)),
+		pinned: map[string]int{}, leaders: map[string]int{}, load: map[string]int64{}, kept: map[string][]ShardSpec{},
+		absent: map[string]Member{},
+	}
+	for _, m := range prev.Members {
+		st.known[m.ID] = m
+	}
+	for _, a := range prev.Assignments {
+		st.prev[a.Shard] = a
+	}
+	return st
+}
+
+// pin assigns a shard that does not move: a durable owner's or a replica
+// set's. Its members count it as pinned; absent ones are listed with
+// Live=false.
+func (st *placeState) pin(a Assignment, load int64) {
+	st.out = append(st.out, a)
+	holders := a.Replicas
+	if !a.Replicated() {
+		holders = []string{a.Owner}
+	} else {
+		st.leaders[a.Owner]++
+	}
+	for _, id := range holders {
+		if _, isLive := st.live.index[id]; isLive {
+			st.pinned[id]++
+			st.load[id] += load
+		} else if _, seen := st.absent[id]; !seen {
+			m, ok := st.known[id]
+			if !ok {
+				m = Member{ID: id}
+			}
+			m.Live = false
+			st.absent[id] = m
+		}
+	}
+}
+
+// balance assigns the movable shards (those kept from prev and the pool)
+// over the live members, around the pinned ones.
+func (st *placeState) balance(pool []ShardSpec) {
+	movable := len(pool)
+	for _, ks := range st.kept {
+		movable += len(ks)
+	}
+	targets := waterFill(st.live.list, st.pinned, st.kept, st.load, movable)
+	// Members above their target release their last shards (in shard
+	// order) to the pool.
+	for _, m := range st.live.list {
+		ks := st.kept[m.ID]
+		if n := targets[m.ID] - st.pinned[m.ID]; len(ks) > n {
+			for _, sp := range ks[n:] {
+				st.load[m.ID] -= sp.Load
+			}
+			pool = append(pool, ks[n:]...)
+			st.kept[m.ID] = ks[:n]
+		}
+		for _, sp := range st.kept[m.ID] {
+			st.out = append(st.out, Assignment{Shard: sp.Shard, Owner: m.ID, Durable: sp.Durable})
+		}
+	}
+	st.out = append(st.out, deal(pool, st.live.list, st.load, func(m Member) int {
+		return targets[m.ID] - st.pinned[m.ID] - len(st.kept[m.ID])
+	})...)
 }
 
 // deal gives the pool's shards to the members that are short of their
@@ -251,7 +314,8 @@ func liveMembers(members []Member) memberSet {
 }
 
 // sortedSpecs returns the shards sorted, without duplicates (durable wins
-// if a shard is listed both ways, then the highest load).
+// if a shard is listed both ways, then the highest load, then the most
+// replicas).
 func sortedSpecs(shards []ShardSpec) []ShardSpec {
 	out := slices.Clone(shards)
 	slices.SortFunc(out, func(a, b ShardSpec) int {
@@ -264,7 +328,7 @@ func sortedSpecs(shards []ShardSpec) []ShardSpec {
 			}
 			return 1
 		}
-		return cmp.Compare(b.Load, a.Load)
+		return cmp.Or(cmp.Compare(b.Load, a.Load), cmp.Compare(b.Replicas, a.Replicas))
 	})
 	return slices.CompactFunc(out, func(a, b ShardSpec) bool { return a.Shard == b.Shard })
 }
