@@ -216,6 +216,9 @@ type ShardStats struct {
 	// Commit is the group-commit account of a durable shard; absent for an
 	// ephemeral one.
 	Commit *CommitStats `json:"commit,omitempty"`
+	// Replica is this broker's replica of a replicated shard; absent
+	// otherwise.
+	Replica *ReplicaStats `json:"replica,omitempty"`
 }
 
 // ConnectionStats is one client connection with quic-go's statistics.
@@ -271,6 +274,9 @@ func (b *Broker) Stats() Stats {
 			shs := ShardStats{Shard: sh.id, NextOffset: next, FirstOffset: first, Subscribers: subs}
 			if d := sh.durable(); d != nil {
 				shs.Commit = commitStats(d.seq.Stats())
+			}
+			if r := sh.rep.Load(); r != nil {
+				shs.Replica = r.stats()
 			}
 			ss.Shards = append(ss.Shards, shs)
 		}

@@ -31,6 +31,7 @@ type Broker struct {
 	metrics  *metrics
 	rosters  rosterSet
 	groups   groupSet
+	raft     *raftHost // replicated shards' groups and transport (raft.go)
 
 	placement  atomic.Pointer[placementView] // nil: single-broker mode (cluster.go)
 	load       loadMeter                     // load.go
@@ -98,6 +99,7 @@ func New(cfg Config) (*Broker, error) {
 	b.mu.perSource = map[netip.Addr]int{}
 	b.load.at = time.Now()
 	b.metrics = newMetrics(b) // before the catalog: reopening it may count corruption
+	b.raft = newRaftHost(b)
 	b.streams = newRegistry(func(st *stream, id int) (*shard, error) { return newShard(b, st, id) }, b.metrics.streams)
 	b.caches = newCacheRegistry()
 	if cfg.DataDir != "" {
@@ -116,6 +118,9 @@ func New(cfg Config) (*Broker, error) {
 // durable stream opens (or recovers) its shard logs and is recorded in the
 // data directory's catalog, so a restarted broker reopens it.
 func (b *Broker) CreateStream(spec StreamSpec) error {
+	if spec.replicated() && b.cfg.NodeID == "" {
+		return fmt.Errorf("%w: replicas %d: replicated streams need cluster mode (FELIX_NODE_ID and a control plane)", ErrInvalidStream, spec.Replicas)
+	}
 	b.catalogMu.Lock()
 	defer b.catalogMu.Unlock()
 	// A creation that fails part-way (a shard that cannot open, no space,
@@ -145,6 +150,7 @@ func (b *Broker) CreateStream(spec StreamSpec) error {
 			return fmt.Errorf("broker: recording durable stream %s: %w", spec.StreamKey, err)
 		}
 	}
+	b.openReplicasOf(st)
 	b.log.Info("stream created", "stream", spec.String(), "shards", spec.Shards, "durable", spec.Durable, "fsync", st.spec.Fsync)
 	return nil
 }
@@ -377,6 +383,7 @@ func (b *Broker) Close() error {
 
 // closeShardsNow closes the shards opened so far (a failed New).
 func (b *Broker) closeShardsNow() {
+	defer b.raft.close()
 	for _, st := range b.streams.list() {
 		for _, sh := range st.shards {
 			sh.close()
@@ -403,6 +410,7 @@ func (b *Broker) closeShards() error {
 		for _, c := range b.caches.list() {
 			errs = append(errs, c.close())
 		}
+		b.raft.close()
 		b.closeErr = errors.Join(errs...)
 	})
 	return b.closeErr
@@ -421,11 +429,7 @@ func (b *Broker) retentionLoop() {
 		case now := <-t.C:
 			for _, st := range b.streams.list() {
 				for _, sh := range st.shards {
-					d := sh.durable()
-					if d == nil {
-						continue
-					}
-					if n, err := d.enforceRetention(now); err != nil {
+					if n, err := sh.enforceRetention(now); err != nil {
 						b.log.Error("retention failed", "stream", st.spec.String(), "shard", sh.id, "err", err)
 					} else if n > 0 {
 						b.log.Info("retention removed segments", "stream", st.spec.String(), "shard", sh.id, "segments", n)

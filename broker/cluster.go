@@ -52,6 +52,12 @@ type route struct {
 	member cluster.Member
 	owner  wire.Owner // what acks and refusals carry
 	shard  cluster.Shard
+	// replicas is a replicated shard's replica set, the preferred leader
+	// first (nil for other shards): raft decides the owner of the moment,
+	// so routeOf resolves such a route per request (leaderRoute), and
+	// member is the preferred leader. holds: one replica is this broker's.
+	replicas []cluster.Member
+	holds    bool
 }
 
 // placementView is a placement indexed for the publish path: per stream, a
@@ -90,6 +96,20 @@ func newPlacementView(p *cluster.Placement, self string) *placementView {
 			self: a.Owner == self, live: known && m.Live, member: m, shard: a.Shard,
 			owner: wire.Owner{ID: m.ID, Addr: m.QUICAddr, Generation: uint64(max(p.Version, 0))},
 		}
+		if a.Replicated() {
+			r.self = false
+			for _, id := range a.Replicas {
+				rm, ok := members[id]
+				if !ok {
+					rm = cluster.Member{ID: id}
+				}
+				r.replicas = append(r.replicas, rm)
+				r.holds = r.holds || id == self
+			}
+			if r.holds {
+				v.owned++
+			}
+		}
 		if r.self {
 			r.live = true
 			v.owned++
@@ -116,6 +136,7 @@ func (b *Broker) SetPlacement(p *cluster.Placement) {
 		return
 	}
 	v := newPlacementView(p, b.cfg.NodeID)
+	b.raft.setMembers(p.Members)
 	b.takeOwned(b.placement.Load(), v)
 	b.placement.Store(v)
 	b.log.Info("placement applied", "version", v.version, "node", b.cfg.NodeID, "shards_owned", v.owned)
@@ -143,6 +164,9 @@ func (b *Broker) takeOwned(prev, v *placementView) {
 			continue
 		}
 		for i, r := range rs {
+			if r != nil && r.holds && i < len(st.shards) {
+				b.openReplica(st.shards[i], r)
+			}
 			if r == nil || !r.self || i >= len(st.shards) {
 				continue
 			}
@@ -199,6 +223,9 @@ func (b *Broker) routeOf(k StreamKey, idx int) (*route, error) {
 	pv := b.placement.Load()
 	if pv != nil {
 		if r := pv.lookup(k, idx); r != nil {
+			if r.replicas != nil {
+				return b.leaderRoute(k, idx, r)
+			}
 			return r, nil
 		}
 	}
@@ -249,6 +276,9 @@ func (p *publisher) forward(r *route, payloads [][]byte, acked bool, done func(p
 		}
 		res := r.result(offset)
 		res.noOffset = !known
+		if r.replicas != nil {
+			res.owner = b.learnLeader(r, err)
+		}
 		done(res, err)
 		b.inflight.Add(-1)
 	})

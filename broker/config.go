@@ -175,6 +175,17 @@ type Config struct {
 	// series, whole, in registration order, while their shards fit. 0
 	// means 1024; negative means none.
 	MetricsShardSeries int
+	// RaftDialer opens replication streams to other brokers (cluster mode
+	// with replicated streams); nil: this broker holds no replica.
+	RaftDialer RaftDialer
+	// RaftTick is the period of the one ticker that drives every raft
+	// group (0: 100 ms); RaftElectionTicks and RaftHeartbeatTicks are
+	// raft's timeouts in ticks (0: 10 and 1, a 1 s election timeout).
+	RaftTick                              time.Duration
+	RaftElectionTicks, RaftHeartbeatTicks int
+	// QuorumTimeout fails a quorum publish not committed in that long with
+	// quorum_timeout (0: 5 s).
+	QuorumTimeout time.Duration
 	// Logger receives the broker's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -258,6 +269,18 @@ func (c Config) withDefaults() Config {
 	if c.RetentionInterval == 0 {
 		c.RetentionInterval = time.Minute
 	}
+	if c.RaftTick == 0 {
+		c.RaftTick = 100 * time.Millisecond
+	}
+	if c.RaftElectionTicks == 0 {
+		c.RaftElectionTicks = 10
+	}
+	if c.RaftHeartbeatTicks == 0 {
+		c.RaftHeartbeatTicks = 1
+	}
+	if c.QuorumTimeout == 0 {
+		c.QuorumTimeout = 5 * time.Second
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -285,6 +308,10 @@ func (c Config) validate() error {
 	if c.AdmitTimeout < 0 || c.MaxSubscriptionsPerConn < 0 || c.MaxConnections < 0 || c.AuthTimeout < 0 || c.SlowConsumerTimeout < 0 ||
 		c.PreAuthMaxStreams < 0 || c.FrameBufferBytes < 0 || c.MaxConnectionsPerSource < 0 || c.TenantDurableBytes < 0 {
 		return fmt.Errorf("%w: negative limit", ErrInvalidConfig)
+	}
+	if c.RaftElectionTicks <= c.RaftHeartbeatTicks || c.RaftHeartbeatTicks < 1 {
+		return fmt.Errorf("%w: raft election ticks (%d) must exceed heartbeat ticks (%d), which must be at least 1",
+			ErrInvalidConfig, c.RaftElectionTicks, c.RaftHeartbeatTicks)
 	}
 	return nil
 }

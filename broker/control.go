@@ -17,8 +17,9 @@ import (
 
 // ServerFlags are the frame flags and capabilities this broker advertises
 // in auth_ok; with wire.CapForwarded it tells a forwarding broker that
-// forwarded publishes are never forwarded again.
-const ServerFlags = wire.KnownCapabilities | wire.CapForwarded
+// forwarded publishes are never forwarded again, with wire.CapRaft that it
+// takes replication streams.
+const ServerFlags = wire.KnownCapabilities | wire.CapForwarded | wire.CapRaft
 
 // ServerFeatures are the published feature bits this broker advertises:
 // producer_init and idempotent publishes, typed errors, sequence_reused,
@@ -64,6 +65,13 @@ func (ct *control) serve() {
 	defer func() { ct.stopExpiry(); ct.fr.Release() }()
 	authed := ct.authenticate()
 	ct.c.releasePreAuthSlot()
+	if authed && wire.Supports(ct.peer, wire.CapRaft) {
+		ct.serveRaft()
+		ct.out.close()
+		ct.str.CancelRead(0)
+		ct.str.Close()
+		return
+	}
 	if authed && ct.loop() {
 		// The client finished its side (or a one-shot request was
 		// answered): flush replies, then finish ours.

@@ -61,7 +61,7 @@ func (ct *control) groupShard(st *stream, shard uint32, group string) (*groupSha
 func (ct *control) openGroupShard(st *stream, shard uint32, group string) (*groupShard, error) {
 	// Open (and recover) the log here, not under the broker-wide group
 	// set's lock in openGroup, which every ack takes.
-	if _, err := st.shards[shard].ensureDurable(); err != nil {
+	if _, err := st.shards[shard].readLog(); err != nil {
 		return nil, fmt.Errorf("queue: %w", err)
 	}
 	k := groupKey{stream: st.spec.StreamKey, shard: shard, group: group}

@@ -162,6 +162,23 @@ func (d *durable) enforceRetention(now time.Time) (int, error) {
 	return n, err
 }
 
+// enforceRetention applies the retention bounds of a durable shard's log
+// (its own or its replica's); 0 for a shard without one here.
+func (sh *shard) enforceRetention(now time.Time) (int, error) {
+	if d := sh.durable(); d != nil {
+		return d.enforceRetention(now)
+	}
+	if r := sh.rep.Load(); r != nil {
+		// The floor (SetRetentionFloor) keeps what is not committed yet.
+		n, err := r.log.EnforceRetention(now)
+		if n > 0 {
+			sh.idem.forgetBelow(r.log.First())
+		}
+		return n, err
+	}
+	return 0, nil
+}
+
 // afterCommitted calls done once everything appended so far is committed
 // per the fsync mode (an empty reservation at the tail, behind every
 // batch already reserved), or with the sequencer's error.

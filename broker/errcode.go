@@ -52,6 +52,8 @@ var sentinelCodes = []struct {
 	{ErrStreamNotFound, wire.CodeNotFound, ""},
 	{ErrCacheNotFound, wire.CodeNotFound, ""},
 	{ErrNotOwner, wire.CodeNotLeader, ""},
+	{ErrLeadershipLost, wire.CodeLeadershipLost, ""},
+	{ErrQuorumTimeout, wire.CodeQuorumTimeout, ""},
 	{ErrUnacknowledged, wire.CodeUnacknowledged, ""},
 	{ErrOwnerUnavailable, wire.CodeShardUnavailable, "owner_unavailable"},
 	{ErrOverloaded, wire.CodeOverloaded, "publish_queue_full"},

@@ -151,6 +151,10 @@ func (c *groupMember) encode(readers []*segment.Reader, taken []takenRec, wbuf [
 		i := c.groupIndex(t.shard)
 		g := c.groups[i]
 		payload, err := readRecord(g, &readers[i], t.offset)
+		if errors.Is(err, errNotEvent) {
+			g.ack([]uint64{t.offset}, nil) // a replica's term start: nobody's message
+			continue
+		}
 		if errors.Is(err, segment.ErrTrimmed) {
 			// Retention removed it before the group got to it: nothing
 			// can deliver it any more, so stop waiting for an ack.
@@ -177,6 +181,10 @@ func closeReaders(readers []*segment.Reader) {
 	}
 }
 
+// errNotEvent: the record at an offset is not an event (a replicated
+// shard's generation record), so no member gets it.
+var errNotEvent = errors.New("not an event")
+
 // readRecord returns the record at off of g's shard, reusing the reader for
 // consecutive offsets (the common case: new records in order).
 func readRecord(g *groupShard, r **segment.Reader, off uint64) ([]byte, error) {
@@ -185,7 +193,11 @@ func readRecord(g *groupShard, r **segment.Reader, off uint64) ([]byte, error) {
 		*r = nil
 	}
 	if *r == nil {
-		nr, err := g.sh.durable().log.NewReader(off) // openGroup opened it
+		log, err := g.sh.readLog() // openGroup opened it
+		if err != nil {
+			return nil, err
+		}
+		nr, err := log.NewReader(off)
 		if err != nil {
 			return nil, err
 		}
@@ -194,6 +206,9 @@ func readRecord(g *groupShard, r **segment.Reader, off uint64) ([]byte, error) {
 	rec, err := (*r).Next()
 	if err == nil && rec.Offset != off {
 		err = fmt.Errorf("%w: offset %d where %d was due", segment.ErrCorrupt, rec.Offset, off)
+	}
+	if err == nil && !rec.Mark.IsEvent() {
+		return nil, errNotEvent
 	}
 	if err != nil {
 		return nil, g.b.checkStorage(shardName(g.key.stream, int(g.key.shard)), off,

@@ -77,18 +77,18 @@ func openGroup(b *Broker, k groupKey, sh *shard) (*groupShard, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, err := sh.ensureDurable()
+	log, err := sh.readLog()
 	if err != nil {
 		return nil, err
 	}
 	g := &groupShard{b: b, key: k, sh: sh, path: path, fs: b.cfg.Storage.FS,
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
-	ledger, trimmed := newGroupLedger(k, st, d.log.First())
+	ledger, trimmed := newGroupLedger(k, st, log.First())
 	if trimmed {
 		// Retention removed records the group never acked: they cannot be
 		// delivered any more. Say so once and start at the oldest record.
 		b.log.Warn("queue group position below the log's retention; skipping trimmed records",
-			"stream", k.stream.String(), "shard", k.shard, "group", k.group, "committed", st.Committed, "first", d.log.First())
+			"stream", k.stream.String(), "shard", k.shard, "group", k.group, "committed", st.Committed, "first", log.First())
 	}
 	g.mu.ledger = ledger
 	g.mu.savedDelivered = ledger.delivered

@@ -70,7 +70,11 @@ func (w *eventWriter) tell(err error) error {
 // historySpan writes records from off on, up to readerSpan bytes, through
 // one log reader, and returns where it stopped.
 func (w *eventWriter) historySpan(off, to uint64) (uint64, error) {
-	r, err := w.s.sh.durable().log.NewReader(off) // attach opened it
+	log, err := w.s.sh.readLog() // attach opened it
+	if err != nil {
+		return off, err
+	}
+	r, err := log.NewReader(off)
 	if err != nil {
 		return off, err
 	}
@@ -95,10 +99,21 @@ func (w *eventWriter) historySpan(off, to uint64) (uint64, error) {
 			st := w.s.sh.st
 			return off, w.s.conn.b.checkStorage(shardName(st.spec.StreamKey, w.s.sh.id), off, fmt.Errorf("replay at offset %d: %w", off, err))
 		}
+		off++
+		if !rec.Mark.IsEvent() {
+			// A replica's record of its own (a term's start): it takes an
+			// offset but is no event. What came before it is one frame.
+			if len(batch) > 0 {
+				if err := w.appendHistoryFrame(base, batch); err != nil {
+					return off, err
+				}
+			}
+			base, size, batch = off, 0, batch[:0]
+			continue
+		}
 		batch = append(batch, rec.Payload)
 		size += len(rec.Payload)
 		span += len(rec.Payload)
-		off++
 		if len(batch) == historyFrameEvents || size >= historyFrameBytes || off == to || span >= readerSpan {
 			if err := w.appendHistoryFrame(base, batch); err != nil {
 				return off, err

@@ -44,10 +44,19 @@ func (id *idempotence) tableLocked() *producerTable {
 // rebuild fills the table from the marked batches of d's log, before the
 // shard serves anything, and lets retention prune it.
 func (id *idempotence) rebuild(sh *shard, d *durable) error {
+	if err := id.rebuildFrom(sh, d.log); err != nil {
+		return err
+	}
+	d.idem = id
+	return nil
+}
+
+// rebuildFrom fills the table from the marked batches of log.
+func (id *idempotence) rebuildFrom(sh *shard, log *segment.Log) error {
 	start := time.Now()
 	t := newProducerTable()
 	batches := 0
-	err := d.log.Batches(d.log.First(), func(b segment.MarkedBatch) bool {
+	err := log.Batches(log.First(), func(b segment.MarkedBatch) bool {
 		t.record(b.ProducerID, b.Sequence, batchRef{first: b.First, count: b.Len, held: b.Held})
 		batches++
 		return true
@@ -58,7 +67,6 @@ func (id *idempotence) rebuild(sh *shard, d *durable) error {
 	id.mu.Lock()
 	id.table = t
 	id.mu.Unlock()
-	d.idem = id
 	if batches > 0 {
 		sh.b.log.Info("producer state rebuilt from the log", "stream", sh.st.spec.String(), "shard", sh.id,
 			"batches", batches, "producers", t.len(), "took", time.Since(start))
@@ -190,6 +198,10 @@ func (sh *shard) answerDuplicate(b batchRef, a idemArgs, payloads [][]byte, done
 			msg: fmt.Sprintf("sequence %d of producer %d on shard %d was published with other data", a.sequence, a.producer, sh.id)})
 		return
 	}
+	if r := sh.rep.Load(); r != nil {
+		r.whenCommitted(b.first+uint64(b.count), func(err error) { done(b.first, err) })
+		return
+	}
 	d := sh.durable()
 	if d == nil {
 		done(b.first, nil) // an ephemeral append is complete when it returns
@@ -206,9 +218,11 @@ func (sh *shard) sameBatch(b batchRef, payloads [][]byte) (bool, error) {
 	if uint32(len(payloads)) != b.count {
 		return false, nil
 	}
-	if d := sh.durable(); d != nil {
+	if log, err := sh.readLog(); err != nil {
+		return false, err
+	} else if log != nil {
 		i, same := 0, true
-		_, err := d.log.Read(b.first, math.MaxInt, func(_ uint64, _ int64, p []byte) bool {
+		_, err := log.Read(b.first, math.MaxInt, func(_ uint64, _ int64, p []byte) bool {
 			same = same && bytes.Equal(p, payloads[i])
 			i++
 			return same && i < len(payloads)
@@ -272,7 +286,15 @@ func (p *publisher) publishIdempotent(k StreamKey, key []byte, shard int, payloa
 		}
 		res.owner = &r.owner
 	}
-	p.local(sh, res, payloads, true, done, func(admit context.Context, done func(uint64, error)) {
+	p.local(sh, res, payloads, true, func(res publishResult, err error) {
+		var nl *notLeaderError
+		if errors.As(err, &nl) {
+			// A replica that lost its leadership under the batch: the
+			// producer's own refusal, so it sends again to the leader.
+			err = nl.refusal()
+		}
+		done(res, err)
+	}, func(admit context.Context, done func(uint64, error)) {
 		sh.publishIdempotent(admit, a, payloads, done)
 	})
 	return nil

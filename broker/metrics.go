@@ -38,6 +38,7 @@ type metrics struct {
 	slowConsumers       prometheus.Counter
 	endedDroppedEvent   atomic.Uint64 // drops of subscriptions that have ended
 	cluster             clusterMetrics
+	raft                raftMetrics
 	streams             *streamSeries
 	features            featureMetrics
 }
@@ -128,6 +129,8 @@ func newMetrics(b *Broker) *metrics {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	m.reg.MustRegister(m.cluster.collectors(b)...)
+	m.raft = newRaftMetrics()
+	m.reg.MustRegister(m.raft.collectors(b)...)
 	return m
 }
 

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -167,6 +168,10 @@ func (p *publisher) local(sh *shard, res publishResult, payloads [][]byte, acked
 			st.m.ackLatency.Observe(d)
 		}
 		res.offset = base
+		var nl *notLeaderError
+		if errors.As(err, &nl) {
+			res.owner = nl.owner() // a replica's leadership moved under the publish
+		}
 		done(res, err)
 		b.inflight.Add(-1)
 	})

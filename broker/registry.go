@@ -38,7 +38,18 @@ type StreamSpec struct {
 	// created, as in the published Felix, so a key lands on the same
 	// shard there and here.
 	Routing string `json:"routing,omitempty"`
+	// Replicas is a durable stream's replication factor: 1 (or 0, the
+	// default) keeps each shard on its owner's disk; 3 or 5 make each shard
+	// a raft group over that many brokers (docs/cluster.md, "Replication").
+	Replicas int `json:"replicas,omitempty"`
+	// Ack is a replicated stream's ack mode: "quorum" (default: a majority
+	// holds the records) or "leader" (the leader does; a failover may lose
+	// what no follower had).
+	Ack string `json:"ack,omitempty"`
 }
+
+// replicated reports whether the stream's shards are raft groups.
+func (s StreamSpec) replicated() bool { return s.Replicas > 1 }
 
 // MaxShards bounds the shard count of one stream.
 const MaxShards = 1024
@@ -62,6 +73,16 @@ func (s StreamSpec) validate() error {
 		if _, err := commit.ParseMode(s.Fsync); err != nil {
 			return fmt.Errorf("%w: fsync %q: want on_commit, periodic or never", ErrInvalidStream, s.Fsync)
 		}
+	}
+	switch {
+	case s.Replicas != 0 && s.Replicas != 1 && s.Replicas != 3 && s.Replicas != 5:
+		return fmt.Errorf("%w: replicas %d: want 1, 3 or 5", ErrInvalidStream, s.Replicas)
+	case s.Replicas > 1 && !s.Durable:
+		return fmt.Errorf("%w: replicas %d: only durable streams are replicated", ErrInvalidStream, s.Replicas)
+	case s.Ack != "" && s.Ack != "leader" && s.Ack != "quorum":
+		return fmt.Errorf("%w: ack %q: want leader or quorum", ErrInvalidStream, s.Ack)
+	case s.Ack != "" && s.Replicas <= 1:
+		return fmt.Errorf("%w: ack %q applies to replicated streams (replicas 3 or 5)", ErrInvalidStream, s.Ack)
 	}
 	if _, ok := wire.ParseRouting(s.Routing); !ok {
 		return fmt.Errorf("%w: routing %q: want modulo or jump_hash", ErrInvalidStream, s.Routing)

@@ -3,12 +3,14 @@ package broker
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
 
 	"github.com/felixmq/felix/fanout"
+	"github.com/felixmq/felix/segment"
 	"github.com/felixmq/felix/wire"
 )
 
@@ -34,8 +36,11 @@ type shard struct {
 	// placement makes this broker the owner (SetPlacement, or the first
 	// use after a failed open), so that a cluster broker keeps no log for
 	// the shards other brokers own. durable and ensureDurable read it.
-	d      atomic.Pointer[durable]
-	openMu sync.Mutex // serialises opening d; closed is guarded by it
+	d atomic.Pointer[durable]
+	// rep is a replicated shard's replica on this broker (replicated.go),
+	// nil until the placement puts one here (takeOwned).
+	rep    atomic.Pointer[replicated]
+	openMu sync.Mutex // serialises opening d and rep; closed is guarded by it
 	closed bool
 	// bytesIn counts the payload bytes of accepted publishes (load.go),
 	// eventsIn their events (metrics).
@@ -65,7 +70,7 @@ func newShard(b *Broker, st *stream, id int) (*shard, error) {
 		// it: start in the current epoch (see takeOwned).
 		sh.mu.next = epochBase(pv.version)
 	}
-	if st.spec.Durable && b.cfg.NodeID == "" {
+	if st.spec.Durable && !st.spec.replicated() && b.cfg.NodeID == "" {
 		if _, err := sh.ensureDurable(); err != nil {
 			return nil, err
 		}
@@ -82,7 +87,7 @@ func (sh *shard) durable() *durable { return sh.d.Load() }
 // next offset before any publish or subscriber can use the shard (they
 // call it first).
 func (sh *shard) ensureDurable() (*durable, error) {
-	if !sh.st.spec.Durable {
+	if !sh.st.spec.Durable || sh.st.spec.replicated() {
 		return nil, nil
 	}
 	if d := sh.d.Load(); d != nil {
@@ -109,6 +114,49 @@ func (sh *shard) ensureDurable() (*durable, error) {
 	sh.mu.Unlock()
 	sh.d.Store(d)
 	return d, nil
+}
+
+// ensureReplica opens this broker's replica of a replicated shard, whose
+// replica set is peers, if it is not open yet. Its committed tail becomes
+// the shard's next offset before anyone can use it.
+func (sh *shard) ensureReplica(peers []uint64) (*replicated, error) {
+	if r := sh.rep.Load(); r != nil {
+		return r, nil
+	}
+	sh.openMu.Lock()
+	defer sh.openMu.Unlock()
+	if r := sh.rep.Load(); r != nil {
+		return r, nil
+	}
+	if sh.closed {
+		return nil, ErrDraining
+	}
+	r, err := openReplicated(sh.b, sh, peers)
+	if err != nil {
+		return nil, err
+	}
+	sh.mu.Lock()
+	sh.mu.next = max(sh.mu.next, r.group.Status().Commit)
+	sh.mu.Unlock()
+	sh.rep.Store(r)
+	return r, nil
+}
+
+// readLog is the log a durable shard's readers read: its own, or its
+// replica's; nil for an ephemeral shard. A replicated shard without a
+// replica on this broker is unavailable here.
+func (sh *shard) readLog() (*segment.Log, error) {
+	if sh.st.spec.replicated() {
+		if r := sh.rep.Load(); r != nil {
+			return r.log, nil
+		}
+		return nil, fmt.Errorf("%w: shard %s/%d has no replica on this broker", ErrOwnerUnavailable, sh.st.spec.StreamKey, sh.id)
+	}
+	d, err := sh.ensureDurable()
+	if err != nil || d == nil {
+		return nil, err
+	}
+	return d.log, nil
 }
 
 // encode lays payloads out as one shared event batch frame with a zero base
@@ -151,6 +199,17 @@ func (sh *shard) encode(payloads [][]byte) (*fanout.Buffer, error) {
 func (sh *shard) publish(admit context.Context, payloads [][]byte, hook *appendHook, done func(uint64, error)) {
 	if len(payloads) == 0 {
 		done(0, fmt.Errorf("%w: empty batch", wire.ErrMissingField))
+		return
+	}
+	if sh.st.spec.replicated() {
+		// Records reach the ring and the subscribers at commit (apply).
+		r := sh.rep.Load()
+		if r == nil {
+			_, err := sh.readLog()
+			done(0, err)
+			return
+		}
+		r.publish(payloads, hook, done)
 		return
 	}
 	buf, err := sh.encode(payloads)
@@ -275,7 +334,7 @@ func (sh *shard) admit(ctx context.Context, events int) error {
 // and ring buffers. Registration and the replay bounds are fixed under one
 // lock, so replay and the live queue meet with no gap and no duplicate.
 func (sh *shard) attach(sub *subscription, start wire.Start, hasStart bool) error {
-	d, err := sh.ensureDurable()
+	log, err := sh.readLog()
 	if err != nil {
 		return err
 	}
@@ -284,8 +343,8 @@ func (sh *shard) attach(sub *subscription, start wire.Start, hasStart bool) erro
 	next := sh.mu.next
 	ringFirst := sh.mu.ring.first(next)
 	first := ringFirst
-	if d != nil {
-		first = min(d.log.First(), ringFirst)
+	if log != nil {
+		first = min(log.First(), ringFirst)
 	}
 	from := next
 	if hasStart {
@@ -343,6 +402,9 @@ func (sh *shard) close() error {
 	var err error
 	if d := sh.durable(); d != nil {
 		err = d.close()
+	}
+	if r := sh.rep.Load(); r != nil {
+		err = errors.Join(err, r.close())
 	}
 	sh.mu.Lock()
 	defer sh.mu.Unlock()

@@ -131,13 +131,22 @@ func (cc *ClusterClient) Owner(s cluster.Shard) string {
 	return cc.routeLocked(s)
 }
 
+// routeLocked is the placement's owner of s, else the owner an answer
+// named, else the bootstrap broker. A replicated shard's placement names
+// only its preferred leader while raft picks the leader, so there an owner
+// an answer named (the leader) comes first.
 func (cc *ClusterClient) routeLocked(s cluster.Shard) string {
+	addr, learned := cc.mu.learned[s]
 	if cc.mu.placement != nil {
+		a, ok := cc.mu.placement.Assignment(s)
+		if learned && ok && a.Replicated() {
+			return addr
+		}
 		if m, ok := cc.mu.placement.Owner(s); ok && m.Live && m.QUICAddr != "" {
 			return m.QUICAddr
 		}
 	}
-	if addr, ok := cc.mu.learned[s]; ok {
+	if learned {
 		return addr
 	}
 	return cc.mu.bootstrap

@@ -41,6 +41,10 @@ type Config struct {
 	// (generation records are left out) and tail, the offset after the
 	// last committed record. Called on the group's goroutine.
 	Apply func(events []segment.Record, tail uint64)
+	// OnLeader is told when this replica becomes the leader (true) or stops
+	// being it (false), on the group's goroutine, before anything of the
+	// new role is proposed or answered; nil: not told.
+	OnLeader func(leader bool)
 	// ElectionTicks and HeartbeatTicks are raft's timeouts in Ticks:
 	// defaults 10 and 1.
 	ElectionTicks, HeartbeatTicks int
@@ -96,6 +100,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Apply == nil {
 		c.Apply = func([]segment.Record, uint64) {}
+	}
+	if c.OnLeader == nil {
+		c.OnLeader = func(bool) {}
 	}
 	return c
 }

@@ -173,10 +173,13 @@ func generationAt(log *segment.Log, off, next uint64) (uint64, bool, error) {
 // Propose asks the leader to append recs as one batch (their Offset fields
 // are not read) and calls done once with the offset of the first, or an
 // error: a *NotLeaderError, ErrLeadershipLost or ErrQuorumTimeout (outcome
-// unknown), ErrClosed, or the log's failure. done runs on the group's
+// unknown), ErrClosed, or the log's failure. placed, if not nil, is called
+// first, once the batch has its offsets in the leader's log (before it is
+// durable or committed), so that the owner can record where it went; it is
+// not called for a batch that never got offsets. Both run on the group's
 // goroutine and must not block.
-func (g *Group) Propose(recs []segment.Record, ack Ack, done func(first uint64, err error)) {
-	p := &proposal{n: len(recs), ack: ack, done: done, at: g.cfg.Now()}
+func (g *Group) Propose(recs []segment.Record, ack Ack, placed func(first uint64), done func(first uint64, err error)) {
+	p := &proposal{n: len(recs), ack: ack, placedFn: placed, done: done, at: g.cfg.Now()}
 	p.data = make([][]byte, len(recs))
 	for i, r := range recs {
 		p.data[i] = eventData(r)

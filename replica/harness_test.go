@@ -207,7 +207,7 @@ func (c *cluster) propose(id uint64, name string, n int, ack Ack) (uint64, error
 		err   error
 	}
 	got := make(chan answer, 1)
-	c.rep(id).g.Propose(recs, ack, func(first uint64, err error) { got <- answer{first, err} })
+	c.rep(id).g.Propose(recs, ack, nil, func(first uint64, err error) { got <- answer{first, err} })
 	select {
 	case a := <-got:
 		return a.first, a.err

@@ -13,8 +13,9 @@ type proposal struct {
 	first uint64 // offset of its first record, once placed
 	// placed counts its records found so far in Ready.Entries.
 	placed int
-	at     time.Time
-	done   func(uint64, error)
+	at       time.Time
+	placedFn func(uint64)
+	done     func(uint64, error)
 }
 
 // proposals are the leader's accepted batches in raft's order: each one's
@@ -48,6 +49,9 @@ func (ps *proposals) place(offset, term uint64) {
 		p.placed++
 		if p.placed == p.n {
 			ps.placedUpTo++
+			if p.placedFn != nil {
+				p.placedFn(p.first)
+			}
 		}
 		return
 	}

@@ -64,6 +64,9 @@ func (g *Group) noteRole(leader bool) {
 		g.props.failAll(ErrLeadershipLost)
 		g.progress = nil
 	}
+	if g.leader != leader {
+		g.cfg.OnLeader(leader)
+	}
 	g.leader = leader
 }
 

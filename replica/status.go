@@ -14,6 +14,8 @@ type Status struct {
 	// Match is, on a leader, each replica's highest index known to be in
 	// its log (itself included).
 	Match map[uint64]uint64
+	// Pending is the proposals this replica took that are not answered yet.
+	Pending int
 	// Failed is the storage failure that stopped the replica, "" if none.
 	Failed string
 }
@@ -31,7 +33,7 @@ func (g *Group) Leader() (id, term uint64) {
 func (g *Group) publishStatus() {
 	bs := g.rn.BasicStatus()
 	s := &Status{ID: g.cfg.ID, Role: roleName(bs.RaftState), Term: bs.GetTerm(), Leader: bs.Lead,
-		Commit: bs.GetCommit(), Applied: g.applied, LastIndex: g.st.lastIndex()}
+		Commit: bs.GetCommit(), Applied: g.applied, LastIndex: g.st.lastIndex(), Pending: len(g.props.q)}
 	if g.leader && g.progress != nil {
 		s.Match = g.progress
 	}

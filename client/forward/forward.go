@@ -114,7 +114,7 @@ func (f *Forwarder) Forward(owner cluster.Member, s cluster.Shard, payloads [][]
 			res := pa.Result()
 			done(res.Offset, res.HasOffset, nil)
 		case errors.As(err, &be):
-			done(0, false, &relayed{msg: be.Message, typed: be.Err}) // the owner's answer, as it gave it
+			done(0, false, &relayed{msg: be.Message, typed: be.Err, owner: be.Owner}) // the owner's answer, as it gave it
 		default:
 			// Sent, and no answer: the owner may or may not have applied it.
 			f.drop(k, pub)
@@ -129,12 +129,17 @@ func (f *Forwarder) Forward(owner cluster.Member, s cluster.Shard, payloads [][]
 type relayed struct {
 	msg   string
 	typed *wire.TypedError
+	owner *wire.Owner
 }
 
 func (r *relayed) Error() string { return r.msg }
 
 // TypedError is the owner's typed error, nil when it sent none.
 func (r *relayed) TypedError() *wire.TypedError { return r.typed }
+
+// NamedOwner is the owner the answer named (a not_leader refusal names the
+// shard's leader), nil when it named none.
+func (r *relayed) NamedOwner() *wire.Owner { return r.owner }
 
 func unavailable(owner cluster.Member, err error) error {
 	return fmt.Errorf("%w: shard owner %s (%s) unreachable: %v", cluster.ErrOwnerUnavailable, owner.ID, owner.QUICAddr, err)

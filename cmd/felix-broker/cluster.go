@@ -67,6 +67,7 @@ func clusterSetup(vals *knob.Values, cfg *broker.Config, cps *cpSync, log *slog.
 	n := &clusterNode{id: id, url: cps.cp.URL(), cred: cred, log: log.With("node", id),
 		fw: forward.New(forward.Config{TLS: &tls.Config{RootCAs: roots}, TokenFunc: cred.Token, Logger: log})}
 	cfg.NodeID, cfg.Forwarder = id, n.fw
+	cfg.RaftDialer = func(ctx context.Context, m cluster.Member) (broker.RaftConn, error) { return n.fw.DialRaft(ctx, m) }
 	if !api.RenewableToken(token) {
 		// An opaque shared secret is compared as it is. A JWT is checked by
 		// NodeVerifier (signature, expiry), never by comparison: the first

@@ -103,6 +103,18 @@ var (
 		"longest an acked publish waits to be admitted before it gets an error ack")
 )
 
+// Replication (replicated streams, cluster mode).
+var (
+	knobRaftTick = registry.Duration("FELIX_RAFT_TICK_MS", 100, 10, 10000, time.Millisecond,
+		"period of the one ticker that drives every raft group on the broker")
+	knobRaftElectionTicks = registry.Int("FELIX_RAFT_ELECTION_TICKS", 10, 2, 1000,
+		"ticks a follower waits without hearing its leader before it stands for election (randomised up to twice that)")
+	knobRaftHeartbeatTicks = registry.Int("FELIX_RAFT_HEARTBEAT_TICKS", 1, 1, 100,
+		"ticks between a leader's heartbeats; below FELIX_RAFT_ELECTION_TICKS")
+	knobQuorumTimeout = registry.Duration("FELIX_PUBLISH_QUORUM_TIMEOUT_MS", 5000, 10, 600000, time.Millisecond,
+		"longest a quorum publish waits to be committed before it gets quorum_timeout (outcome unknown)")
+)
+
 // Subscriber delivery.
 var (
 	knobQueue = registry.Int("FELIX_SUBSCRIBER_QUEUE", 65536, 1, 1<<22,

@@ -1,0 +1,84 @@
+package broker
+
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// raftMetrics are replication's: what the transport sent and dropped, and
+// per replicated shard this broker holds a replica of, its raft state
+// (one series per shard: bounded by the replicas placed here).
+type raftMetrics struct {
+	dropped       prometheus.Counter
+	sentMessages  prometheus.Counter
+	sentBytes     prometheus.Counter
+	elections     prometheus.Counter
+	quorumLatency prometheus.Histogram
+}
+
+func newRaftMetrics() raftMetrics {
+	return raftMetrics{
+		dropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "felix_raft_messages_dropped_total",
+			Help: "Raft messages dropped: a peer's send queue full or unreachable, or a message for a group this broker does not hold (raft sends again)."}),
+		sentMessages: prometheus.NewCounter(prometheus.CounterOpts{Name: "felix_raft_messages_sent_total",
+			Help: "Raft messages sent to other brokers."}),
+		sentBytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "felix_raft_sent_bytes_total",
+			Help: "Bytes of raft batches sent to other brokers."}),
+		elections: prometheus.NewCounter(prometheus.CounterOpts{Name: "felix_raft_leaderships_won_total",
+			Help: "Times a replica on this broker became its shard's leader."}),
+		quorumLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "felix_raft_quorum_ack_seconds",
+			Help:    "Time from a quorum publish reaching its shard's leader to its commit.",
+			Buckets: latencyBuckets}),
+	}
+}
+
+func (m raftMetrics) sent(messages, bytes int) {
+	m.sentMessages.Add(float64(messages))
+	m.sentBytes.Add(float64(bytes))
+}
+
+func (m raftMetrics) collectors(b *Broker) []prometheus.Collector {
+	return []prometheus.Collector{m.dropped, m.sentMessages, m.sentBytes, m.elections, m.quorumLatency, raftCollector{b}}
+}
+
+var (
+	raftLabels    = []string{"tenant", "namespace", "stream", "shard"}
+	raftRoleDesc  = prometheus.NewDesc("felix_raft_leader", "1 when this broker's replica leads the shard, else 0.", raftLabels, nil)
+	raftTermDesc  = prometheus.NewDesc("felix_raft_term", "The replica's raft term.", raftLabels, nil)
+	raftCommitDsc = prometheus.NewDesc("felix_raft_commit_index", "The replica's commit index (offset + 1).", raftLabels, nil)
+	raftApplyDesc = prometheus.NewDesc("felix_raft_applied_index", "The last index delivered to subscribers.", raftLabels, nil)
+	raftLagDesc   = prometheus.NewDesc("felix_raft_follower_lag_records",
+		"On a leader: records a follower's log is behind the leader's last index.", append(raftLabels, "follower"), nil)
+)
+
+type raftCollector struct{ b *Broker }
+
+func (c raftCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{raftRoleDesc, raftTermDesc, raftCommitDsc, raftApplyDesc, raftLagDesc} {
+		ch <- d
+	}
+}
+
+func (c raftCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, r := range c.b.raft.groupList() {
+		s := r.group.Status()
+		k := r.sh.st.spec.StreamKey
+		lv := []string{k.Tenant, k.Namespace, k.Stream, strconv.Itoa(r.sh.id)}
+		lead := 0.0
+		if s.Role == "leader" {
+			lead = 1
+		}
+		ch <- prometheus.MustNewConstMetric(raftRoleDesc, prometheus.GaugeValue, lead, lv...)
+		ch <- prometheus.MustNewConstMetric(raftTermDesc, prometheus.GaugeValue, float64(s.Term), lv...)
+		ch <- prometheus.MustNewConstMetric(raftCommitDsc, prometheus.GaugeValue, float64(s.Commit), lv...)
+		ch <- prometheus.MustNewConstMetric(raftApplyDesc, prometheus.GaugeValue, float64(s.Applied), lv...)
+		for id, match := range s.Match {
+			if id == s.ID {
+				continue
+			}
+			name := r.memberName(id)
+			ch <- prometheus.MustNewConstMetric(raftLagDesc, prometheus.GaugeValue, float64(s.LastIndex-min(match, s.LastIndex)), append(lv, name)...)
+		}
+	}
+}
