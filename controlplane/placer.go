@@ -169,7 +169,8 @@ func (p *Placer) recompute(ctx context.Context) error {
 	return fmt.Errorf("%w: placement changed under %d recomputes in a row", ErrConflict, maxSwaps)
 }
 
-// shards lists every shard of every stream.
+// shards lists every shard of every stream, with its stream's
+// replication factor.
 func (p *Placer) shards(ctx context.Context) ([]cluster.ShardSpec, error) {
 	items, _, err := p.store.List(ctx, KindStream, "")
 	if err != nil {
@@ -182,7 +183,8 @@ func (p *Placer) shards(ctx context.Context) ([]cluster.ShardSpec, error) {
 			return nil, fmt.Errorf("controlplane: stored %s is not valid: %w", it.Ref, err)
 		}
 		for i := range s.Shards {
-			out = append(out, cluster.ShardSpec{Shard: cluster.Shard{Tenant: s.Tenant, Namespace: s.Namespace, Stream: s.Stream, Shard: i}, Durable: s.Durable})
+			out = append(out, cluster.ShardSpec{Shard: cluster.Shard{Tenant: s.Tenant, Namespace: s.Namespace, Stream: s.Stream, Shard: i},
+				Durable: s.Durable, Replicas: s.ReplicationFactor()})
 		}
 	}
 	return out, nil
