@@ -226,7 +226,11 @@ func TestIndexReplicas(t *testing.T) {
 // placement is a fixed point.
 func TestPlaceReplicaProperties(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 3))
-	for run := range 150 {
+	runs := 150
+	if testing.Short() {
+		runs = 40
+	}
+	for run := range runs {
 		live := map[string]bool{}
 		var shards []ShardSpec
 		var p Placement

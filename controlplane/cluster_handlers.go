@@ -61,6 +61,9 @@ func validMember(m api.RegisterRequest) error {
 			return invalid("%s %q: want host:port with a port other than 0", field, addr)
 		}
 	}
+	if m.Zone != "" {
+		return ValidName("zone", m.Zone)
+	}
 	return nil
 }
 
@@ -86,7 +89,7 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) error {
 	if err := validMember(req); err != nil {
 		return err
 	}
-	m := cluster.Member{ID: req.ID, QUICAddr: req.QUICAddr, AdminAddr: req.AdminAddr, Live: true}
+	m := cluster.Member{ID: req.ID, QUICAddr: req.QUICAddr, AdminAddr: req.AdminAddr, Zone: req.Zone, Live: true}
 	ttl, err := pl.members.Register(r.Context(), m, pl.LeaseTTL())
 	if err != nil {
 		return err

@@ -134,4 +134,14 @@ func TestWithLoadsTakesTheOwnersReport(t *testing.T) {
 		"c": {{Shard: sh(2), BytesPerSec: 30}}, // 2 is new: c's report is not its owner's
 	})
 	require.Equal(t, []int64{10, 20, 0}, []int64{specs[0].Load, specs[1].Load, specs[2].Load})
+
+	// A replicated shard: any replica's report counts (the highest), the
+	// leader raft chose being any of them.
+	stored.Assignments = append(stored.Assignments, cluster.Assignment{Shard: sh(2), Owner: "a", Replicas: []string{"a", "b", "c"}})
+	withLoads(specs, stored, map[string][]cluster.ShardLoad{
+		"b": {{Shard: sh(2), BytesPerSec: 5}},
+		"c": {{Shard: sh(2), BytesPerSec: 40}},
+		"d": {{Shard: sh(2), BytesPerSec: 99}}, // not a replica
+	})
+	require.Equal(t, int64(40), specs[2].Load)
 }

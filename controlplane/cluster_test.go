@@ -29,8 +29,14 @@ func newClusterInstance(t testing.TB, st Store, lease time.Duration) *instance {
 
 func (in *instance) register(t testing.TB, id string) api.RegisterResponse {
 	t.Helper()
+	return in.registerIn(t, id, "")
+}
+
+// registerIn registers id in zone ("": none).
+func (in *instance) registerIn(t testing.TB, id, zone string) api.RegisterResponse {
+	t.Helper()
 	var resp api.RegisterResponse
-	body := fmt.Sprintf(`{"id":%q,"quic_addr":"127.0.0.1:7%03d"}`, id, len(id))
+	body := fmt.Sprintf(`{"id":%q,"quic_addr":"127.0.0.1:7%03d","zone":%q}`, id, len(id), zone)
 	in.mustDo(t, http.StatusOK, "POST", "/v1/members", body).decode(t, &resp)
 	return resp
 }

@@ -83,7 +83,9 @@
 // so several control planes on one etcd agree without electing a leader.
 // Brokers' load reports (keepalive bodies) are stored without waking it and
 // read at the next recompute. GET /v1/placement long-polls it. docs/cluster.md has the rules and the
-// "owner unavailable" behaviour of durable shards.
+// "owner unavailable" behaviour of durable shards. A replicated stream
+// (replicas 3 or 5) is created only while at least as many brokers are
+// live (Server.admit): its shards would wait unassigned otherwise.
 //
 // # Concurrency
 //

@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -118,6 +119,9 @@ func create[T any, P interface {
 			return err
 		}
 		if err := p.validate(); err != nil {
+			return err
+		}
+		if err := s.admit(r.Context(), p); err != nil {
 			return err
 		}
 		value, err := json.Marshal(p)
@@ -257,6 +261,34 @@ func (s *Server) remove(k kindAPI) handlerFunc {
 		}
 		return writeJSON(w, http.StatusOK, api.Deleted{Ref: ref, Revision: rev})
 	}
+}
+
+// admit refuses a resource the cluster cannot hold as it is: a replicated
+// stream needs as many live brokers as replicas, since Place leaves its
+// shards unassigned until they are. A control plane whose store keeps no
+// membership has none. Brokers may come and go after the check; the
+// shards then wait unassigned for enough of them.
+func (s *Server) admit(ctx context.Context, p resource) error {
+	st, ok := p.(*streamRes)
+	if !ok || st.Replicas <= 1 {
+		return nil
+	}
+	live := 0
+	if s.placer != nil {
+		ms, err := s.placer.members.Members(ctx)
+		if err != nil {
+			return err
+		}
+		live = len(ms)
+	}
+	if live < st.Replicas {
+		are := "brokers are"
+		if live == 1 {
+			are = "broker is"
+		}
+		return invalid("stream needs %d replicas; %d %s live", st.Replicas, live, are)
+	}
+	return nil
 }
 
 // afterCreate gives a new tenant fresh Felix signing keys, replacing any

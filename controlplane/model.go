@@ -1,6 +1,10 @@
 package controlplane
 
-import "github.com/felixmq/felix/controlplane/api"
+import (
+	"slices"
+
+	"github.com/felixmq/felix/controlplane/api"
+)
 
 // The resources as the generic handlers (handlers.go) see them: the API's
 // bodies with the validation, store reference and path binding of each.
@@ -21,6 +25,9 @@ const (
 )
 
 var fsyncModes = []string{"on_commit", "periodic", "never"}
+
+// replicaCounts are the replication factors a stream may have.
+var replicaCounts = []int{1, 3, 5}
 
 // ValidName reports why name cannot name a tenant, namespace, stream or
 // cache, or nil. Names are URL path segments, store key segments and RBAC
@@ -115,7 +122,40 @@ func (s *streamRes) validate() error {
 	if err := nonNegative("retention_bytes", s.RetentionBytes); err != nil {
 		return err
 	}
-	return nonNegative("retention_ms", s.RetentionMS)
+	if err := nonNegative("retention_ms", s.RetentionMS); err != nil {
+		return err
+	}
+	return validReplication(s.Durable, &s.Replicas, &s.Ack)
+}
+
+// validReplication checks a stream's replication factor and ack mode,
+// filling the default ack of a replicated stream (quorum). A stream that
+// is not replicated is stored without either, whether replicas was
+// omitted or 1, so that its JSON is what it was before replication.
+// Whether enough brokers are live is checked at creation (Server.admit),
+// not here.
+func validReplication(durable bool, replicas *int, ack *string) error {
+	if *replicas != 0 && !slices.Contains(replicaCounts, *replicas) {
+		return invalid("replicas %d: want 1, 3 or 5 (an odd count: a majority of the replicas commits)", *replicas)
+	}
+	if *replicas <= 1 {
+		if *ack != "" {
+			return invalid("ack %q applies to replicated streams only (set replicas: 3 or 5)", *ack)
+		}
+		*replicas = 0
+		return nil
+	}
+	if !durable {
+		return invalid("replicas %d: only a durable stream is replicated (set durable: true)", *replicas)
+	}
+	switch *ack {
+	case "":
+		*ack = api.AckQuorum
+	case api.AckLeader, api.AckQuorum:
+	default:
+		return invalid("ack %q: want leader or quorum", *ack)
+	}
+	return nil
 }
 
 func (c *cacheRes) validate() error {

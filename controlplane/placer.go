@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/pprof"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -169,7 +170,8 @@ func (p *Placer) recompute(ctx context.Context) error {
 	return fmt.Errorf("%w: placement changed under %d recomputes in a row", ErrConflict, maxSwaps)
 }
 
-// shards lists every shard of every stream.
+// shards lists every shard of every stream, with its stream's
+// replication factor.
 func (p *Placer) shards(ctx context.Context) ([]cluster.ShardSpec, error) {
 	items, _, err := p.store.List(ctx, KindStream, "")
 	if err != nil {
@@ -182,7 +184,8 @@ func (p *Placer) shards(ctx context.Context) ([]cluster.ShardSpec, error) {
 			return nil, fmt.Errorf("controlplane: stored %s is not valid: %w", it.Ref, err)
 		}
 		for i := range s.Shards {
-			out = append(out, cluster.ShardSpec{Shard: cluster.Shard{Tenant: s.Tenant, Namespace: s.Namespace, Stream: s.Stream, Shard: i}, Durable: s.Durable})
+			out = append(out, cluster.ShardSpec{Shard: cluster.Shard{Tenant: s.Tenant, Namespace: s.Namespace, Stream: s.Stream, Shard: i},
+				Durable: s.Durable, Replicas: s.ReplicationFactor()})
 		}
 	}
 	return out, nil
@@ -191,20 +194,23 @@ func (p *Placer) shards(ctx context.Context) ([]cluster.ShardSpec, error) {
 // withLoads sets each shard's Load to the rate its owner in stored last
 // reported for it (a report by any other member is stale: the shard moved
 // since). A departed owner's last report still counts, so that its shards
-// are dealt heaviest first.
+// are dealt heaviest first. A replicated shard takes the highest report of
+// its replicas: raft, not the placement, chose the one that leads it and
+// sees its publishes; the highest, so that the order in which the reports
+// are read does not matter.
 func withLoads(shards []cluster.ShardSpec, stored cluster.Placement, loads map[string][]cluster.ShardLoad) {
 	if len(loads) == 0 {
 		return
 	}
-	owner := make(map[cluster.Shard]string, len(stored.Assignments))
+	holds := make(map[cluster.Shard]cluster.Assignment, len(stored.Assignments))
 	for _, a := range stored.Assignments {
-		owner[a.Shard] = a.Owner
+		holds[a.Shard] = a
 	}
 	rate := map[cluster.Shard]int64{}
 	for id, ls := range loads {
 		for _, l := range ls {
-			if owner[l.Shard] == id {
-				rate[l.Shard] = l.BytesPerSec
+			if a := holds[l.Shard]; a.Owner == id || slices.Contains(a.Replicas, id) {
+				rate[l.Shard] = max(rate[l.Shard], l.BytesPerSec)
 			}
 		}
 	}

@@ -1,13 +1,18 @@
 package controlplane
 
 import (
+	"cmp"
 	"encoding/json"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/felixmq/felix/cluster"
+	"github.com/felixmq/felix/controlplane/api"
 )
 
 // The OpenAPI document lists exactly the routes the mux serves: every
@@ -74,4 +79,47 @@ func TestOpenAPIRefsResolve(t *testing.T) {
 		}
 	}
 	walk(doc)
+}
+
+// The document's schemas of the bodies list exactly the JSON fields of the
+// Go types that carry them, so that a new field cannot go undocumented.
+func TestOpenAPISchemasMatchBodies(t *testing.T) {
+	var doc struct {
+		Components struct {
+			Schemas map[string]struct {
+				Properties map[string]json.RawMessage `json:"properties"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	require.NoError(t, json.Unmarshal(openapiJSON, &doc))
+	for name, v := range map[string]any{
+		"Stream": api.Stream{}, "Member": cluster.Member{}, "RegisterRequest": api.RegisterRequest{},
+		"Assignment": cluster.Assignment{}, "Placement": cluster.Placement{},
+	} {
+		schema, ok := doc.Components.Schemas[name]
+		require.True(t, ok, "no schema %s", name)
+		var documented []string
+		for p := range schema.Properties {
+			documented = append(documented, p)
+		}
+		slices.Sort(documented)
+		require.Equal(t, jsonFields(reflect.TypeOf(v)), documented, "schema %s", name)
+	}
+}
+
+// jsonFields lists the JSON names of t's fields, embedded structs' included,
+// sorted.
+func jsonFields(t reflect.Type) []string {
+	var out []string
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case f.Anonymous && name == "":
+			out = append(out, jsonFields(f.Type)...)
+		case name != "-" && f.IsExported():
+			out = append(out, cmp.Or(name, f.Name))
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -69,6 +69,13 @@ var apiSuite = []apiStep{
 	{"revision in body", "POST", streamsURL, `{"stream":"x","revision":3}`, 400, "bad_request", "revision is assigned by the server"},
 	{"unknown routing", "POST", streamsURL, `{"stream":"x","shards":8,"routing":"ring"}`, 400, "bad_request", `routing "ring": want modulo or jump_hash`},
 	{"jump hash routing", "POST", streamsURL, `{"stream":"jumpy","shards":8,"routing":"jump_hash"}`, 201, "", `"routing": "jump_hash"`},
+	{"one replica", "POST", streamsURL, `{"stream":"single","durable":true,"replicas":1}`, 201, "", `"stream": "single"`},
+	{"replicas not odd", "POST", streamsURL, `{"stream":"x","durable":true,"replicas":2}`, 400, "bad_request", "replicas 2: want 1, 3 or 5"},
+	{"negative replicas", "POST", streamsURL, `{"stream":"x","durable":true,"replicas":-3}`, 400, "bad_request", "replicas -3: want 1, 3 or 5"},
+	{"replicas on ephemeral", "POST", streamsURL, `{"stream":"x","replicas":3}`, 400, "bad_request", "replicas 3: only a durable stream is replicated (set durable: true)"},
+	{"ack without replicas", "POST", streamsURL, `{"stream":"x","durable":true,"ack":"quorum"}`, 400, "bad_request", `ack "quorum" applies to replicated streams only`},
+	{"unknown ack", "POST", streamsURL, `{"stream":"x","durable":true,"replicas":3,"ack":"all"}`, 400, "bad_request", `ack "all": want leader or quorum`},
+	{"replicas without brokers", "POST", streamsURL, `{"stream":"x","durable":true,"replicas":3}`, 400, "bad_request", "stream needs 3 replicas; 0 brokers are live"},
 	{"namespace mismatch", "POST", streamsURL, `{"namespace":"other","stream":"x"}`, 400, "bad_request", `namespace "other" in the body does not match "ns" in the path`},
 
 	// Caches.

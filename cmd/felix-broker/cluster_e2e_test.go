@@ -167,7 +167,7 @@ func newClusterBroker(t *testing.T, id string, cp *cpHarness, certFile, keyFile 
 		// the broker follows the control plane's feed with it as well.
 		"FELIX_CONTROLPLANE_URL=" + cp.url, "FELIX_NODE_TOKEN_FILE=" + cp.nodeCredential(t, id),
 		"FELIX_TLS_CERT_FILE=" + certFile, "FELIX_TLS_KEY_FILE=" + keyFile, "FELIX_DATA_DIR=" + filepath.Join(dir, "data"),
-		"FELIX_STREAMS=", "FELIX_CACHES=", "FELIX_LOG_LEVEL=debug"}
+		"FELIX_STREAMS=", "FELIX_CACHES=", "FELIX_LOG_LEVEL=debug", "FELIX_ZONE=zone-" + id}
 	return cb
 }
 
@@ -359,6 +359,9 @@ func startClusterE2E(t *testing.T) (*clusterE2E, *cluster.Placement) {
 		c := e2eOwnerCounts(p, "e2e")
 		return c["b1"] == 4 && c["b2"] == 4 && c["b3"] == 4 && len(e2eOwnerCounts(p, "dur")) > 0
 	})
+	for _, m := range p1.Members {
+		require.Equal(t, "zone-"+m.ID, m.Zone, "each broker registers its FELIX_ZONE")
+	}
 	// Brokers apply the placement through their own watchers, and serve
 	// both streams (their feed from the control plane).
 	require.Eventually(t, func() bool {

@@ -45,6 +45,8 @@ var (
 		"this broker's node credential (POST /v1/token/node): it registers with it and forwarded publishes authenticate with it; renewed half-way through its life, and read again when the file changes; empty: FELIX_CONTROLPLANE_TOKEN_FILE's token", nil)
 	knobClusterCA = registry.String("FELIX_CLUSTER_CA_FILE", "", "path to a PEM file, or empty",
 		"certificates trusted when forwarding to other brokers; empty: this broker's own certificate (brokers sharing one) and the system roots", nil)
+	knobZone = registry.String("FELIX_ZONE", "", "a zone name (1-64 of [A-Za-z0-9._-], starting with a letter or digit), or empty",
+		"zone this broker runs in (placement spreads a shard's replicas across zones); empty: none", checkZone)
 )
 
 // Embedded control plane (make run).

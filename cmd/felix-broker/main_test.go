@@ -70,6 +70,7 @@ func TestBadKnobExitsWithStatus2NamingKnob(t *testing.T) {
 		"FELIX_EMBEDDED_CONTROLPLANE_BIND=0.0.0.0:7070": `FELIX_EMBEDDED_CONTROLPLANE_BIND="0.0.0.0:7070": not a loopback address`,
 		"FELIX_NODE_ID=b/1":                             `FELIX_NODE_ID="b/1": character '/'`,
 		"FELIX_ADVERTISE_ADDR=nohost":                   `FELIX_ADVERTISE_ADDR="nohost"`,
+		"FELIX_ZONE=eu/west":                            `FELIX_ZONE="eu/west": zone "eu/west" has '/' at byte 2`,
 		// Cluster mode without a control plane: nothing to register with.
 		"FELIX_NODE_ID=b1": "FELIX_NODE_ID needs FELIX_CONTROLPLANE_URL",
 		// A misspelled knob only warned, and the broker started.

@@ -160,6 +160,14 @@ func checkURL(s string) error {
 	return nil
 }
 
+// checkZone accepts empty or a name the control plane accepts as a zone.
+func checkZone(s string) error {
+	if s == "" {
+		return nil
+	}
+	return controlplane.ValidName("zone", s)
+}
+
 // checkNodeID accepts empty or a member id that is safe in URLs and logs.
 func checkNodeID(s string) error {
 	if len(s) > 64 {

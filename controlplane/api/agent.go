@@ -27,7 +27,8 @@ type AgentConfig struct {
 	// remaining lifetime has passed; Token then returns the current one,
 	// for the broker's other uses of it (a Watcher's TokenFunc).
 	RenewToken bool
-	// Member is this broker: its ID and addresses (Live is ignored).
+	// Member is this broker: its ID, addresses and zone (Live is
+	// ignored).
 	Member cluster.Member
 	// HTTPClient sends the requests (ClientConfig.HTTPClient).
 	HTTPClient *http.Client
@@ -169,7 +170,7 @@ func (a *Agent) LeaseTTL() time.Duration { return time.Duration(a.ttl.Load()) }
 func (a *Agent) register(ctx context.Context) error {
 	m := a.cfg.Member
 	var resp RegisterResponse
-	err := a.api.Do(ctx, http.MethodPost, "/v1/members", RegisterRequest{ID: m.ID, QUICAddr: m.QUICAddr, AdminAddr: m.AdminAddr}, &resp)
+	err := a.api.Do(ctx, http.MethodPost, "/v1/members", RegisterRequest{ID: m.ID, QUICAddr: m.QUICAddr, AdminAddr: m.AdminAddr, Zone: m.Zone}, &resp)
 	if err != nil {
 		return err
 	}

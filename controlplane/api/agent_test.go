@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http/httptest"
 	"strings"
@@ -158,4 +159,34 @@ func TestAgentReportsLoad(t *testing.T) {
 		_, reported := loads["b1"]
 		return err == nil && reported && len(loads["b1"]) == 0 && calls.Load() >= 2
 	}, 5*time.Second, 10*time.Millisecond, "a nil report is sent as an empty one")
+}
+
+// An Agent registers its member's zone, and the placement spreads a
+// replicated stream's replicas over the zones of the brokers registered so.
+func TestAgentRegistersZone(t *testing.T) {
+	p := newPlane(t, 2*time.Second)
+	w := p.watcher(t)
+	for i, zone := range []string{"z1", "z2", "z3", "z1"} {
+		id := fmt.Sprintf("b%d", i+1)
+		a, err := api.NewAgent(context.Background(), api.AgentConfig{URL: p.url, Token: token,
+			Member: cluster.Member{ID: id, QUICAddr: fmt.Sprintf("127.0.0.1:7%d00", i+1), Zone: zone}})
+		require.NoError(t, err)
+		t.Cleanup(func() { a.Close() })
+	}
+	var ms api.MembersResponse
+	require.NoError(t, json.Unmarshal([]byte(p.call(t, 200, "GET", "/v1/members", "")), &ms))
+	require.Len(t, ms.Members, 4)
+	for i, zone := range []string{"z1", "z2", "z3", "z1"} {
+		require.Equal(t, zone, ms.Members[i].Zone, ms.Members[i].ID)
+	}
+	p.stream(t, "s", 1, true) // creates t and ns
+	p.call(t, 201, "POST", "/v1/tenants/t/namespaces/ns/streams", `{"stream":"r","shards":4,"durable":true,"replicas":3}`)
+	x := until(t, w, 5*time.Second, func(x *cluster.Index) bool { return len(x.ReplicaOf("b1"))+len(x.ReplicaOf("b4")) == 4 })
+	for n := range 4 {
+		zones := map[string]bool{}
+		for _, m := range x.Replicas(cluster.Shard{Tenant: "t", Namespace: "ns", Stream: "r", Shard: n}) {
+			zones[m.Zone] = true
+		}
+		require.Equal(t, map[string]bool{"z1": true, "z2": true, "z3": true}, zones, "shard %d", n)
+	}
 }

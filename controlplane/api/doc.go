@@ -23,7 +23,7 @@
 //
 // Membership and placement endpoints (docs/cluster.md has the rules):
 //
-//	POST /v1/members                {"id","quic_addr","admin_addr"}
+//	POST /v1/members                {"id","quic_addr","admin_addr","zone"}
 //	     → 200 {"member":Member,"lease_ttl_ms":N}
 //	     Registers (or re-registers) a broker under a lease of lease_ttl_ms.
 //	     Requires a Felix token with the "node" permission.

@@ -10,6 +10,9 @@ type RegisterRequest struct {
 	ID        string `json:"id"`
 	QUICAddr  string `json:"quic_addr"`
 	AdminAddr string `json:"admin_addr,omitempty"`
+	// Zone is the broker's failure domain (cluster.Member.Zone); empty:
+	// none.
+	Zone string `json:"zone,omitempty"`
 }
 
 // RegisterResponse answers POST /v1/members.

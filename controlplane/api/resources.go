@@ -62,8 +62,42 @@ type Stream struct {
 	RetentionMS    int64 `json:"retention_ms,omitempty"`
 	// Routing maps publish keys to shards: "modulo" (the default, also
 	// empty) or "jump_hash". Fixed at creation: streams are never updated.
-	Routing  string `json:"routing,omitempty"`
+	Routing string `json:"routing,omitempty"`
+	// Replicas is the replication factor of a durable stream's shards: 3
+	// or 5, each shard then a raft group over that many brokers; 0 (the
+	// control plane stores a stream that is not replicated so, whether
+	// it was given 1 or nothing) means 1.
+	Replicas int `json:"replicas,omitempty"`
+	// Ack is a replicated stream's default ack mode (AckLeader or
+	// AckQuorum, the default the control plane fills in); empty when the
+	// stream is not replicated.
+	Ack      string `json:"ack,omitempty"`
 	Revision int64  `json:"revision,omitempty"`
+}
+
+// The ack modes of a replicated stream.
+const (
+	// AckLeader acks a publish once the shard's leader has it, as its
+	// fsync mode requires.
+	AckLeader = "leader"
+	// AckQuorum acks a publish once raft has committed it: a majority of
+	// the replicas has it, as their fsync mode requires.
+	AckQuorum = "quorum"
+)
+
+// ReplicationFactor is s.Replicas with 0 read as 1.
+func (s Stream) ReplicationFactor() int { return max(1, s.Replicas) }
+
+// AckMode is s's default ack mode: s.Ack, AckQuorum when a replicated
+// stream names none, empty for a stream that is not replicated.
+func (s Stream) AckMode() string {
+	switch {
+	case s.ReplicationFactor() == 1:
+		return ""
+	case s.Ack == "":
+		return AckQuorum
+	}
+	return s.Ack
 }
 
 // Cache is a key/value cache's specification.

@@ -19,16 +19,18 @@ one) with the bearer token in --token-file (default $FELIX_TOKEN, else make
 run's token) and prints the answer as JSON. --tenant and --namespace name the
 parent of namespaces, streams and caches. Create flags: tenant --idp-file FILE
 (a JSON idp object) --display-name; stream --shards --durable --fsync
---retention-bytes --retention-ms; cache --durable --fsync --max-entries
---max-bytes. A refusal prints the control plane's code and message and
-exits 1.`
+--retention-bytes --retention-ms --replicas (1, 3 or 5) --ack (leader or
+quorum); cache --durable --fsync --max-entries --max-bytes. stream list shows
+each stream's replicas and, when replicated, its ack mode. A refusal prints
+the control plane's code and message and exits 1.`
 
 // adminFlags are every admin flag; each kind uses its own.
 type adminFlags struct {
 	cp                              *cpFlags
 	tenant, namespace               string
 	idpFile, displayName, fsync     string
-	shards                          int
+	ack                             string
+	shards, replicas                int
 	durable                         bool
 	retBytes, retMS, maxEnt, maxByt int64
 }
@@ -45,6 +47,8 @@ func newAdminFlags(stderr io.Writer) (*flag.FlagSet, *adminFlags) {
 	set.StringVar(&f.fsync, "fsync", "", "durable stream/cache: on_commit, periodic or never")
 	set.IntVar(&f.shards, "shards", 1, "stream create: shards")
 	set.BoolVar(&f.durable, "durable", false, "stream/cache create: durable")
+	set.IntVar(&f.replicas, "replicas", 0, "durable stream create: replication factor, 1, 3 or 5 (0: the control plane's default, 1)")
+	set.StringVar(&f.ack, "ack", "", "replicated stream create: default ack mode, leader or quorum (empty: quorum)")
 	set.Int64Var(&f.retBytes, "retention-bytes", 0, "durable stream: bytes kept per shard (0: all)")
 	set.Int64Var(&f.retMS, "retention-ms", 0, "durable stream: age kept (0: all)")
 	set.Int64Var(&f.maxEnt, "max-entries", 0, "cache: entry bound (0: none)")
@@ -88,7 +92,7 @@ func (f *adminFlags) body(kind, name string) (any, error) {
 		return api.Namespace{Namespace: name, DisplayName: f.displayName}, nil
 	case "stream":
 		return api.Stream{Stream: name, Shards: f.shards, Durable: f.durable, Fsync: f.fsync,
-			RetentionBytes: f.retBytes, RetentionMS: f.retMS}, nil
+			RetentionBytes: f.retBytes, RetentionMS: f.retMS, Replicas: f.replicas, Ack: f.ack}, nil
 	}
 	return api.Cache{Cache: name, Durable: f.durable, Fsync: f.fsync, MaxEntries: f.maxEnt, MaxBytes: f.maxByt}, nil
 }
@@ -126,8 +130,34 @@ func runAdmin(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "felix admin:", err)
 		return exitFail
 	}
+	if kind == "stream" && verb == "list" {
+		if out, err = withReplication(out); err != nil {
+			fmt.Fprintln(stderr, "felix admin: the control plane's stream list:", err)
+			return exitFail
+		}
+	}
 	stdout.Write(append(out, '\n'))
 	return exitOK
+}
+
+// withReplication states each listed stream's replication factor (and
+// ack mode, for a replicated one), which the control plane leaves out for
+// a stream that is not replicated, so that the list shows them for every
+// stream. It re-encodes the list as api.Stream: a field this CLI does not
+// know (a newer control plane's) is not shown.
+func withReplication(raw json.RawMessage) (json.RawMessage, error) {
+	var page struct {
+		Streams  []api.Stream `json:"streams"`
+		Revision int64        `json:"revision"`
+	}
+	if err := json.Unmarshal(raw, &page); err != nil {
+		return nil, err
+	}
+	for i := range page.Streams {
+		s := &page.Streams[i]
+		s.Replicas, s.Ack = s.ReplicationFactor(), s.AckMode()
+	}
+	return json.MarshalIndent(page, "", "  ")
 }
 
 // request maps kind, verb and name onto an API call.
