@@ -61,6 +61,14 @@ type Config struct {
 	// later redials use the normal policy again. 0 means
 	// udp.DefaultBlackHoleCooldown; negative turns stall redials off.
 	BlackHoleCooldown time.Duration
+	// SilentPeerTimeout closes a connection whose broker has sent nothing
+	// for this long although the client probed it twice a second: the
+	// broker process died (kill -9, a lost host) or the network between
+	// is cut. Its streams then fail (publishers and subscriptions resume
+	// elsewhere, or on a new connection) instead of waiting for QUIC's
+	// 30 s idle timeout. 0 means 2 s; negative leaves it to the idle
+	// timeout. A client starved of CPU does not count as unheard.
+	SilentPeerTimeout time.Duration
 	// ConnStatsInterval is FELIX_CONN_STATS_MS: log the connection's QUIC
 	// statistics and MTU at this interval (Info level). 0 is off.
 	ConnStatsInterval time.Duration
@@ -92,6 +100,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.SilentPeerTimeout == 0 {
+		c.SilentPeerTimeout = 2 * time.Second
 	}
 	if c.BlackHoleCooldown == 0 {
 		c.BlackHoleCooldown = udp.DefaultBlackHoleCooldown

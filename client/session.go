@@ -31,7 +31,7 @@ const (
 
 // probeAfter is how long the broker may stay silent before the watchdog
 // sends a liveness probe, and then how often it sends one.
-const probeAfter = time.Second
+const probeAfter = 500 * time.Millisecond
 
 // probePayload pads a probe past quic-go's smallest packet that earns a
 // stateless reset (protocol.MinStatelessResetSize, 42 bytes).
@@ -109,6 +109,11 @@ func (c *Client) watch() {
 			}
 			if c.cfg.BlackHoleCooldown > 0 && !c.guaranteed && stalled {
 				c.redial(s, snap)
+			}
+			if d := c.cfg.SilentPeerTimeout; d > 0 && now.Sub(look.heardAt) >= d {
+				c.cfg.Logger.Warn("broker silent: closing the connection", "remote", c.raddr.String(), "silent_for", now.Sub(look.heardAt).Round(time.Millisecond))
+				s.qc.CloseWithError(0, "broker silent")
+				watched = nil
 			}
 		}
 	}
