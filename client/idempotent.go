@@ -55,6 +55,9 @@ type IdempotentPublisher struct {
 		closing    bool
 		retryDelay time.Duration // backoff of consecutive retryable answers
 		spare      [][]byte      // frame buffers of answered batches, for reuse
+		// answered is closed (and replaced) when a batch is answered
+		// while a PublishAsync waits for its shard's span to shrink.
+		answered chan struct{}
 	}
 }
 
@@ -229,6 +232,9 @@ func (p *IdempotentPublisher) PublishAsync(ctx context.Context, key []byte, payl
 	if err == nil && p.mu.closing {
 		err = ErrClosed
 	}
+	if err == nil {
+		err = p.awaitSpanLocked(ctx, b.shard)
+	}
 	if err != nil {
 		p.mu.Unlock()
 		<-p.room
@@ -250,6 +256,32 @@ func (p *IdempotentPublisher) PublishAsync(ctx context.Context, key []byte, payl
 		p.lost(ic)
 	}
 	return pa
+}
+
+// awaitSpanLocked waits, p.mu held (let go meanwhile), until shard's
+// oldest unanswered batch is less than the broker's remembered window
+// behind the next sequence: a batch stuck in re-sends (its shard's leader
+// changing, say) must still be found when it is sent again, however many
+// later ones were answered meanwhile.
+func (p *IdempotentPublisher) awaitSpanLocked(ctx context.Context, shard uint32) error {
+	for p.mu.w.span(shard) >= maxIdemWindow {
+		if p.mu.answered == nil {
+			p.mu.answered = make(chan struct{})
+		}
+		ch := p.mu.answered
+		p.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			p.mu.Lock()
+			return ctx.Err()
+		}
+		p.mu.Lock()
+		if p.mu.err != nil {
+			return p.mu.err
+		}
+	}
+	return nil
 }
 
 // batch builds a batch: its shard, and its binary frame (the publisher's

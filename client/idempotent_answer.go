@@ -31,6 +31,10 @@ func (p *IdempotentPublisher) acked(req uint64, res Ack) {
 		return // an earlier send's answer: the batch was sent again
 	}
 	p.mu.w.done(b)
+	if p.mu.answered != nil {
+		close(p.mu.answered)
+		p.mu.answered = nil
+	}
 	p.mu.retryDelay = 0
 	p.mu.spare = append(p.mu.spare, b.frame[:0])
 	p.mu.Unlock()
@@ -106,6 +110,10 @@ func (p *IdempotentPublisher) fatalLocked(err error) {
 	}
 	err = p.mu.err
 	batches := p.mu.w.drain()
+	if p.mu.answered != nil {
+		close(p.mu.answered)
+		p.mu.answered = nil
+	}
 	ic := p.mu.conn
 	p.mu.conn = nil
 	p.mu.Unlock()
@@ -186,10 +194,15 @@ func (p *IdempotentPublisher) sendDue() bool {
 	return true
 }
 
-// connect dials addr until it works or Close; nil after Close.
+// connect dials addr until it works or Close; nil after Close. A broker
+// a not_leader refusal named that cannot be reached (it died since) gives
+// way to the first broker, which knows the new leader.
 func (p *IdempotentPublisher) connect(addr string) *idemConn {
 	backoff := 20 * time.Millisecond
-	for {
+	for attempt := 1; ; attempt++ {
+		if attempt > 1 {
+			addr = ""
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), p.opts.DialTimeout)
 		go func() {
 			select {

@@ -71,6 +71,21 @@ func (w *idemWindow) done(b *idemBatch) {
 	}
 }
 
+// span is how many sequences of shard its oldest unanswered batch is
+// behind the next one (0 with none unanswered).
+func (w *idemWindow) span(shard uint32) uint64 {
+	oldest, any := uint64(0), false
+	for _, b := range w.inflight {
+		if b.shard == shard && (!any || b.seq < oldest) {
+			oldest, any = b.seq, true
+		}
+	}
+	if !any {
+		return 0
+	}
+	return w.next[shard] - oldest
+}
+
 // holds reports whether an unanswered batch of shard has sequence seq.
 func (w *idemWindow) holds(shard uint32, seq uint64) bool {
 	return slices.ContainsFunc(w.inflight, func(b *idemBatch) bool { return b.shard == shard && b.seq == seq })
