@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/felixmq/felix/auth"
@@ -32,6 +33,15 @@ import (
 type idempotence struct {
 	mu    sync.Mutex
 	table *producerTable // nil until first used or rebuilt
+	// A replicated shard's table is built from its replica's log when
+	// the replica leads (replicated_idem.go): epoch counts leadership
+	// changes, built is the epoch the table was built at, stale marks a
+	// proposal that failed before it had offsets, inflight the proposals
+	// not answered yet.
+	epoch    atomic.Uint64
+	built    uint64
+	stale    bool
+	inflight int
 }
 
 func (id *idempotence) tableLocked() *producerTable {
@@ -53,6 +63,18 @@ func (id *idempotence) rebuild(sh *shard, d *durable) error {
 
 // rebuildFrom fills the table from the marked batches of log.
 func (id *idempotence) rebuildFrom(sh *shard, log *segment.Log) error {
+	t, err := tableFrom(sh, log)
+	if err != nil {
+		return err
+	}
+	id.mu.Lock()
+	id.table = t
+	id.mu.Unlock()
+	return nil
+}
+
+// tableFrom is the producer table the marked batches of log make.
+func tableFrom(sh *shard, log *segment.Log) (*producerTable, error) {
 	start := time.Now()
 	t := newProducerTable()
 	batches := 0
@@ -62,16 +84,13 @@ func (id *idempotence) rebuildFrom(sh *shard, log *segment.Log) error {
 		return true
 	})
 	if err != nil {
-		return fmt.Errorf("producer state of %s shard %d: %w", sh.st.spec.StreamKey, sh.id, err)
+		return nil, fmt.Errorf("producer state of %s shard %d: %w", sh.st.spec.StreamKey, sh.id, err)
 	}
-	id.mu.Lock()
-	id.table = t
-	id.mu.Unlock()
 	if batches > 0 {
 		sh.b.log.Info("producer state rebuilt from the log", "stream", sh.st.spec.String(), "shard", sh.id,
 			"batches", batches, "producers", t.len(), "took", time.Since(start))
 	}
-	return nil
+	return t, nil
 }
 
 // reset forgets every producer: an ephemeral shard's new ownership.
@@ -133,6 +152,10 @@ type idemArgs struct {
 // batch's first offset: the new one, or the original one for a re-send
 // (once it is committed); or a *producerRefusal; or the append's error.
 func (sh *shard) publishIdempotent(admit context.Context, a idemArgs, payloads [][]byte, done func(uint64, error)) {
+	if r := sh.rep.Load(); r != nil {
+		r.publishIdempotent(a, payloads, done)
+		return
+	}
 	sh.idem.mu.Lock()
 	t := sh.idem.tableLocked()
 	d := t.decide(a.producer, a.sequence)
@@ -190,16 +213,15 @@ func (sh *shard) answerDuplicate(b batchRef, a idemArgs, payloads [][]byte, done
 			msg: fmt.Sprintf("sequence %d of producer %d on shard %d is held in part (%d of %d records)", a.sequence, a.producer, sh.id, b.held, b.count)})
 		return
 	}
+	if r := sh.rep.Load(); r != nil {
+		r.answerDuplicate(b, a, payloads, done)
+		return
+	}
 	if same, err := sh.sameBatch(b, payloads); err != nil {
 		done(0, err)
 		return
 	} else if !same && a.reusedRefusal {
-		done(0, &producerRefusal{reason: wire.Refusal{Kind: wire.RefusedSequenceReused},
-			msg: fmt.Sprintf("sequence %d of producer %d on shard %d was published with other data", a.sequence, a.producer, sh.id)})
-		return
-	}
-	if r := sh.rep.Load(); r != nil {
-		r.whenCommitted(b.first+uint64(b.count), func(err error) { done(b.first, err) })
+		done(0, reusedRefusal(sh, a))
 		return
 	}
 	d := sh.durable()
@@ -208,6 +230,11 @@ func (sh *shard) answerDuplicate(b batchRef, a idemArgs, payloads [][]byte, done
 		return
 	}
 	d.afterCommitted(sh, func(err error) { done(b.first, err) })
+}
+
+func reusedRefusal(sh *shard, a idemArgs) error {
+	return &producerRefusal{reason: wire.Refusal{Kind: wire.RefusedSequenceReused},
+		msg: fmt.Sprintf("sequence %d of producer %d on shard %d was published with other data", a.sequence, a.producer, sh.id)}
 }
 
 // sameBatch reports whether payloads are the records of b. What can no

@@ -41,7 +41,7 @@ func (b *Broker) ShardLoads() []cluster.ShardLoad {
 				continue
 			}
 			if pv != nil {
-				if r := pv.lookup(st.spec.StreamKey, sh.id); r != nil && !r.self {
+				if r := pv.lookup(st.spec.StreamKey, sh.id); r != nil && !r.self && !r.holds {
 					continue
 				}
 			}

@@ -45,6 +45,32 @@ type batchRef struct {
 	first uint64 // offset of its first record
 	count uint32 // records it declared
 	held  uint32 // records of it the shard holds (count, unless another writer left it short)
+	// pending, on a replicated shard, is the batch's placement while its
+	// proposal has no offsets yet (first is then pending.first once
+	// pending.done is closed); nil once known or elsewhere.
+	pending *placement
+}
+
+// placement is a proposed batch's offsets, known once done is closed: its
+// first offset, or err if it was never placed.
+type placement struct {
+	first uint64
+	err   error
+	done  chan struct{}
+}
+
+// placed reports b's first offset and whether it is known yet: a batch
+// still being proposed has none, and neither has one that failed.
+func (b batchRef) placed() (uint64, bool) {
+	if b.pending == nil {
+		return b.first, true
+	}
+	select {
+	case <-b.pending.done:
+		return b.pending.first, b.pending.err == nil
+	default:
+		return 0, false
+	}
 }
 
 // verdict is what to do with an idempotent batch.
@@ -115,7 +141,11 @@ func (t *producerTable) record(id, seq uint64, b batchRef) {
 func (t *producerTable) forgetBelow(first uint64) {
 	for e := t.front; e != nil; {
 		succ := e.succ
-		for e.held > 0 && e.batches[(e.next-uint64(e.held))%producerWindow].first < first {
+		for e.held > 0 {
+			at, known := e.batches[(e.next-uint64(e.held))%producerWindow].placed()
+			if !known || at >= first {
+				break
+			}
 			e.held--
 		}
 		if e.held == 0 {

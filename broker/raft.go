@@ -91,6 +91,7 @@ func (h *raftHost) run() {
 			}
 			for _, r := range h.groupList() {
 				r.group.Tick()
+				r.expireWaiters(now)
 				if syncDue && r.periodic {
 					r.syncPeriodic()
 				}

@@ -51,8 +51,9 @@ type replicated struct {
 }
 
 type tailWaiter struct {
-	end  uint64
-	done func(error)
+	end      uint64
+	deadline time.Time
+	done     func(error)
 }
 
 // groupName is a shard's raft group name.
@@ -227,50 +228,83 @@ func (r *replicated) apply(events []segment.Record, tail uint64) {
 	r.answerWaiters(tail)
 }
 
-// whenCommitted calls done once the committed tail reaches end.
+// whenCommitted calls done once a batch this leader holds up to end
+// counts as the stream's ack mode says (a duplicate idempotent batch is
+// answered with the wait its first send had): written here for leader
+// acks, committed for quorum acks. It fails with quorum_timeout after the
+// quorum timeout, and with leadership_lost if this replica steps down
+// first.
 func (r *replicated) whenCommitted(end uint64, done func(error)) {
 	r.mu.Lock()
-	if r.sh.tail() >= end {
+	if r.reached(end, r.sh.tail()) {
 		r.mu.Unlock()
 		done(nil)
 		return
 	}
-	r.mu.waiters = append(r.mu.waiters, tailWaiter{end: end, done: done})
+	r.mu.waiters = append(r.mu.waiters, tailWaiter{end: end, deadline: time.Now().Add(r.sh.b.cfg.QuorumTimeout), done: done})
 	r.mu.Unlock()
 }
 
-func (r *replicated) answerWaiters(tail uint64) {
+func (r *replicated) reached(end, tail uint64) bool {
+	if r.ack == replica.AckLeader {
+		return r.log.Next() >= end
+	}
+	return tail >= end
+}
+
+// answerWaiters answers the waiters the committed tail reached (err nil),
+// or with err all those past their deadline, or every one (all).
+func (r *replicated) answerWaiters(tail uint64) { r.settleWaiters(tail, time.Time{}, nil, false) }
+
+func (r *replicated) settleWaiters(tail uint64, now time.Time, err error, all bool) {
 	r.mu.Lock()
-	var ready []tailWaiter
+	type answer struct {
+		w   tailWaiter
+		err error
+	}
+	var ready []answer
 	kept := r.mu.waiters[:0]
 	for _, w := range r.mu.waiters {
-		if w.end <= tail {
-			ready = append(ready, w)
-		} else {
+		switch {
+		case r.reached(w.end, tail):
+			ready = append(ready, answer{w, nil})
+		case all || (!now.IsZero() && now.After(w.deadline)):
+			ready = append(ready, answer{w, err})
+		default:
 			kept = append(kept, w)
 		}
 	}
 	r.mu.waiters = kept
 	r.mu.Unlock()
-	for _, w := range ready {
-		w.done(nil)
+	for _, a := range ready {
+		a.w.done(a.err)
 	}
 }
 
-// onLeader rebuilds the idempotent producers' table from this replica's
-// log when it becomes the leader: the log holds every batch any former
-// leader committed (raft's leader completeness), and what it holds beyond
-// the commit the new leader commits.
+// expireWaiters fails the waiters past their deadline (the broker's raft
+// ticker calls it).
+func (r *replicated) expireWaiters(now time.Time) {
+	r.mu.Lock()
+	n := len(r.mu.waiters)
+	r.mu.Unlock()
+	if n > 0 {
+		r.settleWaiters(r.sh.tail(), now, r.refusal(replica.ErrQuorumTimeout), false)
+	}
+}
+
+// onLeader is told of this replica's leadership changing: the idempotent
+// producers' table is rebuilt from the log before the next batch
+// (replicated_idem.go); a former leader's waiters are answered
+// leadership_lost. It runs on the group's goroutine, so it takes no lock a
+// publish may hold while it waits for the group.
 func (r *replicated) onLeader(leader bool) {
 	sh := r.sh
+	sh.idem.epoch.Add(1)
 	if !leader {
-		sh.idem.reset()
+		r.settleWaiters(sh.tail(), time.Time{}, r.refusal(replica.ErrLeadershipLost), true)
 		return
 	}
 	sh.b.metrics.raft.elections.Inc()
-	if err := sh.idem.rebuildFrom(sh, r.log); err != nil {
-		sh.b.log.Error("replica: producer state not rebuilt; idempotent publishes are refused unknown_producer", "err", err)
-	}
 }
 
 // syncPeriodic is the periodic fsync mode's sync of the replica's log.

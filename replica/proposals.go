@@ -12,7 +12,7 @@ type proposal struct {
 	term  uint64 // the leader's term when raft took it
 	first uint64 // offset of its first record, once placed
 	// placed counts its records found so far in Ready.Entries.
-	placed int
+	placed   int
 	at       time.Time
 	placedFn func(uint64)
 	done     func(uint64, error)

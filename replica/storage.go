@@ -66,7 +66,10 @@ func (s *storage) Entries(lo, hi, maxSize uint64) ([]*pb.Entry, error) {
 			return nil, err
 		}
 		size += uint64(proto.Size(e))
-		if len(out) > 0 && size > maxSize {
+		// Past maxSize only to finish a batch: a follower catching up
+		// then never holds part of one that a leader change could commit
+		// as it is (a batch is at most one publish frame).
+		if len(out) > 0 && size > maxSize && rec.Mark.Kind != segment.MarkContinues {
 			break
 		}
 		out = append(out, e)

@@ -303,6 +303,9 @@ func (s *cpSync) applyDeletion(ref api.Ref) {
 func (s *cpSync) applyStream(st api.Stream) {
 	spec := broker.StreamSpec{StreamKey: broker.StreamKey{Tenant: st.Tenant, Namespace: st.Namespace, Stream: st.Stream},
 		Shards: st.Shards, Durable: st.Durable, Fsync: st.Fsync, Routing: st.Routing}
+	if st.ReplicationFactor() > 1 {
+		spec.Replicas, spec.Ack = st.ReplicationFactor(), st.AckMode()
+	}
 	if err := s.b.CreateStream(spec); err != nil && !errors.Is(err, broker.ErrStreamExists) {
 		s.log.Error("control plane: cannot serve stream", "stream", spec.StreamKey, "err", err)
 	}

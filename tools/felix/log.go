@@ -165,7 +165,8 @@ func logDump(args []string, stdout, stderr io.Writer) int {
 // microseconds, payload length, the producer mark of a record of an
 // idempotent producer's batch (producer, sequence and the record's place in
 // the batch; "batch=continues" for a batch whose opening record was not
-// read), and the payload as `felix sub` prints it (text when printable
+// read; "generation (not an event)" for a replica's term start), and the
+// payload as `felix sub` prints it (text when printable
 // UTF-8, else 0x and hex), last so spaces are safe.
 func appendRecordLine(b []byte, rec segment.Record, mark string) []byte {
 	return fmt.Appendf(b, "offset=%d time=%s len=%d %spayload=%s\n", rec.Offset,
@@ -182,6 +183,9 @@ type batchPos struct {
 // next is the mark text of a record with mark m ("" for an unmarked one).
 func (p *batchPos) next(m segment.Mark) string {
 	switch m.Kind {
+	case segment.MarkGeneration:
+		*p = batchPos{}
+		return "generation (not an event) "
 	case segment.MarkOpens:
 		*p = batchPos{producer: m.ProducerID, sequence: m.Sequence, at: 1, len: m.Len}
 	case segment.MarkContinues:
@@ -330,10 +334,14 @@ func openReadOnly(dir string, verifyAll bool) (*segment.Log, *readOnlyFS, error)
 		return nil, nil, fmt.Errorf("no segment files ({base_offset:020}.log) in %s", dir)
 	}
 	ro := &readOnlyFS{}
+	_, statErr := os.Stat(filepath.Join(dir, "raft.state")) // replica.StateFile: a replica's log
 	l, err := segment.Open(dir, segment.Config{
 		SegmentBytes:    segment.SegmentHeaderBytes + segment.RecordHeaderBytes,
 		VerifyAllOnOpen: verifyAll,
 		FS:              ro,
+		// A replica's log takes a batch in several appends: a tail that
+		// ends inside one is what it received, not a torn write.
+		KeepPartialBatches: statErr == nil,
 	})
 	if err != nil {
 		return nil, nil, err

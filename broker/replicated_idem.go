@@ -1,0 +1,133 @@
+package broker
+
+import (
+	"bytes"
+	"fmt"
+	"time"
+
+	"github.com/felixmq/felix/segment"
+)
+
+// Idempotent producers on a replicated shard. The leader decides a batch
+// against its table and records it as proposed (offsets pending) in one
+// step with the proposal, so the table's order is raft's order and the
+// lock is never held while raft works. The table is the replica log's own
+// when this replica became the leader (raft's leader completeness: every
+// batch any leader committed is in it) plus what it proposed since; a
+// proposal that failed before it had offsets, or a new leadership, makes
+// the next batch rebuild it from the log, once no proposal of the old one
+// is unanswered.
+
+// publishIdempotent decides and proposes one idempotent batch.
+func (r *replicated) publishIdempotent(a idemArgs, payloads [][]byte, done func(uint64, error)) {
+	sh, id := r.sh, &r.sh.idem
+	id.mu.Lock()
+	if err := r.currentTableLocked(); err != nil {
+		id.mu.Unlock()
+		done(0, err)
+		return
+	}
+	d := id.table.decide(a.producer, a.sequence)
+	if d.verdict != verdictAppend {
+		id.mu.Unlock()
+		if d.verdict == verdictDuplicate {
+			sh.answerDuplicate(d.batch, a, payloads, done)
+			return
+		}
+		done(0, sh.refuse(d, a))
+		return
+	}
+	n := uint32(len(payloads))
+	pl := &placement{done: make(chan struct{})}
+	id.table.record(a.producer, a.sequence, batchRef{count: n, held: n, pending: pl})
+	id.inflight++
+	hook := &appendHook{mark: segment.BatchMark{ProducerID: a.producer, Sequence: a.sequence}, appended: func(base uint64) {
+		pl.first = base
+		close(pl.done)
+	}}
+	r.publish(payloads, hook, func(base uint64, err error) {
+		id.mu.Lock()
+		id.inflight--
+		select {
+		case <-pl.done:
+		default: // never placed: the table holds a batch the log does not
+			pl.err = err
+			close(pl.done)
+			id.stale = true
+		}
+		id.mu.Unlock()
+		done(base, err)
+	})
+	id.mu.Unlock()
+}
+
+// currentTableLocked makes the shard's table the leader's: rebuilt from
+// the log after a leadership change or a failed proposal, once nothing
+// proposed before is unanswered (until then the batch is refused, to be
+// sent again).
+func (r *replicated) currentTableLocked() error {
+	id := &r.sh.idem
+	epoch := id.epoch.Load()
+	if id.table != nil && id.built == epoch && !id.stale {
+		return nil
+	}
+	if id.inflight > 0 {
+		return fmt.Errorf("%w: shard %s: producer state is being rebuilt after a leadership change; send again",
+			ErrOwnerUnavailable, r.shard())
+	}
+	t, err := tableFrom(r.sh, r.log)
+	if err != nil {
+		return err
+	}
+	id.table, id.built, id.stale = t, epoch, false
+	return nil
+}
+
+// answerDuplicate answers a re-send of a batch this leader's table holds:
+// once the batch has offsets and counts per the ack mode, with its first
+// offset if it holds the same payloads (else sequence_reused, for a client
+// that knows it). The payloads are compared once the batch is in the log,
+// after the caller's frame buffer (which they alias) is reused: they are
+// copied (re-sends are rare).
+func (r *replicated) answerDuplicate(b batchRef, a idemArgs, payloads [][]byte, done func(uint64, error)) {
+	own := make([][]byte, len(payloads))
+	for i, p := range payloads {
+		own[i] = bytes.Clone(p)
+	}
+	r.answerDuplicateOwned(b, a, own, done)
+}
+
+func (r *replicated) answerDuplicateOwned(b batchRef, a idemArgs, payloads [][]byte, done func(uint64, error)) {
+	first, known := b.placed()
+	if !known && b.pending != nil {
+		go func() {
+			select {
+			case <-b.pending.done:
+			case <-time.After(r.sh.b.cfg.QuorumTimeout):
+			}
+			if first, known := b.placed(); known {
+				b.first, b.pending = first, nil
+				r.answerDuplicateOwned(b, a, payloads, done)
+				return
+			}
+			done(0, fmt.Errorf("%w: shard %s: the batch's first send was not placed; send again", ErrOwnerUnavailable, r.shard()))
+		}()
+		return
+	}
+	b.first, b.pending = first, nil
+	r.whenCommitted(b.first+uint64(b.count), func(err error) {
+		if err != nil {
+			done(0, err)
+			return
+		}
+		same, err := r.sh.sameBatch(b, payloads)
+		switch {
+		case err != nil:
+			done(0, err)
+		case !same && a.reusedRefusal:
+			done(0, reusedRefusal(r.sh, a))
+		default:
+			done(b.first, nil)
+		}
+	})
+}
