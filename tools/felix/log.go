@@ -16,6 +16,7 @@ import (
 	"github.com/edsrzf/mmap-go"
 
 	"github.com/felixmq/felix/segment"
+	"github.com/felixmq/felix/wire"
 )
 
 const logUsage = `usage:
@@ -165,12 +166,24 @@ func logDump(args []string, stdout, stderr io.Writer) int {
 // microseconds, payload length, the producer mark of a record of an
 // idempotent producer's batch (producer, sequence and the record's place in
 // the batch; "batch=continues" for a batch whose opening record was not
-// read), and the payload as `felix sub` prints it (text when printable
-// UTF-8, else 0x and hex), last so spaces are safe.
+// read), the publisher and the event headers when the record has them,
+// and the payload as `felix sub` prints it (text when printable UTF-8, else
+// 0x and hex), last so spaces are safe.
 func appendRecordLine(b []byte, rec segment.Record, mark string) []byte {
-	return fmt.Appendf(b, "offset=%d time=%s len=%d %spayload=%s\n", rec.Offset,
-		time.UnixMicro(rec.TimestampMicros).UTC().Format("2006-01-02T15:04:05.000000Z07:00"),
-		len(rec.Payload), mark, printable(rec.Payload))
+	b = fmt.Appendf(b, "offset=%d time=%s len=%d %s", rec.Offset,
+		time.UnixMicro(rec.TimestampMicros).UTC().Format("2006-01-02T15:04:05.000000Z07:00"), len(rec.Payload), mark)
+	if rec.Publisher != nil {
+		b = fmt.Appendf(b, "publisher=%s ", printable(rec.Publisher))
+	}
+	if rec.Headers != nil {
+		hs, err := wire.ParseHeaders(rec.Headers)
+		if err != nil {
+			b = fmt.Appendf(b, "headers=invalid(%s) ", printable(rec.Headers))
+		} else {
+			b = fmt.Appendf(b, "headers=[%s] ", wire.FormatHeaders(hs))
+		}
+	}
+	return fmt.Appendf(b, "payload=%s\n", printable(rec.Payload))
 }
 
 // batchPos follows the marked batch dump is in.
