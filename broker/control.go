@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -22,7 +23,8 @@ const ServerFlags = wire.KnownCapabilities | wire.CapForwarded
 
 // ServerFeatures are the published feature bits this broker advertises:
 // producer_init and idempotent publishes, typed errors, sequence_reused,
-// stream_shards.
+// stream_shards, conditional cache writes, offset_for_time, and, on a
+// broker with durable storage, consumer groups (wire.GroupFeatures).
 const ServerFeatures = wire.KnownFeatures
 
 // control serves one client-opened bidirectional stream: auth, then any mix
@@ -47,6 +49,10 @@ type control struct {
 	// expired is set when it fired.
 	stopExpiry func()
 	expired    atomic.Bool
+	// async counts answers still owed on their own goroutines (group
+	// polls waiting for records): a client that finishes its side gets
+	// them before the stream ends.
+	async sync.WaitGroup
 }
 
 func newControl(c *conn, str *quic.Stream) *control {
@@ -67,6 +73,7 @@ func (ct *control) serve() {
 	if authed && ct.loop() {
 		// The client finished its side (or a one-shot request was
 		// answered): flush replies, then finish ours.
+		ct.async.Wait()
 		ct.out.close()
 		ct.str.Close()
 		if ct.oneShot {
@@ -144,20 +151,25 @@ func (ct *control) authenticate() bool {
 	ct.ownerAcks = wire.Supports(ct.peer, wire.CapOwner)
 	ct.forwarded = wire.Supports(ct.peer, wire.CapForwarded)
 	ct.c.noteAuth(p, ct.forwarded)
-	ct.out.send(func(b []byte) []byte { return wire.AppendJSONFrame(b, authReply(auth)) })
+	ct.out.send(func(b []byte) []byte { return wire.AppendJSONFrame(b, authReply(auth, ct.c.b.cfg.DataDir != "")) })
 	return true
 }
 
 // authReply is auth_ok with this broker's words, each sent only when the
 // client sent its own (plain ok without client_flags, as wire v1 says).
-func authReply(auth *wire.Auth) wire.Message {
+func authReply(auth *wire.Auth, durable bool) wire.Message {
 	if auth.ClientFlags == nil {
 		return &wire.OK{}
 	}
 	ok := &wire.AuthOK{ServerFlags: ServerFlags.FrameFlags()}
 	if auth.ClientFeatures != nil {
-		f := uint32(ServerFeatures)
-		ok.ServerFeatures = &f
+		f := ServerFeatures
+		if !durable {
+			// A group's position would not survive a restart.
+			f &^= wire.GroupFeatures
+		}
+		w := uint32(f)
+		ok.ServerFeatures = &w
 	}
 	if auth.ClientCaps != nil {
 		caps := ServerFlags.Caps()
@@ -262,6 +274,9 @@ func (ct *control) handleJSON(m wire.Message) bool {
 		return false
 	}
 	if handled, keep := ct.handleCache(m); handled {
+		return keep
+	}
+	if handled, keep := ct.handleGroup(m); handled {
 		return keep
 	}
 	ct.fail(refusal(wire.CodeInvalidRequest, "unexpected message type "+m.Type().String()))
