@@ -90,7 +90,7 @@ func TestConfigToken(t *testing.T) {
 
 // A reply of the wrong kind names what came and what it answered.
 func TestUnexpectedReplyIsAProtocolError(t *testing.T) {
-	err := unexpected(&wire.RosterOK{})
+	err := unexpected(&wire.RosterOK{}, "cache")
 	require.ErrorIs(t, err, ErrProtocol)
 	require.ErrorContains(t, err, "roster_ok in reply to a cache request")
 }
