@@ -16,7 +16,11 @@ const (
 	opCounterAdd = "counter_add"
 	opCounterGet = "counter_get"
 	opWatch      = "watch"
+	opPutIf      = "put_if"
+	opDeleteIf   = "delete_if"
 )
+
+var cacheOpNames = []string{opGet, opPut, opDelete, opCounterAdd, opCounterGet, opWatch, opPutIf, opDeleteIf}
 
 // featureMetrics count the operations of caches and counters, keyed
 // watch, rosters and consumer groups; their sizes (entries, members, lag,
@@ -42,7 +46,7 @@ func (fm *featureMetrics) stats(b *Broker) FeatureStats {
 		RosterJoins: b.rosters.joins.Load(), RosterLeaves: b.rosters.leaves.Load(),
 		QueueDelivered: fm.queueDelivered.Load(), QueueRedelivered: fm.queueRedelivered.Load(),
 		QueueAcks: fm.queueAcks.Load(), QueueNacks: fm.queueNacks.Load(), QueueExpired: fm.queueExpired.Load()}
-	for _, op := range []string{opGet, opPut, opDelete, opCounterAdd, opCounterGet, opWatch} {
+	for _, op := range cacheOpNames {
 		var m dto.Metric
 		if c, err := fm.cacheOps.GetMetricWithLabelValues(op); err == nil && c.Write(&m) == nil {
 			fs.CacheOps[op] = uint64(m.GetCounter().GetValue())
@@ -65,13 +69,13 @@ func (fm *featureMetrics) queueTaken(taken []takenRec) {
 
 func (fm *featureMetrics) collectors(b *Broker) []prometheus.Collector {
 	fm.cacheOps = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "felix_cache_ops_total",
-		Help: "Cache and counter requests, by op: get, put, delete, counter_add, counter_get, watch."}, []string{"op"})
+		Help: "Cache and counter requests, by op: get, put, delete, counter_add, counter_get, watch, put_if, delete_if."}, []string{"op"})
 	fm.cacheErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "felix_cache_errors_total",
 		Help: "Cache and counter requests refused, by cache_error code."}, []string{"code"})
 	fm.cacheLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "felix_cache_op_latency_seconds",
 		Help:    "Time from a cache request to its reply being queued (a change waits for its sync in on_commit), by op.",
 		Buckets: latencyBuckets}, []string{"op"})
-	for _, op := range []string{opGet, opPut, opDelete, opCounterAdd, opCounterGet, opWatch} {
+	for _, op := range cacheOpNames {
 		fm.cacheOps.WithLabelValues(op) // every op has a series from the start
 		fm.cacheLatency.WithLabelValues(op)
 	}

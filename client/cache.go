@@ -74,6 +74,89 @@ func (k *Cache) Get(ctx context.Context, key string) ([]byte, bool, error) {
 	return v.Value, v.Found, nil
 }
 
+// GetVersion is Get with the value's version, for PutIf and DeleteIf to
+// compare against. The broker must serve conditional writes
+// (wire.FeatureCacheConditional).
+func (k *Cache) GetVersion(ctx context.Context, key string) (value []byte, version uint64, found bool, err error) {
+	if err := k.needConditional(); err != nil {
+		return nil, 0, false, err
+	}
+	r, err := k.do(ctx, func(id *uint64) wire.Message {
+		return &wire.CacheGet{TenantID: k.c.cfg.Tenant, Namespace: k.namespace, Cache: k.name, Key: key, RequestID: id}
+	})
+	if err != nil {
+		return nil, 0, false, err
+	}
+	v, ok := r.(*wire.CacheValue)
+	if !ok || (v.Found && v.Version == nil) {
+		return nil, 0, false, unexpected(r, "cache")
+	}
+	if v.Found {
+		version = *v.Version
+	}
+	return v.Value, version, v.Found, nil
+}
+
+// Condition is what PutIf requires of the key: absent (no live entry),
+// or a live entry of a version.
+type Condition = wire.Condition
+
+// IfAbsent is the condition of a create-only put.
+var IfAbsent = Condition{Kind: wire.ConditionAbsent}
+
+// IfVersion is the condition of an update of exactly version v.
+func IfVersion(v uint64) Condition { return Condition{Kind: wire.ConditionVersion, Version: v} }
+
+// PutIf stores value under key only if cond holds, checked and written as
+// one step on the broker (of two writers expecting the same version,
+// exactly one applies). It returns whether it applied and the version that
+// answers: the one it wrote, else the key's current one (found false when
+// the key has no live entry). A refusal is an answer, not an error.
+func (k *Cache) PutIf(ctx context.Context, key string, value []byte, ttl time.Duration, cond Condition) (applied bool, version uint64, found bool, err error) {
+	if err := k.needConditional(); err != nil {
+		return false, 0, false, err
+	}
+	m := &wire.CachePutIf{TenantID: k.c.cfg.Tenant, Namespace: k.namespace, Cache: k.name, Key: key, Value: value, Condition: cond}
+	if ttl > 0 {
+		ms := uint64(max(ttl.Milliseconds(), 1))
+		m.TTLMs = &ms
+	}
+	return k.conditional(ctx, func(id uint64) wire.Message { m.RequestID = id; return m })
+}
+
+// DeleteIf removes key only if its live entry has version (a lease holder
+// releasing its own lease, not one someone has since taken).
+func (k *Cache) DeleteIf(ctx context.Context, key string, version uint64) (applied bool, current uint64, found bool, err error) {
+	if err := k.needConditional(); err != nil {
+		return false, 0, false, err
+	}
+	return k.conditional(ctx, func(id uint64) wire.Message {
+		return &wire.CacheDeleteIf{TenantID: k.c.cfg.Tenant, Namespace: k.namespace, Cache: k.name, Key: key, Version: version, RequestID: id}
+	})
+}
+
+func (k *Cache) conditional(ctx context.Context, build func(id uint64) wire.Message) (bool, uint64, bool, error) {
+	r, err := k.reqStream.do(ctx, build)
+	if err != nil {
+		return false, 0, false, err
+	}
+	res, ok := r.(*wire.CacheConditionResult)
+	if !ok {
+		return false, 0, false, unexpected(r, "cache")
+	}
+	if res.Version == nil {
+		return res.Applied, 0, false, nil
+	}
+	return res.Applied, *res.Version, true, nil
+}
+
+func (k *Cache) needConditional() error {
+	if !k.ct.features.Has(wire.FeatureCacheConditional) {
+		return fmt.Errorf("%w: the broker does not serve conditional cache writes", ErrNotNegotiated)
+	}
+	return nil
+}
+
 // Delete removes key and reports whether a live value was there.
 func (k *Cache) Delete(ctx context.Context, key string) (bool, error) {
 	r, err := k.do(ctx, func(id *uint64) wire.Message {
