@@ -255,6 +255,8 @@ func (ct *control) handleJSON(m wire.Message) bool {
 		return ct.producerInit(m)
 	case *wire.StreamShards:
 		return ct.streamShards(m)
+	case *wire.OffsetForTime:
+		return ct.offsetForTime(m)
 	case *wire.Subscribe:
 		return ct.subscribe(m)
 	case *wire.RosterJoin:
