@@ -249,7 +249,7 @@ func (ct *control) handleJSON(m wire.Message) bool {
 	case *wire.PublishBatchMessage:
 		return ct.jsonPublish(streamKey(m.TenantID, m.Namespace, m.Stream), m.Key, shardArg(m.Shard), m.Payloads, m.RequestID, m.Ack, wire.AckPerBatch)
 	case *wire.PublishIdempotent:
-		return ct.idempotentPublish(streamKey(m.TenantID, m.Namespace, m.Stream), m.Key, shardArg(m.Shard), m.Payloads,
+		return ct.idempotentPublish(streamKey(m.TenantID, m.Namespace, m.Stream), m.Key, shardArg(m.Shard), m.Payloads, nil,
 			m.RequestID, m.ProducerID, m.Sequence)
 	case *wire.ProducerInit:
 		return ct.producerInit(m)
@@ -301,13 +301,13 @@ func (ct *control) jsonPublish(k StreamKey, key []byte, shard int, payloads [][]
 		return true
 	}
 	if !acked {
-		return ct.publishUnacked(k, key, shard, payloads)
+		return ct.publishUnacked(k, key, shard, payloads, nil)
 	}
 	id := *reqID
 	reply := func(res publishResult, err error) {
 		ct.out.send(func(b []byte) []byte { return wire.AppendJSONFrame(b, ct.jsonAnswer(id, res, err)) })
 	}
-	if err := ct.publish(k, key, shard, payloads, true, reply); err != nil {
+	if err := ct.publish(k, key, shard, payloads, nil, true, reply); err != nil {
 		reply(noShard, err)
 		return !errors.Is(err, ErrForbidden)
 	}
@@ -317,8 +317,8 @@ func (ct *control) jsonPublish(k StreamKey, key []byte, shard int, payloads [][]
 // publishUnacked starts a fire-and-forget publish. A failure cannot be
 // answered per request, so the stream gets an uncorrelated error message
 // (whenever the outcome is known); authorisation failures end the stream.
-func (ct *control) publishUnacked(k StreamKey, key []byte, shard int, payloads [][]byte) bool {
-	err := ct.publish(k, key, shard, payloads, false, func(_ publishResult, err error) {
+func (ct *control) publishUnacked(k StreamKey, key []byte, shard int, payloads, headers [][]byte) bool {
+	err := ct.publish(k, key, shard, payloads, headers, false, func(_ publishResult, err error) {
 		if err != nil {
 			ct.fail(err)
 		}
@@ -343,7 +343,7 @@ func (ct *control) binaryPublish(flags wire.Flags, payload []byte) bool {
 		return true
 	}
 	b := &ct.batch
-	return ct.publishUnacked(streamKey(b.TenantID, b.Namespace, b.Stream), batchKey(b), batchShard(b), b.Payloads)
+	return ct.publishUnacked(streamKey(b.TenantID, b.Namespace, b.Stream), batchKey(b), batchShard(b), b.Payloads, b.Headers)
 }
 
 // shardArg is the publish's explicit shard, -1 for none; a value past
@@ -404,10 +404,10 @@ func (ct *control) binaryAckedPublish(flags wire.Flags, payload []byte) bool {
 	}
 	pb := &ct.acked.PublishBatch
 	if ct.acked.Idempotent {
-		return ct.idempotentPublish(streamKey(pb.TenantID, pb.Namespace, pb.Stream), batchKey(pb), batchShard(pb), pb.Payloads,
+		return ct.idempotentPublish(streamKey(pb.TenantID, pb.Namespace, pb.Stream), batchKey(pb), batchShard(pb), pb.Payloads, pb.Headers,
 			id, ct.acked.ProducerID, ct.acked.Sequence)
 	}
-	if err := ct.publish(streamKey(pb.TenantID, pb.Namespace, pb.Stream), batchKey(pb), batchShard(pb), pb.Payloads, true, reply); err != nil {
+	if err := ct.publish(streamKey(pb.TenantID, pb.Namespace, pb.Stream), batchKey(pb), batchShard(pb), pb.Payloads, pb.Headers, true, reply); err != nil {
 		reply(noShard, err)
 		return !errors.Is(err, ErrForbidden)
 	}

@@ -78,7 +78,9 @@ var noShard = publishResult{shard: -1}
 // Acked publishes wait at most AdmitTimeout for Block subscribers;
 // fire-and-forget ones wait as long as the connection lives (backpressure)
 // unless IngressDrop selects an immediate, counted drop.
-func (p *publisher) publish(k StreamKey, key []byte, shard int, payloads [][]byte, acked bool, done func(publishResult, error)) error {
+//
+// headers (nil for none) holds each payload's header block.
+func (p *publisher) publish(k StreamKey, key []byte, shard int, payloads, headers [][]byte, acked bool, done func(publishResult, error)) error {
 	sh, r, err := p.begin(k, key, shard, p.hint)
 	if err != nil {
 		return err
@@ -86,15 +88,26 @@ func (p *publisher) publish(k StreamKey, key []byte, shard int, payloads [][]byt
 	res := publishResult{shard: sh.id}
 	if r != nil {
 		if !r.self {
-			p.forward(r, payloads, acked, done)
+			p.forward(r, payloads, headers, acked, done)
 			return nil
 		}
 		res.owner = &r.owner
 	}
+	meta := p.c.b.metaFor(sh.st.spec.Durable, p.subject(), headers)
 	p.local(sh, res, payloads, acked, done, func(admit context.Context, done func(uint64, error)) {
-		sh.publish(admit, payloads, nil, done)
+		sh.publish(admit, payloads, meta, nil, done)
 	})
 	return nil
+}
+
+// subject is the publishing principal a batch records: none for a stream
+// a broker forwards on, whose credential is the broker's, not the
+// publisher's.
+func (p *publisher) subject() string {
+	if p.forwarded {
+		return ""
+	}
+	return subjectOf(p.principal)
 }
 
 // begin does what every publish does first: it counts the publish in

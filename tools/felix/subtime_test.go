@@ -57,3 +57,22 @@ func TestSubFromTimeStartsAtTheFirstRecordAtOrAfterIt(t *testing.T) {
 	r := runSubT(t, tb.args("--from-time", "2001-01-01T00:00:00Z", "--from", "earliest")...)
 	require.Equal(t, exitUsage, r.code)
 }
+
+// felix pub --header K=V gives every message the headers; felix sub prints
+// them between the offset and the payload, and events without none.
+func TestPubHeadersShowInSub(t *testing.T) {
+	tb := startBrokerWith(t, broker.Config{DataDir: t.TempDir()},
+		broker.StreamSpec{StreamKey: broker.StreamKey{Tenant: "t1", Namespace: "default", Stream: "demo"}, Shards: 1, Durable: true})
+	for _, idem := range []string{"true", "false"} {
+		r := runPubT(t, "", tb.args("--ack", "--idempotent="+idem, "--header", "traceparent=00-ab-01", "--header", "content-type=text/plain", "hello")...)
+		require.Equal(t, exitOK, r.code, r.stderr)
+	}
+	r := runPubT(t, "", tb.args("--ack", "plain")...)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	r = runSubT(t, tb.args("--from", "earliest", "--count", "3")...)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Equal(t, "0 [traceparent=00-ab-01 content-type=text/plain] hello\n"+
+		"1 [traceparent=00-ab-01 content-type=text/plain] hello\n2 plain\n", r.stdout)
+	r = runPubT(t, "", tb.args("--header", "novalue", "x")...)
+	require.Equal(t, exitUsage, r.code)
+}
