@@ -98,7 +98,7 @@ var groupLabels = append(append([]string{}, streamLabels...), "group")
 
 var descFeature = struct {
 	caches, cacheEntries, cacheBytes, cacheWatchers, rosters, rosterMembers, rosterWatchers,
-	groupLag, groupInflight, groupRedo *prometheus.Desc
+	groupLag, groupInflight, groupRedo, groupDead *prometheus.Desc
 }{
 	caches:         prometheus.NewDesc("felix_caches", "Registered caches.", nil, nil),
 	cacheEntries:   prometheus.NewDesc("felix_cache_entries", "Live entries in all caches (expired ones until they are read or evicted).", nil, nil),
@@ -111,6 +111,7 @@ var descFeature = struct {
 		groupLabels, nil),
 	groupInflight: prometheus.NewDesc("felix_queue_group_inflight", "Records out to the group's members, not yet acked.", groupLabels, nil),
 	groupRedo:     prometheus.NewDesc("felix_queue_group_redeliveries_pending", "Records waiting to be handed out again.", groupLabels, nil),
+	groupDead:     prometheus.NewDesc("felix_queue_group_dead_letters", "Dead letters of the group (records that ran out of attempts, or were given up), until redriven or discarded.", groupLabels, nil),
 }
 
 // featureCollector reads the sizes at scrape time. Consumer groups have
@@ -121,7 +122,7 @@ type featureCollector struct{ b *Broker }
 func (c featureCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descFeature.caches, descFeature.cacheEntries, descFeature.cacheBytes, descFeature.cacheWatchers,
 		descFeature.rosters, descFeature.rosterMembers, descFeature.rosterWatchers,
-		descFeature.groupLag, descFeature.groupInflight, descFeature.groupRedo} {
+		descFeature.groupLag, descFeature.groupInflight, descFeature.groupRedo, descFeature.groupDead} {
 		ch <- d
 	}
 }
@@ -154,8 +155,8 @@ func (c featureCollector) Collect(ch chan<- prometheus.Metric) {
 func (c featureCollector) collectGroups(gauge func(*prometheus.Desc, float64, ...string)) {
 	type groupKey struct{ stream, group string }
 	type sums struct {
-		labels              []string
-		lag, inflight, redo float64
+		labels                    []string
+		lag, inflight, redo, dead float64
 	}
 	var order []groupKey
 	agg := map[groupKey]*sums{}
@@ -182,11 +183,13 @@ func (c featureCollector) collectGroups(gauge func(*prometheus.Desc, float64, ..
 		s.lag += float64(g.Tail - min(g.Committed, g.Tail))
 		s.inflight += float64(g.Inflight)
 		s.redo += float64(g.Redo)
+		s.dead += float64(g.DeadLetters)
 	}
 	for _, k := range order {
 		s := agg[k]
 		gauge(descFeature.groupLag, s.lag, s.labels...)
 		gauge(descFeature.groupInflight, s.inflight, s.labels...)
 		gauge(descFeature.groupRedo, s.redo, s.labels...)
+		gauge(descFeature.groupDead, s.dead, s.labels...)
 	}
 }
