@@ -285,11 +285,14 @@ func appendRecord(b []byte, offset uint64, ts int64, m Mark, bd body) []byte {
 	return b
 }
 
-// putRecord writes a whole record into b, which has room for it.
+// putRecord writes a whole record into b, which has room for it: the
+// header first, then the body. In a mapping that order is what recovery
+// relies on: a writer killed mid-copy leaves a header whose body runs past
+// the written bytes (a torn tail), never a whole body under a header still
+// being written.
 func putRecord(b []byte, offset uint64, ts int64, m Mark, bd body) {
-	at := RecordHeaderBytes + m.tagLen()
-	bd.put(b[at:])
 	putRecordHeader(b, offset, ts, m, bd)
+	bd.put(b[RecordHeaderBytes+m.tagLen():])
 }
 
 func (m Mark) tagLen() int {
