@@ -242,7 +242,7 @@ func logStat(args []string, stdout, stderr io.Writer) int {
 		case f.indexBytes >= 0:
 			index = fmt.Sprintf("%d entries, ok", (f.indexBytes-segment.IndexHeaderBytes)/segment.IndexEntryBytes)
 		}
-		fmt.Fprintf(stdout, "%-24s %7d %20d %12d %10d  %s\n", filepath.Base(f.path), f.version, f.base, f.bytes, end-f.base, index)
+		fmt.Fprintf(stdout, "%-24s %7s %20d %12d %10d  %s\n", filepath.Base(f.path), versionName(f.version), f.base, f.bytes, end-f.base, index)
 		onDisk += f.bytes + max(f.indexBytes, 0)
 	}
 	fmt.Fprintf(stdout, "first %d\nnext %d\nsegments %d\ncontent_bytes %d\ndisk_bytes %d\nindexes_rebuilt %d\n",
@@ -296,6 +296,15 @@ func segmentFiles(dir string) ([]segmentFile, error) {
 	}
 	slices.SortFunc(out, func(a, b segmentFile) int { return compare(a.base, b.base) })
 	return out, nil
+}
+
+// versionName is a segment version as the storage format writes it: the
+// published ones in decimal, ours (the high bit set) in hex.
+func versionName(v uint16) string {
+	if v&0x8000 != 0 {
+		return fmt.Sprintf("%#04x", v)
+	}
+	return strconv.Itoa(int(v))
 }
 
 // headerVersion reads the version field of a segment header, 0 when the
