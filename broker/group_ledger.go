@@ -141,7 +141,7 @@ func (l *groupLedger) take(a takeArgs, dst []takenRec) (out []takenRec, moved, d
 		if c == 0 && off < l.loadedDelivered {
 			c = 1 // delivered before the restart, not acked
 		}
-		if l.spent(c) {
+		if l.spent(c) && len(l.dead) < maxDeadLetters {
 			if reserved {
 				m.inflight.Add(-1)
 				delete(l.inflight, off)
@@ -287,10 +287,15 @@ func (l *groupLedger) advance() {
 	}
 }
 
+// maxDeadLetters bounds a group shard's dead letters (each is 8 bytes of
+// a state file rewritten on every ack): a record that runs out of attempts
+// past it is owed again instead, until some are discarded or redriven.
+const maxDeadLetters = 1 << 20
+
 // owe hands a record back to the group: owed again at once, or
 // dead-lettered when its attempts ran out (true: the state changed).
 func (l *groupLedger) owe(off uint64) bool {
-	if l.spent(l.attempts[off]) {
+	if l.spent(l.attempts[off]) && len(l.dead) < maxDeadLetters {
 		l.deadLetter(off)
 		return true
 	}
@@ -413,6 +418,9 @@ func (l *groupLedger) state() groupState {
 	st := groupState{Committed: l.committed, Delivered: max(l.delivered, l.committed), MaxAttempts: l.maxAttempts,
 		Exists: l.exists, Acked: sortedKeys(l.acked), Dead: sortedKeys(l.dead), Redriven: sortedKeys(l.redriven)}
 	for _, off := range sortedKeys(l.attempts) {
+		if len(st.Attempts) == maxStateAttempts {
+			break // the rest count from loadedDelivered after a restart
+		}
 		if !l.isFinished(off) {
 			st.Attempts = append(st.Attempts, offsetCount{offset: off, count: l.attempts[off]})
 		}
@@ -428,6 +436,9 @@ func sortedKeys[V any](m map[uint64]V) []uint64 {
 	slices.Sort(out)
 	return out
 }
+
+// maxStateAttempts bounds the delivery counts a state file keeps.
+const maxStateAttempts = 1 << 20
 
 // takenRec is one record a member took.
 type takenRec struct {

@@ -49,6 +49,10 @@ func (l *groupLedger) deadLetterNow(off, tail uint64) error {
 	if err := l.checkHandedOut(off, tail); err != nil {
 		return err
 	}
+	if len(l.dead) >= maxDeadLetters {
+		return fmt.Errorf("%w: queue: group %s%s holds %d dead letters; discard or redrive some", ErrLimitExceeded,
+			l.key.group, l.key.shardSuffix(), len(l.dead))
+	}
 	l.deadLetter(off)
 	return nil
 }
