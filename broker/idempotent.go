@@ -272,7 +272,7 @@ func (p *publisher) publishIdempotent(k StreamKey, key []byte, shard int, payloa
 		}
 		res.owner = &r.owner
 	}
-	meta := p.c.b.metaFor(sh.st.spec.Durable, p.subject(), headers)
+	meta := p.meta(sh.st.spec.Durable, headers)
 	p.local(sh, res, payloads, true, done, func(admit context.Context, done func(uint64, error)) {
 		sh.publishIdempotent(admit, a, payloads, meta, done)
 	})

@@ -27,6 +27,13 @@ type publisher struct {
 	// forwarding to us); its publishes for shards we do not own are
 	// refused, never forwarded again.
 	forwarded bool
+	// plain caches the meta of a publish without headers to an in-memory
+	// ([0]) and a durable ([1]) stream: it is the same for every publish
+	// of the stream's principal, and a publish should not allocate it.
+	plain [2]struct {
+		meta *batchMeta
+		set  bool
+	}
 }
 
 func newPublisher(c *conn, streamID int64) publisher {
@@ -93,11 +100,26 @@ func (p *publisher) publish(k StreamKey, key []byte, shard int, payloads, header
 		}
 		res.owner = &r.owner
 	}
-	meta := p.c.b.metaFor(sh.st.spec.Durable, p.subject(), headers)
+	meta := p.meta(sh.st.spec.Durable, headers)
 	p.local(sh, res, payloads, acked, done, func(admit context.Context, done func(uint64, error)) {
 		sh.publish(admit, payloads, meta, nil, done)
 	})
 	return nil
+}
+
+// meta is the meta a publish of this stream carries (batchmeta.go).
+func (p *publisher) meta(durable bool, headers [][]byte) *batchMeta {
+	if headers != nil {
+		return p.c.b.metaFor(durable, p.subject(), headers)
+	}
+	i := 0
+	if durable {
+		i = 1
+	}
+	if !p.plain[i].set {
+		p.plain[i].meta, p.plain[i].set = p.c.b.metaFor(durable, p.subject(), nil), true
+	}
+	return p.plain[i].meta
 }
 
 // subject is the publishing principal a batch records: none for a stream
