@@ -186,6 +186,13 @@ type Config struct {
 	// QuorumTimeout fails a quorum publish not committed in that long with
 	// quorum_timeout (0: 5 s).
 	QuorumTimeout time.Duration
+	// Groups configures consumer groups (config_group.go).
+	Groups GroupConfig
+	// RecordPublishers stores with each record of a durable stream the
+	// principal that published it (the published format v6: a build that
+	// predates it cannot open such a log). false stores none; in-memory
+	// streams report the publishing connection's principal either way.
+	RecordPublishers bool
 	// Logger receives the broker's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -284,6 +291,7 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	c.Groups = c.Groups.withDefaults()
 	return c
 }
 
@@ -313,5 +321,5 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: raft election ticks (%d) must exceed heartbeat ticks (%d), which must be at least 1",
 			ErrInvalidConfig, c.RaftElectionTicks, c.RaftHeartbeatTicks)
 	}
-	return nil
+	return c.Groups.validate()
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/quic-go/quic-go"
@@ -33,6 +34,9 @@ type conn struct {
 	qc  *quic.Conn
 	id  uint64
 	ctx context.Context // ends with the connection
+	// pollWaiters counts the group polls waiting for records on this
+	// connection's streams (bounded: each holds a goroutine).
+	pollWaiters atomic.Int64
 
 	mu struct {
 		sync.Mutex

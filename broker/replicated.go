@@ -117,12 +117,16 @@ func (t groupTransport) Send(msgs []*pb.Message) { t.h.send(t.r, msgs) }
 // batch, if any). done gets the first offset once the batch counts per
 // the stream's ack mode, or an error. Delivery to subscribers happens at
 // commit, in apply.
-func (r *replicated) publish(payloads [][]byte, hook *appendHook, done func(uint64, error)) {
+func (r *replicated) publish(payloads [][]byte, meta *batchMeta, hook *appendHook, done func(uint64, error)) {
 	now := time.Now().UnixMicro()
 	recs := make([]segment.Record, len(payloads))
 	mark := hook.batchMark()
+	publisher, headers := meta.storedPublisher(), meta.storedHeaders()
 	for i, p := range payloads {
-		recs[i] = segment.Record{TimestampMicros: now, Payload: p}
+		recs[i] = segment.Record{TimestampMicros: now, Payload: p, Publisher: publisher}
+		if headers != nil {
+			recs[i].Headers = headers[i]
+		}
 		switch {
 		case mark == nil:
 		case i == 0:
@@ -197,13 +201,13 @@ func (e *notLeaderError) owner() *wire.Owner {
 
 // apply is told of committed records, in order, on the group's goroutine:
 // events go to the ring and the subscribers (one buffer per run of
-// consecutive offsets), the tail moves to the end of what is committed,
-// and waiters on it are answered.
+// consecutive offsets from one publisher), the tail moves to the end of
+// what is committed, and waiters on it are answered.
 func (r *replicated) apply(events []segment.Record, tail uint64) {
 	sh := r.sh
 	for i := 0; i < len(events); {
 		j := i + 1
-		for j < len(events) && events[j].Offset == events[j-1].Offset+1 {
+		for j < len(events) && events[j].Offset == events[j-1].Offset+1 && string(events[j].Publisher) == string(events[i].Publisher) {
 			j++
 		}
 		payloads := make([][]byte, j-i)
@@ -211,6 +215,9 @@ func (r *replicated) apply(events []segment.Record, tail uint64) {
 			payloads[k] = events[i+k].Payload
 		}
 		if buf, err := sh.encode(payloads); err == nil {
+			if meta := committedMeta(events[i:j]); meta != nil {
+				buf.Extra = meta
+			}
 			sh.deliverCommitted(buf, events[i].Offset)
 			buf.Release()
 		} else {
@@ -329,4 +336,25 @@ func (r *replicated) close() error {
 	err = errors.Join(err, r.log.Sync(), r.log.Close())
 	r.space.releaseAll()
 	return err
+}
+
+// committedMeta is the meta of a run of committed records from one
+// publisher, as a publish gives it to the subscribers (nil for none).
+func committedMeta(recs []segment.Record) *batchMeta {
+	var m batchMeta
+	m.publisher = string(recs[0].Publisher)
+	for i, rec := range recs {
+		if rec.Headers == nil {
+			continue
+		}
+		if m.headers == nil {
+			m.headers = make([][]byte, len(recs))
+		}
+		m.headers[i] = rec.Headers
+	}
+	m.headers = copyHeaders(m.headers) // they alias the log's mapping
+	if m.publisher == "" && m.headers == nil {
+		return nil
+	}
+	return &m
 }

@@ -19,7 +19,7 @@ import (
 // is unanswered.
 
 // publishIdempotent decides and proposes one idempotent batch.
-func (r *replicated) publishIdempotent(a idemArgs, payloads [][]byte, done func(uint64, error)) {
+func (r *replicated) publishIdempotent(a idemArgs, payloads [][]byte, meta *batchMeta, done func(uint64, error)) {
 	sh, id := r.sh, &r.sh.idem
 	id.mu.Lock()
 	if err := r.currentTableLocked(); err != nil {
@@ -45,7 +45,7 @@ func (r *replicated) publishIdempotent(a idemArgs, payloads [][]byte, done func(
 		pl.first = base
 		close(pl.done)
 	}}
-	r.publish(payloads, hook, func(base uint64, err error) {
+	r.publish(payloads, meta, hook, func(base uint64, err error) {
 		id.mu.Lock()
 		id.inflight--
 		select {

@@ -159,6 +159,15 @@ func (sh *shard) readLog() (*segment.Log, error) {
 	return d.log, nil
 }
 
+// logFirst is the first offset of the durable shard's log (its own or its
+// replica's) here; a group asks it once it has the log open.
+func (sh *shard) logFirst() uint64 {
+	if log, err := sh.readLog(); err == nil && log != nil {
+		return log.First()
+	}
+	return sh.tail()
+}
+
 // encode lays payloads out as one shared event batch frame with a zero base
 // offset, in a pooled buffer holding one reference.
 func (sh *shard) encode(payloads [][]byte) (*fanout.Buffer, error) {
@@ -196,7 +205,8 @@ func (sh *shard) encode(payloads [][]byte) (*fanout.Buffer, error) {
 //
 // hook (nil for an ordinary publish) marks an idempotent producer's batch
 // in the log and learns its offset under the shard lock (idempotent.go).
-func (sh *shard) publish(admit context.Context, payloads [][]byte, hook *appendHook, done func(uint64, error)) {
+// meta (nil for none) is the batch's headers and publisher (batchmeta.go).
+func (sh *shard) publish(admit context.Context, payloads [][]byte, meta *batchMeta, hook *appendHook, done func(uint64, error)) {
 	if len(payloads) == 0 {
 		done(0, fmt.Errorf("%w: empty batch", wire.ErrMissingField))
 		return
@@ -209,13 +219,16 @@ func (sh *shard) publish(admit context.Context, payloads [][]byte, hook *appendH
 			done(0, err)
 			return
 		}
-		r.publish(payloads, hook, done)
+		r.publish(payloads, meta, hook, done)
 		return
 	}
 	buf, err := sh.encode(payloads)
 	if err != nil {
 		done(0, err)
 		return
+	}
+	if meta != nil {
+		buf.Extra = meta
 	}
 	if err := sh.admit(admit, buf.Events); err != nil {
 		buf.Release()
@@ -229,7 +242,7 @@ func (sh *shard) publish(admit context.Context, payloads [][]byte, hook *appendH
 		return
 	}
 	if d != nil {
-		d.publish(sh, buf, payloads, hook, done)
+		d.publish(sh, buf, payloads, meta, hook, done)
 		return
 	}
 	sh.mu.Lock()

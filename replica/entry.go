@@ -12,9 +12,11 @@ import (
 
 // An entry's Data for an event is the record as its leader wrote it:
 //
-//	u8 mark (0 none, 1 opens, 2 continues)
+//	u8 mark (0 none, 1 opens, 2 continues) | 0x10 with headers | 0x20 with a publisher
 //	u64 timestamp (µs, big-endian)
 //	[opens: u64 producer id, u64 sequence, u32 len]
+//	[headers: u16 length, the header block]
+//	[publisher: u8 length, the publisher]
 //	payload
 //
 // so that a follower writes the same record. Raft's own entries (the empty
@@ -24,11 +26,15 @@ import (
 const (
 	eventHead = 1 + 8
 	termBytes = 8
+
+	withHeaders   = 0x10
+	withPublisher = 0x20
+	markBits      = 0x0f
 )
 
 // eventData is the entry data of event record r.
 func eventData(r segment.Record) []byte {
-	n := eventHead + len(r.Payload)
+	n := eventHead + len(r.Payload) + 2 + len(r.Headers) + 1 + len(r.Publisher)
 	if r.Mark.Kind == segment.MarkOpens {
 		n += segment.TagBytes
 	}
@@ -39,6 +45,16 @@ func eventData(r segment.Record) []byte {
 		b = binary.BigEndian.AppendUint64(b, r.Mark.ProducerID)
 		b = binary.BigEndian.AppendUint64(b, r.Mark.Sequence)
 		b = binary.BigEndian.AppendUint32(b, r.Mark.Len)
+	}
+	if r.Headers != nil { // at most segment.MaxHeadersBytes: the log checked it
+		b[0] |= withHeaders
+		b = binary.BigEndian.AppendUint16(b, uint16(len(r.Headers)))
+		b = append(b, r.Headers...)
+	}
+	if r.Publisher != nil { // at most segment.MaxPublisherBytes
+		b[0] |= withPublisher
+		b = append(b, byte(len(r.Publisher)))
+		b = append(b, r.Publisher...)
 	}
 	return append(b, r.Payload...)
 }
@@ -68,7 +84,10 @@ func eventRecord(rec segment.Record, d []byte) (segment.Record, error) {
 	if len(d) < eventHead {
 		return rec, fmt.Errorf("replica: entry %d: event data of %d bytes", rec.Offset+1, len(d))
 	}
-	kind := segment.MarkKind(d[0])
+	kind, flags := segment.MarkKind(d[0]&markBits), d[0]&^markBits
+	if flags&^(withHeaders|withPublisher) != 0 {
+		return rec, fmt.Errorf("replica: entry %d: flags %#x", rec.Offset+1, flags)
+	}
 	rec.TimestampMicros = int64(binary.BigEndian.Uint64(d[1:]))
 	d = d[eventHead:]
 	switch kind {
@@ -83,6 +102,20 @@ func eventRecord(rec segment.Record, d []byte) (segment.Record, error) {
 		d = d[segment.TagBytes:]
 	default:
 		return rec, fmt.Errorf("replica: entry %d: mark %d", rec.Offset+1, kind)
+	}
+	if flags&withHeaders != 0 {
+		if len(d) < 2 || len(d) < 2+int(binary.BigEndian.Uint16(d)) {
+			return rec, fmt.Errorf("replica: entry %d: headers cut short", rec.Offset+1)
+		}
+		n := 2 + int(binary.BigEndian.Uint16(d))
+		rec.Headers, d = d[2:n:n], d[n:]
+	}
+	if flags&withPublisher != 0 {
+		if len(d) < 1 || len(d) < 1+int(d[0]) {
+			return rec, fmt.Errorf("replica: entry %d: publisher cut short", rec.Offset+1)
+		}
+		n := 1 + int(d[0])
+		rec.Publisher, d = d[1:n:n], d[n:]
 	}
 	rec.Payload = d
 	return rec, nil

@@ -26,6 +26,8 @@ func TestEntriesAndRecordsMapBothWays(t *testing.T) {
 				Mark: segment.Mark{Kind: segment.MarkOpens, ProducerID: 5, Sequence: 6, Len: 2}})}},
 		{"continues it", &pb.Entry{Index: proto.Uint64(10), Term: proto.Uint64(3), Type: pb.EntryType_EntryNormal.Enum(),
 			Data: eventData(segment.Record{TimestampMicros: 78, Payload: []byte("b"), Mark: segment.Mark{Kind: segment.MarkContinues}})}},
+		{"headers and a publisher", &pb.Entry{Index: proto.Uint64(11), Term: proto.Uint64(3), Type: pb.EntryType_EntryNormal.Enum(),
+			Data: eventData(segment.Record{TimestampMicros: 79, Payload: []byte("c"), Headers: []byte{0, 1, 'k'}, Publisher: []byte("alice")})}},
 		{"empty event", &pb.Entry{Index: proto.Uint64(11), Term: proto.Uint64(3), Type: pb.EntryType_EntryNormal.Enum(),
 			Data: eventData(segment.Record{TimestampMicros: 79})}},
 		{"term start", &pb.Entry{Index: proto.Uint64(12), Term: proto.Uint64(4), Type: pb.EntryType_EntryNormal.Enum()}},
@@ -35,9 +37,17 @@ func TestEntriesAndRecordsMapBothWays(t *testing.T) {
 			rec, err := recordOf(tc.e)
 			require.NoError(t, err)
 			require.Equal(t, tc.e.GetIndex()-1, rec.Offset)
-			// Through the log's own encoding, as a replica stores it.
-			b := segment.AppendMarkedRecord(nil, rec.Offset, rec.TimestampMicros, rec.Mark, rec.Payload)
-			stored, _, err := segment.DecodeRecord(b)
+			// Through a log, as a replica stores it.
+			l, err := segment.Open(t.TempDir(), segment.Config{FormatVersion: segment.FormatVersionV4, KeepPartialBatches: true})
+			require.NoError(t, err)
+			defer l.Close()
+			require.NoError(t, l.Reset(rec.Offset))
+			_, err = l.AppendRecords([]segment.Record{rec})
+			require.NoError(t, err)
+			r, err := l.NewReader(rec.Offset)
+			require.NoError(t, err)
+			defer r.Close()
+			stored, err := r.Next()
 			require.NoError(t, err)
 			back, err := entryOf(stored, tc.e.GetTerm())
 			require.NoError(t, err)

@@ -86,14 +86,46 @@ func (l *Log) Append(payloads [][]byte, ts int64) (uint64, error) {
 // producer's state can be rebuilt from the log (Batches). A v2 active
 // segment cannot hold marks and is rolled first.
 func (l *Log) AppendMarked(payloads [][]byte, ts int64, mark *BatchMark) (uint64, error) {
-	if len(payloads) == 0 {
+	return l.AppendBatch(&Batch{Payloads: payloads, TS: ts, Mark: mark})
+}
+
+// Batch is what one append writes: records with contiguous offsets, all
+// with timestamp TS, in one segment.
+type Batch struct {
+	Payloads [][]byte
+	TS       int64
+	// Mark, when set, marks the batch as an idempotent producer's (v3).
+	Mark *BatchMark
+	// Publisher, when not nil, is stored with every record (v6): at most
+	// MaxPublisherBytes.
+	Publisher []byte
+	// Headers, when not nil, holds one header block per payload, nil for
+	// a payload without one (FormatVersionHeaders): each at most
+	// MaxHeadersBytes.
+	Headers [][]byte
+}
+
+// AppendBatch appends b and returns the offset of its first record; see
+// Append. A segment of a version that cannot hold what b carries (marks,
+// a publisher, headers) is rolled first, and every later segment keeps
+// the version the log reached, so a log alternating between plain and
+// annotated batches does not roll on each.
+func (l *Log) AppendBatch(b *Batch) (uint64, error) {
+	if len(b.Payloads) == 0 {
 		return 0, ErrEmptyBatch
+	}
+	if b.Headers != nil && len(b.Headers) != len(b.Payloads) {
+		return 0, fmt.Errorf("segment: %d header blocks for %d payloads", len(b.Headers), len(b.Payloads))
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	recs := l.mu.recs[:0]
-	for i, p := range payloads {
-		recs = append(recs, Record{TimestampMicros: ts, Payload: p, Mark: recordMark(mark, i, len(payloads))})
+	for i, p := range b.Payloads {
+		r := Record{TimestampMicros: b.TS, Payload: p, Mark: recordMark(b.Mark, i, len(b.Payloads)), Publisher: b.Publisher}
+		if b.Headers != nil {
+			r.Headers = b.Headers[i]
+		}
+		recs = append(recs, r)
 	}
 	l.mu.recs = recs
 	first, err := l.appendRecordsLocked(recs)
@@ -102,11 +134,12 @@ func (l *Log) AppendMarked(payloads [][]byte, ts int64, mark *BatchMark) (uint64
 }
 
 // AppendRecords appends records as they are given, each with its own
-// timestamp and mark (their Offset fields are not read: they get Next(),
-// Next()+1, ...), in one segment, and returns the offset of the first. It
-// is how a replica writes what its leader wrote, byte for byte. Marks must
-// be ones the log's FormatVersion can hold (MarkGeneration needs v4). Like
-// Append it makes nothing durable.
+// timestamp, mark, headers and publisher (their Offset fields are not
+// read: they get Next(), Next()+1, ...), in one segment, and returns the
+// offset of the first. It is how a replica writes what its leader wrote,
+// byte for byte. A generation record (MarkGeneration) needs a log whose
+// Config.FormatVersion is v4 or later. Like Append it makes nothing
+// durable.
 func (l *Log) AppendRecords(recs []Record) (uint64, error) {
 	if len(recs) == 0 {
 		return 0, ErrEmptyBatch
@@ -116,30 +149,59 @@ func (l *Log) AppendRecords(recs []Record) (uint64, error) {
 	return l.appendRecordsLocked(recs)
 }
 
-func (l *Log) appendRecordsLocked(recs []Record) (uint64, error) {
-	size := int64(0)
-	marked, generation := false, false
+// recordsVersion is the lowest segment version that holds recs.
+func recordsVersion(recs []Record) uint16 {
+	v := FormatVersionV2
 	for _, r := range recs {
-		if len(r.Payload) > MaxPayloadBytes {
-			return 0, fmt.Errorf("%w: %d bytes over %d", ErrRecordTooLarge, len(r.Payload), MaxPayloadBytes)
+		switch {
+		case r.Headers != nil:
+			return FormatVersionHeaders
+		case r.Publisher != nil:
+			v = max(v, FormatVersionPublisher)
+		case r.Mark.Kind == MarkGeneration:
+			v = max(v, FormatVersionV4)
+		case r.Mark.Kind != MarkNone:
+			v = max(v, FormatVersion)
 		}
-		size += int64(RecordHeaderBytes + r.Mark.tagLen() + len(r.Payload))
-		marked = marked || r.Mark.Kind != MarkNone
-		generation = generation || r.Mark.Kind == MarkGeneration
 	}
-	if generation && l.cfg.FormatVersion < FormatVersionV4 {
+	return v
+}
+
+// recordsSize checks recs for a segment of version and returns their size
+// in bytes.
+func recordsSize(recs []Record, version uint16) (int64, error) {
+	size := int64(0)
+	for _, r := range recs {
+		bd := r.body()
+		if len(r.Publisher) > MaxPublisherBytes {
+			return 0, fmt.Errorf("%w: publisher of %d bytes over %d", ErrRecordTooLarge, len(r.Publisher), MaxPublisherBytes)
+		}
+		if len(bd.headers) > MaxHeadersBytes || int64(bd.len()) > maxBody(version) {
+			return 0, fmt.Errorf("%w: a record of %d bytes over %d", ErrRecordTooLarge, bd.len(), maxBody(version))
+		}
+		size += int64(RecordHeaderBytes + r.Mark.tagLen() + bd.len())
+	}
+	return size, nil
+}
+
+func (l *Log) appendRecordsLocked(recs []Record) (uint64, error) {
+	need := recordsVersion(recs)
+	if need == FormatVersionV4 && l.cfg.FormatVersion < FormatVersionV4 {
 		return 0, fmt.Errorf("%w: a generation record needs format v4 (Config.FormatVersion)", ErrInvalidRecord)
 	}
 	if err := l.usableLocked(); err != nil {
 		return 0, err
 	}
 	active := l.mu.segs[len(l.mu.segs)-1]
+	need = max(need, active.version)
+	size, err := recordsSize(recs, need)
+	if err != nil {
+		return 0, err
+	}
 	// A sealed last segment means a roll sealed it and then found no space
-	// for the next one (ErrNoSpace): try that roll again. A segment of an
-	// older version than the marks need is rolled too.
-	old := (marked && active.version < FormatVersion) || (generation && active.version < FormatVersionV4)
-	if active.sealed || active.written.Load()+size > int64(len(active.data)) || old {
-		if err := l.rollLocked(size); err != nil {
+	// for the next one (ErrNoSpace): try that roll again.
+	if active.sealed || active.written.Load()+size > int64(len(active.data)) || active.version < need {
+		if err := l.rollLocked(size, need); err != nil {
 			return 0, err
 		}
 		active = l.mu.segs[len(l.mu.segs)-1]

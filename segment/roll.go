@@ -22,12 +22,15 @@ import (
 //  2. write and fsync its index (a hint: a torn index is rebuilt);
 //  3. create the next segment: preallocate, write and fsync its header;
 //  4. fsync the directory (the new entry, and the old index's entry).
-func (l *Log) rollLocked(need int64) error {
+//
+// The new segment is of version (at least FormatVersion).
+func (l *Log) rollLocked(need int64, version uint16) error {
 	old := l.mu.segs[len(l.mu.segs)-1]
 	if old.next == old.base {
-		// Empty: a batch larger than it needs a segment of its own, which
-		// would get the same base (and file name). Enlarge it instead.
-		return l.enlargeEmptyLocked(old, need)
+		// Empty: a batch larger than it, or of a later version, needs a
+		// segment of its own, which would get the same base (and file
+		// name). Enlarge it, or raise its version, instead.
+		return l.enlargeEmptyLocked(old, need, max(version, l.cfg.FormatVersion))
 	}
 	if !old.sealed {
 		err := l.sealLocked(old)
@@ -46,7 +49,7 @@ func (l *Log) rollLocked(need int64) error {
 		return fmt.Errorf("%w: roll at offset %d: %w", ErrNoSpace, old.next, err)
 	}
 	created := l.cfg.Now().UnixMicro()
-	s, err := createSegment(l.fs, l.dir, old.next, size, alloc, created, l.cfg.FormatVersion)
+	s, err := createSegment(l.fs, l.dir, old.next, max(version, l.cfg.FormatVersion), size, alloc, created)
 	if err != nil {
 		l.releaseSpace(alloc)
 	}
@@ -74,7 +77,7 @@ func (l *Log) rollLocked(need int64) error {
 // segment. Nothing reads an empty segment's mapping (readers stop at its
 // written end, the header), so it can be replaced. A sealed one (a roll
 // that found no space after sealing it) is active again.
-func (l *Log) enlargeEmptyLocked(s *segment, need int64) error {
+func (l *Log) enlargeEmptyLocked(s *segment, need int64, version uint16) error {
 	size := max(l.cfg.SegmentBytes, SegmentHeaderBytes+need)
 	alloc := max(l.cfg.InitialAllocBytes, SegmentHeaderBytes+need)
 	if s.file == nil { // sealed: its file was closed
@@ -95,6 +98,19 @@ func (l *Log) enlargeEmptyLocked(s *segment, need int64) error {
 			return noSpaceOr(fmt.Errorf("roll: preallocate %s: %w", s.path, err))
 		}
 		s.allocated = alloc
+	}
+	if version > s.version {
+		// Its header says what its records may be: rewrite it, synced
+		// before a record of the new version can follow.
+		var hdr [SegmentHeaderBytes]byte
+		putSegmentHeader(hdr[:], SegmentHeader{Version: version, BaseOffset: s.base, CreatedAtMicros: l.cfg.Now().UnixMicro()})
+		if err := writeFull(s.file, hdr[:], 0); err != nil {
+			return l.failLocked(fmt.Errorf("roll: rewrite the header of %s: %w", s.path, err))
+		}
+		if err := s.file.Sync(); err != nil {
+			return l.failLocked(fmt.Errorf("roll: sync %s: %w", s.path, err))
+		}
+		s.version = version
 	}
 	if size > int64(len(s.data)) {
 		if err := s.mapping.Unmap(); err != nil {

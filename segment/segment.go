@@ -20,7 +20,7 @@ type segment struct {
 	path      string
 	indexPath string
 	base      uint64
-	version   uint16 // of the header: FormatVersion, or FormatVersionV2 read back
+	version   uint16 // of the header: FormatVersion or a later one, or FormatVersionV2 read back
 	file      File
 	mapping   Mapping
 	data      []byte // the whole mapping
@@ -58,7 +58,7 @@ func segmentNames(dir string, base uint64) (string, string) {
 // createSegment makes a new segment mapped at size, of which alloc bytes
 // are preallocated, whose header is written and synced. The caller syncs
 // the directory.
-func createSegment(fsys FS, dir string, base uint64, size, alloc int64, createdMicros int64, version uint16) (*segment, error) {
+func createSegment(fsys FS, dir string, base uint64, version uint16, size, alloc int64, createdMicros int64) (*segment, error) {
 	path, indexPath := segmentNames(dir, base)
 	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
@@ -163,17 +163,18 @@ func (s *segment) addIndexLocked(off uint64, pos, spacing int64) {
 }
 
 // appendLocked writes recs at the end of the contents, with offsets s.next,
-// s.next+1, ... (their Offset fields are not read). The caller checked that
-// they fit and that the segment's version can hold their marks. In mapped
-// mode the records are built directly in the mapping; in fd mode they are
-// staged and written with one WriteAt. written is published last.
+// s.next+1, ... (their Offset fields are not read), each with its own
+// timestamp, mark, headers and publisher. The caller rolled the segment to
+// a version that holds what they carry and checked that they fit. In
+// mapped mode the records are built directly in the mapping; in fd mode
+// they are staged and written with one WriteAt. written is published last.
 func (s *segment) appendLocked(recs []Record, spacing int64, stage []byte, fd bool) ([]byte, error) {
 	pos := s.written.Load()
 	off := s.next
 	if fd {
 		stage = stage[:0]
 		for _, r := range recs {
-			stage = AppendMarkedRecord(stage, off, r.TimestampMicros, r.Mark, r.Payload)
+			stage = appendRecord(stage, off, r.TimestampMicros, r.Mark, r.body())
 			off++
 		}
 		if err := writeFull(s.file, stage, pos); err != nil {
@@ -182,17 +183,17 @@ func (s *segment) appendLocked(recs []Record, spacing int64, stage []byte, fd bo
 	} else {
 		q := pos
 		for _, r := range recs {
-			n := int64(RecordHeaderBytes + r.Mark.tagLen())
-			putRecordHeader(s.data[q:q+n], off, r.TimestampMicros, r.Mark, r.Payload)
-			copy(s.data[q+n:], r.Payload)
-			q += n + int64(len(r.Payload))
+			bd := r.body()
+			size := int64(RecordHeaderBytes + r.Mark.tagLen() + bd.len())
+			putRecord(s.data[q:q+size], off, r.TimestampMicros, r.Mark, bd)
+			q += size
 			off++
 		}
 	}
 	off = s.next
 	for _, r := range recs {
 		s.addIndexLocked(off, pos, spacing)
-		pos += int64(RecordHeaderBytes + r.Mark.tagLen() + len(r.Payload))
+		pos += int64(RecordHeaderBytes + r.Mark.tagLen() + r.body().len())
 		off++
 	}
 	s.next = off

@@ -53,7 +53,7 @@ func (l *Log) TruncateFrom(off uint64) error {
 	}
 	l.mu.segs = segs[:keep]
 	if keep == 0 {
-		s, err := createSegment(l.fs, l.dir, off, l.cfg.SegmentBytes, l.cfg.InitialAllocBytes, l.cfg.Now().UnixMicro(), l.cfg.FormatVersion)
+		s, err := createSegment(l.fs, l.dir, off, l.cfg.FormatVersion, l.cfg.SegmentBytes, l.cfg.InitialAllocBytes, l.cfg.Now().UnixMicro())
 		if err != nil {
 			return l.failLocked(fmt.Errorf("truncate: %w", err))
 		}
@@ -209,7 +209,7 @@ func (l *Log) Reset(base uint64) error {
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		return l.failLocked(fmt.Errorf("reset: sync dir %s: %w", l.dir, err))
 	}
-	s, err := createSegment(l.fs, l.dir, base, l.cfg.SegmentBytes, l.cfg.InitialAllocBytes, l.cfg.Now().UnixMicro(), l.cfg.FormatVersion)
+	s, err := createSegment(l.fs, l.dir, base, l.cfg.FormatVersion, l.cfg.SegmentBytes, l.cfg.InitialAllocBytes, l.cfg.Now().UnixMicro())
 	if err != nil {
 		return l.failLocked(fmt.Errorf("reset: %w", err))
 	}

@@ -17,11 +17,14 @@ import (
 	"github.com/felixmq/felix/wire"
 )
 
-const cacheUsage = `usage: felix cache put --cache C KEY VALUE [--ttl 5s]
-       felix cache get --cache C KEY     prints the value; exit 1 when absent
+const cacheUsage = `usage: felix cache put --cache C KEY VALUE [--ttl 5s] [--if-version N | --if-absent]
+       felix cache get --cache C KEY [--version]  prints the value (after its version); exit 1 when absent
        felix cache del --cache C KEY     prints "deleted" or "absent"
        felix counter add --cache C KEY DELTA   prints the new value
        felix counter get --cache C KEY         prints the value (absent = 0)
+A conditional put (--if-version N: only over version N; --if-absent: only
+where the key has no live value) prints "applied VERSION", or "refused
+VERSION" ("refused absent") and exits 1 when the key did not meet it.
 Flags may come before or after the arguments; --addr --tenant --namespace
 --ca --fingerprint --token --timeout as for felix pub.`
 
@@ -37,6 +40,28 @@ type cacheFlags struct {
 	ttl     time.Duration
 	current bool
 	count   int
+	// cache put's condition and cache get's --version.
+	ifVersion   string
+	ifAbsent    bool
+	withVersion bool
+}
+
+// condition is cache put's condition, nil for an unconditional put.
+func (f *cacheFlags) condition() (*client.Condition, error) {
+	switch {
+	case f.ifVersion != "" && f.ifAbsent:
+		return nil, errors.New("--if-version and --if-absent exclude each other")
+	case f.ifAbsent:
+		return &client.IfAbsent, nil
+	case f.ifVersion != "":
+		v, err := strconv.ParseUint(f.ifVersion, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("--if-version %q is not a version", f.ifVersion)
+		}
+		c := client.IfVersion(v)
+		return &c, nil
+	}
+	return nil, nil
 }
 
 func newCacheFlagSet(name, usage string, stderr io.Writer) (*flag.FlagSet, *cacheFlags) {
@@ -110,8 +135,13 @@ func cacheCmd(ctx context.Context, group string, args []string, stdout, stderr i
 		return exitUsage
 	}
 	set, f := newCacheFlagSet("felix "+op, cacheUsage, stderr)
-	if op == "cache put" {
+	switch op {
+	case "cache put":
 		set.DurationVar(&f.ttl, "ttl", 0, "expire the value after `D` (0: never)")
+		set.StringVar(&f.ifVersion, "if-version", "", "put only if the key's live value has version `N`")
+		set.BoolVar(&f.ifAbsent, "if-absent", false, "put only if the key has no live value")
+	case "cache get":
+		set.BoolVar(&f.withVersion, "version", false, "print the value's version before it")
 	}
 	pos, err := parseInterleaved(set, args[1:])
 	if err == nil {
@@ -122,6 +152,10 @@ func cacheCmd(ctx context.Context, group string, args []string, stdout, stderr i
 	}
 	if err == nil && f.ttl < 0 {
 		err = errors.New("--ttl must not be negative")
+	}
+	var cond *client.Condition
+	if err == nil {
+		cond, err = f.condition()
 	}
 	if err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
@@ -147,7 +181,10 @@ func cacheCmd(ctx context.Context, group string, args []string, stdout, stderr i
 	k, err := c.OpenCache(ctx, f.conn.namespace, f.cache)
 	if err == nil {
 		defer k.Close(ctx)
-		err = cacheOp(ctx, k, op, pos, f.ttl, delta, stdout)
+		err = cacheOp(ctx, k, op, pos, cacheArgsOf{ttl: f.ttl, delta: delta, cond: cond, version: f.withVersion}, stdout)
+	}
+	if errors.Is(err, errRefused) {
+		return exitFail
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "felix %s: %v\n", op, err)
@@ -156,20 +193,37 @@ func cacheCmd(ctx context.Context, group string, args []string, stdout, stderr i
 	return exitOK
 }
 
-// errAbsent makes `felix cache get` exit 1 for a missing key.
-var errAbsent = errors.New("not found")
+// errAbsent makes `felix cache get` exit 1 for a missing key; errRefused
+// does for a conditional put whose condition did not hold (said on stdout).
+var (
+	errAbsent  = errors.New("not found")
+	errRefused = errors.New("refused")
+)
 
-func cacheOp(ctx context.Context, k *client.Cache, op string, pos []string, ttl time.Duration, delta int64, stdout io.Writer) error {
+// cacheArgsOf are an operation's flag values.
+type cacheArgsOf struct {
+	ttl     time.Duration
+	delta   int64
+	cond    *client.Condition
+	version bool
+}
+
+func cacheOp(ctx context.Context, k *client.Cache, op string, pos []string, a cacheArgsOf, stdout io.Writer) error {
 	key := pos[0]
 	switch op {
 	case "cache put":
-		return k.Put(ctx, key, []byte(pos[1]), ttl)
+		if a.cond == nil {
+			return k.Put(ctx, key, []byte(pos[1]), a.ttl)
+		}
+		return conditionalPut(ctx, k, key, []byte(pos[1]), a, stdout)
 	case "cache get":
-		v, found, err := k.Get(ctx, key)
+		v, version, found, err := getMaybeVersion(ctx, k, key, a.version)
 		if err == nil && !found {
 			return fmt.Errorf("key %q: %w", key, errAbsent)
 		}
-		if err == nil {
+		if err == nil && a.version {
+			_, err = fmt.Fprintf(stdout, "%d %s\n", version, printable(v))
+		} else if err == nil {
 			_, err = fmt.Fprintln(stdout, printable(v))
 		}
 		return err
@@ -183,7 +237,7 @@ func cacheOp(ctx context.Context, k *client.Cache, op string, pos []string, ttl 
 		var n int64
 		var err error
 		if op == "counter add" {
-			n, err = k.CounterAdd(ctx, key, delta)
+			n, err = k.CounterAdd(ctx, key, a.delta)
 		} else {
 			n, err = k.CounterGet(ctx, key)
 		}
@@ -193,6 +247,34 @@ func cacheOp(ctx context.Context, k *client.Cache, op string, pos []string, ttl 
 		return err
 	}
 	return fmt.Errorf("unknown operation %s", op)
+}
+
+func getMaybeVersion(ctx context.Context, k *client.Cache, key string, version bool) ([]byte, uint64, bool, error) {
+	if version {
+		return k.GetVersion(ctx, key)
+	}
+	v, found, err := k.Get(ctx, key)
+	return v, 0, found, err
+}
+
+// conditionalPut prints "applied VERSION" or "refused VERSION|absent".
+func conditionalPut(ctx context.Context, k *client.Cache, key string, value []byte, a cacheArgsOf, stdout io.Writer) error {
+	applied, version, found, err := k.PutIf(ctx, key, value, a.ttl, *a.cond)
+	if err != nil {
+		return err
+	}
+	v := "absent"
+	if found {
+		v = strconv.FormatUint(version, 10)
+	}
+	if applied {
+		_, err = fmt.Fprintln(stdout, "applied", v)
+		return err
+	}
+	if _, err := fmt.Fprintln(stdout, "refused", v); err != nil {
+		return err
+	}
+	return errRefused
 }
 
 // runWatch is `felix watch`; SIGINT and SIGTERM end it cleanly (exit 0).

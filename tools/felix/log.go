@@ -16,6 +16,7 @@ import (
 	"github.com/edsrzf/mmap-go"
 
 	"github.com/felixmq/felix/segment"
+	"github.com/felixmq/felix/wire"
 )
 
 const logUsage = `usage:
@@ -165,13 +166,25 @@ func logDump(args []string, stdout, stderr io.Writer) int {
 // microseconds, payload length, the producer mark of a record of an
 // idempotent producer's batch (producer, sequence and the record's place in
 // the batch; "batch=continues" for a batch whose opening record was not
-// read; "generation (not an event)" for a replica's term start), and the
-// payload as `felix sub` prints it (text when printable
-// UTF-8, else 0x and hex), last so spaces are safe.
+// read; "generation (not an event)" for a replica's term start), the
+// publisher and the event headers when the record has them, and the
+// payload as `felix sub` prints it (text when printable UTF-8, else 0x and
+// hex), last so spaces are safe.
 func appendRecordLine(b []byte, rec segment.Record, mark string) []byte {
-	return fmt.Appendf(b, "offset=%d time=%s len=%d %spayload=%s\n", rec.Offset,
-		time.UnixMicro(rec.TimestampMicros).UTC().Format("2006-01-02T15:04:05.000000Z07:00"),
-		len(rec.Payload), mark, printable(rec.Payload))
+	b = fmt.Appendf(b, "offset=%d time=%s len=%d %s", rec.Offset,
+		time.UnixMicro(rec.TimestampMicros).UTC().Format("2006-01-02T15:04:05.000000Z07:00"), len(rec.Payload), mark)
+	if rec.Publisher != nil {
+		b = fmt.Appendf(b, "publisher=%s ", printable(rec.Publisher))
+	}
+	if rec.Headers != nil {
+		hs, err := wire.ParseHeaders(rec.Headers)
+		if err != nil {
+			b = fmt.Appendf(b, "headers=invalid(%s) ", printable(rec.Headers))
+		} else {
+			b = fmt.Appendf(b, "headers=[%s] ", wire.FormatHeaders(hs))
+		}
+	}
+	return fmt.Appendf(b, "payload=%s\n", printable(rec.Payload))
 }
 
 // batchPos follows the marked batch dump is in.
@@ -233,7 +246,7 @@ func logStat(args []string, stdout, stderr io.Writer) int {
 		case f.indexBytes >= 0:
 			index = fmt.Sprintf("%d entries, ok", (f.indexBytes-segment.IndexHeaderBytes)/segment.IndexEntryBytes)
 		}
-		fmt.Fprintf(stdout, "%-24s %7d %20d %12d %10d  %s\n", filepath.Base(f.path), f.version, f.base, f.bytes, end-f.base, index)
+		fmt.Fprintf(stdout, "%-24s %7s %20d %12d %10d  %s\n", filepath.Base(f.path), versionName(f.version), f.base, f.bytes, end-f.base, index)
 		onDisk += f.bytes + max(f.indexBytes, 0)
 	}
 	fmt.Fprintf(stdout, "first %d\nnext %d\nsegments %d\ncontent_bytes %d\ndisk_bytes %d\nindexes_rebuilt %d\n",
@@ -287,6 +300,15 @@ func segmentFiles(dir string) ([]segmentFile, error) {
 	}
 	slices.SortFunc(out, func(a, b segmentFile) int { return compare(a.base, b.base) })
 	return out, nil
+}
+
+// versionName is a segment version as the storage format writes it: the
+// published ones in decimal, ours (the high bit set) in hex.
+func versionName(v uint16) string {
+	if v&0x8000 != 0 {
+		return fmt.Sprintf("%#04x", v)
+	}
+	return strconv.Itoa(int(v))
 }
 
 // headerVersion reads the version field of a segment header, 0 when the

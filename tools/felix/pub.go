@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/felixmq/felix/client"
+	"github.com/felixmq/felix/wire"
 )
 
 const pubUsage = `usage: felix pub [flags] [--count N] [--size B] [--ack] [--batch K] [MESSAGE]
@@ -20,7 +22,10 @@ publishes each line of stdin as one message. Flags go before MESSAGE.
 With --ack, batches go through an idempotent producer (unless
 --idempotent=false): a batch whose connection fails is sent again under the
 same sequence and the broker writes it once, so every message is in the
-stream exactly once. They then go to shard --shard (default 0).`
+stream exactly once. They then go to shard --shard (default 0).
+
+--header K=V (repeatable) gives every message that header; felix sub prints
+them.`
 
 // ackWindow bounds the acked publishes in flight with --ack.
 const ackWindow = 256
@@ -42,8 +47,36 @@ type pubFlags struct {
 	ack        bool
 	idempotent bool
 	shard      uint
+	headers    headerFlag
 	countGiven bool
 	sizeGiven  bool
+}
+
+// headerFlag collects --header K=V.
+type headerFlag []wire.EventHeader
+
+func (h *headerFlag) String() string { return wire.FormatHeaders(*h) }
+
+func (h *headerFlag) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok {
+		return fmt.Errorf("%q: want KEY=VALUE", s)
+	}
+	next := append(*h, wire.EventHeader{Key: k, Value: v})
+	if err := wire.CheckHeaders(next); err != nil {
+		return err
+	}
+	*h = next
+	return nil
+}
+
+// messages are a batch's payloads with the command's headers.
+func (f *pubFlags) messages(batch [][]byte) []client.Message {
+	msgs := make([]client.Message, len(batch))
+	for i, p := range batch {
+		msgs[i] = client.Message{Payload: p, Headers: f.headers}
+	}
+	return msgs
 }
 
 func parsePubFlags(args []string, stderr io.Writer) (*pubFlags, []string, error) {
@@ -57,6 +90,7 @@ func parsePubFlags(args []string, stderr io.Writer) (*pubFlags, []string, error)
 	set.BoolVar(&f.ack, "ack", false, "wait for the broker's ack of every batch (pipelined)")
 	set.BoolVar(&f.idempotent, "idempotent", true, "with --ack: publish through an idempotent producer (exactly once, re-sent after failures)")
 	set.UintVar(&f.shard, "shard", 0, "with --ack and --idempotent: the `shard` to publish to")
+	set.Var(&f.headers, "header", "`KEY=VALUE` header on every message (repeatable)")
 	if err := set.Parse(args); err != nil {
 		return nil, nil, err
 	}
@@ -130,9 +164,9 @@ func pubPlain(ctx context.Context, c *client.Client, f *pubFlags, next batches) 
 	}
 	var st pubStats
 	if f.ack {
-		st, err = publishAcked(ctx, p, next)
+		st, err = publishAcked(ctx, p, f, next)
 	} else {
-		st, err = sendAll(p, next)
+		st, err = sendAll(p, f, next)
 	}
 	// Close waits until the broker has read everything and answered, so a
 	// fire-and-forget refusal is known after it.
@@ -162,7 +196,11 @@ func pubIdempotent(ctx context.Context, c *client.Client, f *pubFlags, next batc
 		if len(inflight) == cap(inflight) {
 			err = (<-inflight).Wait(ctx)
 		}
-		inflight <- p.PublishAsync(ctx, nil, batch)
+		if len(f.headers) > 0 {
+			inflight <- p.PublishMessagesAsync(ctx, nil, f.messages(batch))
+		} else {
+			inflight <- p.PublishAsync(ctx, nil, batch)
+		}
 		st.add(batch)
 	}
 	close(inflight)
@@ -189,7 +227,7 @@ func (st *pubStats) add(batch [][]byte) {
 // publishAcked keeps up to ackWindow batches in flight and checks every ack
 // in order of sending (acks may arrive out of order; waiting in order only
 // delays noticing a refusal, never misses one).
-func publishAcked(ctx context.Context, p *client.Publisher, next batches) (pubStats, error) {
+func publishAcked(ctx context.Context, p *client.Publisher, f *pubFlags, next batches) (pubStats, error) {
 	var st pubStats
 	inflight := make(chan *client.PendingAck, ackWindow)
 	for {
@@ -208,20 +246,29 @@ func publishAcked(ctx context.Context, p *client.Publisher, next batches) (pubSt
 				return st, err
 			}
 		}
-		inflight <- p.PublishAsync(batch)
+		if len(f.headers) > 0 {
+			inflight <- p.PublishMessagesAsync(f.messages(batch))
+		} else {
+			inflight <- p.PublishAsync(batch)
+		}
 		st.add(batch)
 	}
 }
 
 // sendAll publishes without acks.
-func sendAll(p *client.Publisher, next batches) (pubStats, error) {
+func sendAll(p *client.Publisher, f *pubFlags, next batches) (pubStats, error) {
 	var st pubStats
 	for {
 		batch, err := next()
 		if err != nil || batch == nil {
 			return st, err
 		}
-		if err := p.Send(batch); err != nil {
+		if len(f.headers) > 0 {
+			err = p.SendMessages(f.messages(batch))
+		} else {
+			err = p.Send(batch)
+		}
+		if err != nil {
 			return st, err
 		}
 		st.add(batch)

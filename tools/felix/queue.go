@@ -67,8 +67,15 @@ func parseQueueFlags(args []string, stderr io.Writer) (*queueFlags, error) {
 }
 
 func queue(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "describe", "dead-letters", "redrive", "seek":
+			return queueAdmin(ctx, args[0], args[1:], stdout, stderr)
+		}
+	}
 	if len(args) == 0 || args[0] != "consume" {
 		fmt.Fprintln(stderr, queueUsage)
+		fmt.Fprintln(stderr, queueAdminUsage)
 		return exitUsage
 	}
 	f, err := parseQueueFlags(args[1:], stderr)

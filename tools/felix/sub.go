@@ -11,18 +11,23 @@ import (
 	"os/signal"
 	"strconv"
 	"syscall"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/felixmq/felix/client"
+	"github.com/felixmq/felix/wire"
 )
 
-const subUsage = `usage: felix sub [flags] [--count N] [--from latest|earliest|OFFSET] [--shard S]
+const subUsage = `usage: felix sub [flags] [--count N] [--from latest|earliest|OFFSET | --from-time RFC3339] [--shard S]
 Prints one line per event, "OFFSET PAYLOAD" (PAYLOAD as text, or 0x + hex when
-it is not printable UTF-8), and "GAP dropped=N" on stderr when the broker
+it is not printable UTF-8; an event with headers prints them between the two
+as [k=v ...]), and "GAP dropped=N" on stderr when the broker
 dropped events for this subscriber (an ephemeral stream's slow subscriber; a
 durable stream's subscriber catches up from the log instead). --count N stops
-once N events have arrived or been reported lost. A cluster broker that does
+once N events have arrived or been reported lost. --from-time starts at the
+first event appended at or after the time (durable streams; "now" when none
+is that recent yet). A cluster broker that does
 not own the shard answers not_owner naming its owner; felix sub then
 subscribes there.
 
@@ -51,6 +56,7 @@ func parseSubFlags(args []string, stderr io.Writer) (*subFlags, error) {
 	f := &subFlags{conn: addConnFlags(set)}
 	set.IntVar(&f.count, "count", 0, "exit after `N` events (0: until interrupted)")
 	from := set.String("from", "latest", "where to start: latest, earliest or an `OFFSET`")
+	fromTime := set.String("from-time", "", "start at the first event appended at or after `RFC3339` (e.g. 2026-01-01T10:00:00Z)")
 	shard := set.Uint("shard", 0, "shard `S` of the stream to follow")
 	if err := set.Parse(args); err != nil {
 		return nil, err
@@ -65,6 +71,19 @@ func parseSubFlags(args []string, stderr io.Writer) (*subFlags, error) {
 		return nil, errors.New("--count must be at least 0 and --shard fit 32 bits")
 	}
 	f.shard = uint32(*shard)
+	if *fromTime != "" {
+		explicit := false
+		set.Visit(func(fl *flag.Flag) { explicit = explicit || fl.Name == "from" })
+		t, err := time.Parse(time.RFC3339Nano, *fromTime)
+		switch {
+		case explicit:
+			return nil, errors.New("--from and --from-time exclude each other")
+		case err != nil:
+			return nil, fmt.Errorf("--from-time %q: want RFC 3339, e.g. 2026-01-01T10:00:00Z", *fromTime)
+		}
+		f.from = client.At(t)
+		return f, nil
+	}
 	switch *from {
 	case "latest":
 		f.from = client.Latest()
@@ -159,7 +178,11 @@ func printEvents(ctx context.Context, s *client.Subscription, count uint64, stdo
 		if ev.HasOffset {
 			offset = strconv.FormatUint(ev.Offset, 10)
 		}
-		if _, err := fmt.Fprintf(stdout, "%s %s\n", offset, printable(ev.Payload)); err != nil {
+		headers := ""
+		if len(ev.Headers) > 0 {
+			headers = "[" + wire.FormatHeaders(ev.Headers) + "] "
+		}
+		if _, err := fmt.Fprintf(stdout, "%s %s%s\n", offset, headers, printable(ev.Payload)); err != nil {
 			return exitFail // stdout is gone
 		}
 		*got++
