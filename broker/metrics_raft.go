@@ -15,23 +15,27 @@ type raftMetrics struct {
 	sentMessages prometheus.Counter
 	sentBytes    prometheus.Counter
 	// appendMessages and appendEntries are the MsgApps sent and the
-	// entries they carried: their ratio is the transport's batching.
-	appendMessages prometheus.Counter
-	appendEntries  prometheus.Counter
-	elections      prometheus.Counter
-	quorumLatency  prometheus.Histogram
+	// entries they carried: their ratio is raft's batching. A leader also
+	// sends empty ones that only move a follower's commit index (label
+	// empty="true").
+	appendMessages            *prometheus.CounterVec
+	appendsFull, appendsEmpty prometheus.Counter
+	appendEntries             prometheus.Counter
+	elections                 prometheus.Counter
+	quorumLatency             prometheus.Histogram
 }
 
 func newRaftMetrics() raftMetrics {
-	return raftMetrics{
+	m := raftMetrics{
 		dropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "felix_raft_messages_dropped_total",
 			Help: "Raft messages dropped: a peer's send queue full or unreachable, or a message for a group this broker does not hold (raft sends again)."}),
 		sentMessages: prometheus.NewCounter(prometheus.CounterOpts{Name: "felix_raft_messages_sent_total",
 			Help: "Raft messages sent to other brokers."}),
 		sentBytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "felix_raft_sent_bytes_total",
 			Help: "Bytes of raft batches sent to other brokers."}),
-		appendMessages: prometheus.NewCounter(prometheus.CounterOpts{Name: "felix_raft_append_messages_total",
-			Help: "Raft append messages (MsgApp) sent to other brokers, empty ones (commit index only) included."}),
+		appendMessages: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "felix_raft_append_messages_total",
+			Help: "Raft append messages (MsgApp) sent to other brokers; empty=\"true\": carrying no entries (a commit index only)."},
+			[]string{"empty"}),
 		appendEntries: prometheus.NewCounter(prometheus.CounterOpts{Name: "felix_raft_append_entries_total",
 			Help: "Entries carried by the raft append messages sent to other brokers."}),
 		elections: prometheus.NewCounter(prometheus.CounterOpts{Name: "felix_raft_leaderships_won_total",
@@ -40,19 +44,27 @@ func newRaftMetrics() raftMetrics {
 			Help:    "Time from a quorum publish reaching its shard's leader to its commit.",
 			Buckets: latencyBuckets}),
 	}
+	m.appendsFull, m.appendsEmpty = m.appendMessages.WithLabelValues("false"), m.appendMessages.WithLabelValues("true")
+	return m
 }
 
 func (m raftMetrics) sent(envs []raftEnvelope, bytes int) {
 	m.sentMessages.Add(float64(len(envs)))
 	m.sentBytes.Add(float64(bytes))
-	apps, ents := 0, 0
+	full, empty, ents := 0, 0, 0
 	for _, e := range envs {
-		if e.msg.GetType() == pb.MessageType_MsgApp {
-			apps++
-			ents += len(e.msg.GetEntries())
+		if e.msg.GetType() != pb.MessageType_MsgApp {
+			continue
+		}
+		if n := len(e.msg.GetEntries()); n > 0 {
+			full++
+			ents += n
+		} else {
+			empty++
 		}
 	}
-	m.appendMessages.Add(float64(apps))
+	m.appendsFull.Add(float64(full))
+	m.appendsEmpty.Add(float64(empty))
 	m.appendEntries.Add(float64(ents))
 }
 

@@ -37,7 +37,7 @@ func TestRaftBatchingCounters(t *testing.T) {
 			v, _ := m.Value(name, labels)
 			return v
 		}
-		return value("felix_raft_append_messages_total", nil) > 0 &&
+		return value("felix_raft_append_messages_total", map[string]string{"empty": "false"}) > 0 &&
 			value("felix_raft_append_entries_total", nil) >= 2*64 && // the batch went to both followers
 			value("felix_raft_log_syncs_total", shard) > 0 &&
 			value("felix_raft_log_synced_records_total", shard) >= 64
