@@ -35,7 +35,7 @@ set -euo pipefail
 rounds=${1:-5}
 lat_dur=${LAT_DURATION:-5s}
 tput_count=${TPUT_COUNT:-131072}
-base=${CLUSTER_PORT_BASE:-$((20000 + RANDOM % 200 * 100))}
+base=${CLUSTER_PORT_BASE:-$((20000 + RANDOM % 120 * 100))} # below the ephemeral ports
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${BENCH_OUT:-$(mktemp -d "${TMPDIR:-/tmp}/felix-bench-replication.XXXXXX")}
 mkdir -p "$out/bin"
