@@ -4,42 +4,73 @@ import (
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
+	pb "go.etcd.io/raft/v3/raftpb"
 )
 
 // raftMetrics are replication's: what the transport sent and dropped, and
 // per replicated shard this broker holds a replica of, its raft state
 // (one series per shard: bounded by the replicas placed here).
 type raftMetrics struct {
-	dropped       prometheus.Counter
-	sentMessages  prometheus.Counter
-	sentBytes     prometheus.Counter
-	elections     prometheus.Counter
-	quorumLatency prometheus.Histogram
+	dropped      prometheus.Counter
+	sentMessages prometheus.Counter
+	sentBytes    prometheus.Counter
+	// appendMessages and appendEntries are the MsgApps sent and the
+	// entries they carried: their ratio is raft's batching. A leader also
+	// sends empty ones that only move a follower's commit index (label
+	// empty="true").
+	appendMessages            *prometheus.CounterVec
+	appendsFull, appendsEmpty prometheus.Counter
+	appendEntries             prometheus.Counter
+	elections                 prometheus.Counter
+	quorumLatency             prometheus.Histogram
 }
 
 func newRaftMetrics() raftMetrics {
-	return raftMetrics{
+	m := raftMetrics{
 		dropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "felix_raft_messages_dropped_total",
 			Help: "Raft messages dropped: a peer's send queue full or unreachable, or a message for a group this broker does not hold (raft sends again)."}),
 		sentMessages: prometheus.NewCounter(prometheus.CounterOpts{Name: "felix_raft_messages_sent_total",
 			Help: "Raft messages sent to other brokers."}),
 		sentBytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "felix_raft_sent_bytes_total",
 			Help: "Bytes of raft batches sent to other brokers."}),
+		appendMessages: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "felix_raft_append_messages_total",
+			Help: "Raft append messages (MsgApp) sent to other brokers; empty=\"true\": carrying no entries (a commit index only)."},
+			[]string{"empty"}),
+		appendEntries: prometheus.NewCounter(prometheus.CounterOpts{Name: "felix_raft_append_entries_total",
+			Help: "Entries carried by the raft append messages sent to other brokers."}),
 		elections: prometheus.NewCounter(prometheus.CounterOpts{Name: "felix_raft_leaderships_won_total",
 			Help: "Times a replica on this broker became its shard's leader."}),
 		quorumLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "felix_raft_quorum_ack_seconds",
 			Help:    "Time from a quorum publish reaching its shard's leader to its commit.",
 			Buckets: latencyBuckets}),
 	}
+	m.appendsFull, m.appendsEmpty = m.appendMessages.WithLabelValues("false"), m.appendMessages.WithLabelValues("true")
+	return m
 }
 
-func (m raftMetrics) sent(messages, bytes int) {
-	m.sentMessages.Add(float64(messages))
+func (m raftMetrics) sent(envs []raftEnvelope, bytes int) {
+	m.sentMessages.Add(float64(len(envs)))
 	m.sentBytes.Add(float64(bytes))
+	full, empty, ents := 0, 0, 0
+	for _, e := range envs {
+		if e.msg.GetType() != pb.MessageType_MsgApp {
+			continue
+		}
+		if n := len(e.msg.GetEntries()); n > 0 {
+			full++
+			ents += n
+		} else {
+			empty++
+		}
+	}
+	m.appendsFull.Add(float64(full))
+	m.appendsEmpty.Add(float64(empty))
+	m.appendEntries.Add(float64(ents))
 }
 
 func (m raftMetrics) collectors(b *Broker) []prometheus.Collector {
-	return []prometheus.Collector{m.dropped, m.sentMessages, m.sentBytes, m.elections, m.quorumLatency, raftCollector{b}}
+	return []prometheus.Collector{m.dropped, m.sentMessages, m.sentBytes, m.appendMessages, m.appendEntries,
+		m.elections, m.quorumLatency, raftCollector{b}}
 }
 
 var (
@@ -50,12 +81,15 @@ var (
 	raftApplyDesc = prometheus.NewDesc("felix_raft_applied_index", "The last index delivered to subscribers.", raftLabels, nil)
 	raftLagDesc   = prometheus.NewDesc("felix_raft_follower_lag_records",
 		"On a leader: records a follower's log is behind the leader's last index.", append(raftLabels, "follower"), nil)
+	raftSyncsDesc  = prometheus.NewDesc("felix_raft_log_syncs_total", "Syncs of the replica's log (on_commit streams).", raftLabels, nil)
+	raftSyncedDesc = prometheus.NewDesc("felix_raft_log_synced_records_total",
+		"Records (raft entries) the replica's log syncs made durable.", raftLabels, nil)
 )
 
 type raftCollector struct{ b *Broker }
 
 func (c raftCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{raftRoleDesc, raftTermDesc, raftCommitDsc, raftApplyDesc, raftLagDesc} {
+	for _, d := range []*prometheus.Desc{raftRoleDesc, raftTermDesc, raftCommitDsc, raftApplyDesc, raftLagDesc, raftSyncsDesc, raftSyncedDesc} {
 		ch <- d
 	}
 }
@@ -73,6 +107,8 @@ func (c raftCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(raftTermDesc, prometheus.GaugeValue, float64(s.Term), lv...)
 		ch <- prometheus.MustNewConstMetric(raftCommitDsc, prometheus.GaugeValue, float64(s.Commit), lv...)
 		ch <- prometheus.MustNewConstMetric(raftApplyDesc, prometheus.GaugeValue, float64(s.Applied), lv...)
+		ch <- prometheus.MustNewConstMetric(raftSyncsDesc, prometheus.CounterValue, float64(s.Syncs), lv...)
+		ch <- prometheus.MustNewConstMetric(raftSyncedDesc, prometheus.CounterValue, float64(s.SyncedRecords), lv...)
 		for id, match := range s.Match {
 			if id == s.ID {
 				continue

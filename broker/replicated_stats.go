@@ -24,6 +24,10 @@ type ReplicaStats struct {
 	// and their mean wait from proposal to commit.
 	QuorumAcks       uint64  `json:"quorum_acks"`
 	QuorumWaitMeanMs float64 `json:"quorum_wait_mean_ms"`
+	// Syncs and SyncedRecords: this replica's log syncs (on_commit) and
+	// the records they made durable.
+	Syncs         uint64 `json:"log_syncs"`
+	SyncedRecords uint64 `json:"log_synced_records"`
 	// Followers is, on a leader, each other replica's progress.
 	Followers []FollowerStats `json:"followers,omitempty"`
 	Failed    string          `json:"failed,omitempty"`
@@ -49,7 +53,8 @@ func (q *quorumWait) observe(d time.Duration) {
 func (r *replicated) stats() *ReplicaStats {
 	s := r.group.Status()
 	out := &ReplicaStats{Role: s.Role, Term: s.Term, Commit: s.Commit, Applied: s.Applied, LastIndex: s.LastIndex,
-		Pending: s.Pending, Failed: s.Failed, QuorumAcks: r.quorum.acks.Load()}
+		Pending: s.Pending, Failed: s.Failed, QuorumAcks: r.quorum.acks.Load(),
+		Syncs: s.Syncs, SyncedRecords: s.SyncedRecords}
 	if out.QuorumAcks > 0 {
 		out.QuorumWaitMeanMs = float64(r.quorum.nanos.Load()) / float64(out.QuorumAcks) / 1e6
 	}

@@ -58,6 +58,10 @@ type Group struct {
 	failed    error // a log failure: the group stopped taking part
 	progress  map[uint64]uint64
 	lastIndex uint64
+	// syncs and syncedRecords count the log syncs under SyncEachWrite and
+	// the entries they made durable: their ratio is the group commit's
+	// batching.
+	syncs, syncedRecords uint64
 }
 
 // Open opens (recovering its state) or creates the replica in cfg.Dir and

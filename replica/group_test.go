@@ -121,3 +121,25 @@ func TestFollowerBehindRetentionGetsASnapshot(t *testing.T) {
 	require.Equal(t, l.First(), got[0].Offset, "the follower's log starts where the leader's does")
 	require.Equal(t, last, got[len(got)-1].Offset+1)
 }
+
+// Under SyncEachWrite every replica counts its log syncs and the entries
+// they made durable: all of each batch, at most one sync per entry.
+func TestSyncsCountWhatTheyMadeDurable(t *testing.T) {
+	c := newCluster(t, 1, 2, 3)
+	lead := c.leader()
+	var next uint64
+	for i := range 5 {
+		first, err := c.propose(lead, fmt.Sprint("s", i), 64, AckQuorum)
+		require.NoError(t, err)
+		next = first + 64
+	}
+	c.converged(next)
+	for id := range c.dirs {
+		g := c.rep(id).g
+		require.Eventually(t, func() bool { return g.Status().SyncedRecords >= 5*64 }, 5*time.Second, time.Millisecond)
+		s := g.Status()
+		require.Positive(t, s.Syncs)
+		require.LessOrEqual(t, s.Syncs, s.SyncedRecords)
+		require.LessOrEqual(t, s.SyncedRecords, s.LastIndex, "an entry is synced once")
+	}
+}

@@ -12,7 +12,9 @@
 # DIR defaults to out/cluster. Ports: CLUSTER_PORT_BASE (default
 # 7060): etcd base+0/+1, control plane base+10 (API) and base+11
 # (bootstrap), broker N QUIC base+20+N (UDP) and admin base+30+N.
-# ETCD names an etcd binary to use instead of felix-devetcd.
+# ETCD names an etcd binary to use instead of felix-devetcd. CLUSTER_PREBUILT
+# names a directory holding felix-broker, felix-controlplane, felix-devetcd and
+# felix to use instead of building them.
 set -euo pipefail
 
 cmd=${1:-}
@@ -137,8 +139,12 @@ cmd_up() {
 	[ -f "$dir/pids" ] && die "$dir/pids exists: run scripts/cluster.sh down $dir first"
 	mkdir -p "$bin" "$dir/logs"
 	chmod 700 "$dir"
-	say "building into $bin"
-	(cd "$root" && go build -o "$bin/" ./cmd/felix-broker ./cmd/felix-controlplane ./cmd/felix-devetcd ./tools/felix)
+	if [ -n "${CLUSTER_PREBUILT:-}" ]; then
+		for b in felix-broker felix-controlplane felix-devetcd felix; do ln -sf "$(realpath "$CLUSTER_PREBUILT/$b")" "$bin/$b"; done
+	else
+		say "building into $bin"
+		(cd "$root" && go build -o "$bin/" ./cmd/felix-broker ./cmd/felix-controlplane ./cmd/felix-devetcd ./tools/felix)
+	fi
 	felix="$bin/felix"
 
 	# 1. etcd.
