@@ -17,7 +17,8 @@ var (
 	ErrQuorumTimeout = errors.New("replica: quorum timeout")
 	// ErrProposalDropped: raft refused a proposal, nothing appended: the
 	// leader is MaxUncommittedBytes ahead of its commit, or is handing its
-	// leadership over. Send it again later.
+	// leadership over; or the proposal was queued behind one raft
+	// refused. Send it again later.
 	ErrProposalDropped = errors.New("replica: proposal dropped (uncommitted entries at their limit, or a leadership transfer)")
 	// ErrInvalidConfig: a Config that cannot be used.
 	ErrInvalidConfig = errors.New("replica: invalid config")

@@ -185,18 +185,29 @@ func generationAt(log *segment.Log, off, next uint64) (uint64, bool, error) {
 // not called for a batch that never got offsets. Both run on the group's
 // goroutine and must not block.
 func (g *Group) Propose(recs []segment.Record, ack Ack, placed func(first uint64), done func(first uint64, err error)) {
+	g.enqueue(g.newProposal(recs, ack, placed, done))
+}
+
+func (g *Group) newProposal(recs []segment.Record, ack Ack, placed func(first uint64), done func(first uint64, err error)) *proposal {
 	p := &proposal{n: len(recs), ack: ack, placedFn: placed, done: done, at: g.cfg.Now()}
 	p.data = make([][]byte, len(recs))
 	for i, r := range recs {
 		p.data[i] = eventData(r)
 	}
+	return p
+}
+
+// enqueue hands ps to the group's goroutine, together.
+func (g *Group) enqueue(ps ...*proposal) {
 	g.in.Lock()
 	if g.in.closed {
 		g.in.Unlock()
-		done(0, ErrClosed)
+		for _, p := range ps {
+			p.done(0, ErrClosed)
+		}
 		return
 	}
-	g.in.props = append(g.in.props, p)
+	g.in.props = append(g.in.props, ps...)
 	g.in.Unlock()
 	signal(g.wake)
 }
@@ -253,7 +264,7 @@ func (g *Group) run() {
 		select {
 		case <-g.stop:
 			g.props.failAll(ErrClosed)
-			g.failInputs()
+			g.failInputs(ErrClosed)
 			g.saveCommit(true)
 			return
 		case <-g.tickc:
@@ -281,14 +292,14 @@ func (g *Group) fail(err error) {
 	g.props.failAll(err)
 }
 
-// failInputs answers the proposals still queued when the group stops.
-func (g *Group) failInputs() {
+// failInputs answers the proposals still queued with err.
+func (g *Group) failInputs(err error) {
 	g.in.Lock()
 	props := g.in.props
 	g.in.props = nil
 	g.in.Unlock()
 	for _, p := range props {
-		p.done(0, ErrClosed)
+		p.done(0, err)
 	}
 }
 
@@ -307,20 +318,31 @@ func (g *Group) drain() {
 	for _, id := range unreach {
 		g.rn.ReportUnreachable(id)
 	}
-	for _, p := range props {
-		g.propose(p)
+	for i, p := range props {
+		if !g.propose(p) {
+			// What was proposed after a dropped proposal is refused too,
+			// so that none of it is placed ahead of the dropped one's
+			// re-send: an idempotent producer's batches must reach the
+			// log in sequence.
+			for _, q := range props[i+1:] {
+				q.done(0, ErrProposalDropped)
+			}
+			g.failInputs(ErrProposalDropped)
+			return
+		}
 	}
 }
 
-func (g *Group) propose(p *proposal) {
+// propose steps p into raft, or answers it; false when raft dropped it.
+func (g *Group) propose(p *proposal) bool {
 	if g.failed != nil {
 		p.done(0, g.failed)
-		return
+		return true
 	}
 	bs := g.rn.BasicStatus()
 	if bs.RaftState != raft.StateLeader {
 		p.done(0, &NotLeaderError{Leader: bs.Lead, Term: bs.GetTerm()})
-		return
+		return true
 	}
 	ents := make([]*pb.Entry, len(p.data))
 	for i, d := range p.data {
@@ -329,14 +351,15 @@ func (g *Group) propose(p *proposal) {
 	err := g.rn.Step(&pb.Message{Type: pb.MessageType_MsgProp.Enum(), From: proto.Uint64(g.cfg.ID), Entries: ents})
 	if errors.Is(err, raft.ErrProposalDropped) {
 		p.done(0, ErrProposalDropped)
-		return
+		return false
 	}
 	if err != nil {
 		p.done(0, err)
-		return
+		return true
 	}
 	p.term, p.data = bs.GetTerm(), nil
 	g.props.add(p)
+	return true
 }
 
 func (g *Group) onTick() {

@@ -67,25 +67,44 @@ func TestMinorityLeaderAcksNoQuorumPublish(t *testing.T) {
 
 // A leader MaxUncommittedBytes ahead of its commit has raft drop a
 // proposal: it is refused ErrProposalDropped (send again later), not as
-// not the leader, which would name the leader itself.
+// not the leader, which would name the leader itself; and so is what was
+// queued behind it, even what raft would take, so that nothing lands ahead
+// of the dropped proposal's re-send.
 func TestDroppedProposalIsNotNotLeader(t *testing.T) {
 	c := unstartedCluster(t, 1, 2, 3)
-	c.maxUncommitted = 1 << 10
+	c.maxUncommitted = 4 << 10
 	c.boot(1, 2, 3)
 	lead := c.leader()
 	c.frozen.Store(true) // no election and no quorum timeout while cut off
 	c.partition(lead, true)
-	first := make(chan error, 1)
-	big := []segment.Record{{Payload: make([]byte, 2<<10)}} // raft takes one whatever its size
-	c.rep(lead).g.Propose(big, AckQuorum, nil, func(_ uint64, err error) { first <- err })
-	_, err := c.propose(lead, "over", 1, AckQuorum)
-	require.ErrorIs(t, err, ErrProposalDropped)
-	require.False(t, isNotLeader(err))
+	g := c.rep(lead).g
+	answers := make(chan error, 3)
+	propose := func(size int) *proposal {
+		recs := []segment.Record{{Payload: make([]byte, size)}}
+		return g.newProposal(recs, AckQuorum, nil, func(_ uint64, err error) { answers <- err })
+	}
+	g.enqueue(propose(3 << 10))                                                                             // uncommitted: 3 KiB
+	require.Eventually(t, func() bool { return g.Status().Pending == 1 }, 10*time.Second, time.Millisecond) // raft holds it
+	g.enqueue(propose(2<<10), propose(512))                                                                 // 5 KiB: dropped; 3.5 KiB would fit
+	answer := func() error {
+		select {
+		case err := <-answers:
+			return err
+		case <-time.After(10 * time.Second):
+			t.Fatal("a proposal was not answered")
+			return nil
+		}
+	}
+	for range 2 {
+		err := answer()
+		require.ErrorIs(t, err, ErrProposalDropped)
+		require.False(t, isNotLeader(err))
+	}
 
 	c.partition(lead, false)
 	c.frozen.Store(false)
-	require.NoError(t, <-first)
-	_, err = c.propose(lead, "after", 1, AckQuorum)
+	require.NoError(t, answer())
+	_, err := c.propose(lead, "after", 1, AckQuorum)
 	require.NoError(t, err)
 }
 
