@@ -207,10 +207,14 @@ type StreamStats struct {
 	Shards []ShardStats `json:"shard_stats"`
 }
 
-// ShardStats: next offset, oldest offset held in the ring, subscribers.
+// ShardStats: next offset, the oldest offset a subscriber may start at,
+// subscribers.
 type ShardStats struct {
-	Shard       int    `json:"shard"`
-	NextOffset  uint64 `json:"next_offset"`
+	Shard      int    `json:"shard"`
+	NextOffset uint64 `json:"next_offset"`
+	// FirstOffset is the oldest offset still readable: the log's first
+	// record for a durable shard (whatever its memory ring holds), the
+	// ring's oldest event for an ephemeral one.
 	FirstOffset uint64 `json:"first_offset"`
 	Subscribers int    `json:"subscribers"`
 	// Commit is the group-commit account of a durable shard; absent for an
@@ -271,6 +275,7 @@ func (b *Broker) Stats() Stats {
 			shs := ShardStats{Shard: sh.id, NextOffset: next, FirstOffset: first, Subscribers: subs}
 			if d := sh.durable(); d != nil {
 				shs.Commit = commitStats(d.seq.Stats())
+				shs.FirstOffset = d.log.First()
 			}
 			ss.Shards = append(ss.Shards, shs)
 		}
