@@ -43,7 +43,10 @@ type Client struct {
 	}
 }
 
-// Dial connects to the broker at addr ("host:port").
+// Dial connects to the broker at addr ("host:port") and authenticates a
+// first stream, so that a token the broker refuses fails here (ErrAuth)
+// rather than at the first publish. A port nothing listens on fails at
+// once with ErrConnectionRefused where the host says so.
 func Dial(ctx context.Context, addr string, cfg Config) (*Client, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -63,16 +66,30 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Client, error) {
 		guaranteed: udp.MTUGuaranteed(raddr, udp.MTUKnobs{InitialMTU: cfg.InitialMTU}),
 		stop:       make(chan struct{}),
 	}
-	s, err := c.dial(ctx, c.normal)
+	dctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := watchRefused(raddr, cancel)
+	s, err := c.dial(dctx, c.normal)
+	stop()
 	if err != nil {
 		c.tr.Close()
 		pc.Close()
+		if cause := context.Cause(dctx); errors.Is(cause, ErrConnectionRefused) {
+			return nil, fmt.Errorf("client: dial %s: %w", addr, cause)
+		}
 		return nil, err
 	}
 	c.mu.cur = s
 	c.mu.replaced = make(chan struct{})
 	c.wg.Add(1)
 	go func() { defer c.wg.Done(); c.watch() }()
+	ct, err := c.openControl(ctx)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	ct.str.CancelRead(0)
+	ct.str.Close()
 	return c, nil
 }
 

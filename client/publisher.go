@@ -22,6 +22,7 @@ type Publisher struct {
 	stream    string
 	binary    bool // broker takes binary acked batches and answers binary acks
 	shards    bool // broker takes shard-addressed publishes (wire.CapShard)
+	keyed     bool // broker takes keyed binary publishes (else keyed ones go as JSON)
 
 	wmu  sync.Mutex
 	wbuf []byte
@@ -96,6 +97,7 @@ func (c *Client) NewPublisher(ctx context.Context, namespace, stream string) (*P
 		c: c, ct: ct, namespace: namespace, stream: stream,
 		binary: wire.Supports(ct.flags, wire.FlagBinaryPublishBatch|wire.FlagBinaryPublishAcked|wire.FlagBinaryPublishAck),
 		shards: wire.Supports(ct.flags, wire.CapShard),
+		keyed:  wire.Supports(ct.flags, wire.FlagPublishKeyed),
 		done:   make(chan struct{}),
 	}
 	p.mu.pending = map[uint64]*PendingAck{}
@@ -121,7 +123,15 @@ func (p *Publisher) PublishBatch(ctx context.Context, payloads [][]byte) error {
 // PublishAsync sends an acked batch and returns without waiting. The
 // payloads are copied into the frame before it returns.
 func (p *Publisher) PublishAsync(payloads [][]byte) *PendingAck {
-	return p.publishAsync(-1, payloads, nil)
+	return p.publishAsync(-1, nil, payloads, nil)
+}
+
+// PublishKeyAsync is PublishAsync routed by key: the broker hashes it to a
+// shard (FNV-1a 64 with a SplitMix64 finish, as the published Felix
+// does), so one key's batches keep their order in one shard. The ack's
+// Result names the shard.
+func (p *Publisher) PublishKeyAsync(key []byte, payloads [][]byte) *PendingAck {
+	return p.publishAsync(-1, notNil(key), payloads, nil)
 }
 
 // PublishShardAsync is PublishAsync addressed to one shard (cluster
@@ -139,11 +149,12 @@ func (p *Publisher) publishShardLearning(shard uint32, payloads [][]byte, hook f
 		close(pa.done)
 		return pa
 	}
-	return p.publishAsync(int64(shard), payloads, hook)
+	return p.publishAsync(int64(shard), nil, payloads, hook)
 }
 
-// publishAsync sends an acked batch; shard < 0 lets the broker pick.
-func (p *Publisher) publishAsync(shard int64, payloads [][]byte, hook func(*PendingAck)) *PendingAck {
+// publishAsync sends an acked batch; shard < 0 lets the broker pick, by
+// key when there is one.
+func (p *Publisher) publishAsync(shard int64, key []byte, payloads [][]byte, hook func(*PendingAck)) *PendingAck {
 	// sent is set before pa is in pending: once there, the reader may
 	// complete or fail it (failAll on a broken stream) at any moment.
 	pa := &PendingAck{done: make(chan struct{}), hook: hook, sent: time.Now()}
@@ -160,13 +171,13 @@ func (p *Publisher) publishAsync(shard int64, payloads [][]byte, hook func(*Pend
 	p.mu.Unlock()
 
 	err := p.write(func(b []byte) ([]byte, error) {
-		if p.binary {
-			return wire.AppendAckedPublish(b, &wire.AckedPublish{RequestID: id, Mode: wire.AckPerBatch, PublishBatch: p.batch(shard, payloads)})
+		if p.binary && (key == nil || p.keyed) {
+			return wire.AppendAckedPublish(b, &wire.AckedPublish{RequestID: id, Mode: wire.AckPerBatch, PublishBatch: p.batch(shard, key, payloads)})
 		}
 		ack := wire.AckPerBatch
 		return wire.AppendJSONFrame(b, &wire.PublishBatchMessage{
 			TenantID: p.c.cfg.Tenant, Namespace: p.namespace, Stream: p.stream,
-			Payloads: payloads, RequestID: &id, Ack: &ack, Shard: shardField(shard),
+			Payloads: payloads, Key: key, RequestID: &id, Ack: &ack, Shard: shardField(shard),
 		}), nil
 	})
 	if err != nil {
@@ -175,13 +186,24 @@ func (p *Publisher) publishAsync(shard int64, payloads [][]byte, hook func(*Pend
 	return pa
 }
 
-// batch is a binary publish body, addressed to shard when it is >= 0.
-func (p *Publisher) batch(shard int64, payloads [][]byte) wire.PublishBatch {
+// batch is a binary publish body, addressed to shard when it is >= 0,
+// else routed by key when it is not nil.
+func (p *Publisher) batch(shard int64, key []byte, payloads [][]byte) wire.PublishBatch {
 	b := wire.PublishBatch{TenantID: p.c.cfg.Tenant, Namespace: p.namespace, Stream: p.stream, Payloads: payloads}
 	if shard >= 0 {
 		b.Shard, b.HasShard = uint32(shard), true
+	} else if key != nil {
+		b.Key, b.HasKey = key, true
 	}
 	return b
+}
+
+// notNil makes an empty key a key: nil means none.
+func notNil(key []byte) []byte {
+	if key == nil {
+		return []byte{}
+	}
+	return key
 }
 
 // Send publishes payloads as one fire-and-forget batch. Nothing is dropped
@@ -189,7 +211,12 @@ func (p *Publisher) batch(shard int64, payloads [][]byte) wire.PublishBatch {
 // Send blocks when the broker cannot keep up. A broker-side refusal arrives
 // later as an uncorrelated error (see Err).
 func (p *Publisher) Send(payloads [][]byte) error {
-	return p.send(-1, payloads)
+	return p.send(-1, nil, payloads)
+}
+
+// SendKey is Send routed by key (see PublishKeyAsync).
+func (p *Publisher) SendKey(key []byte, payloads [][]byte) error {
+	return p.send(-1, notNil(key), payloads)
 }
 
 // SendShard is Send addressed to one shard (ErrNotNegotiated on a broker
@@ -198,18 +225,18 @@ func (p *Publisher) SendShard(shard uint32, payloads [][]byte) error {
 	if !p.shards {
 		return ErrNotNegotiated
 	}
-	return p.send(int64(shard), payloads)
+	return p.send(int64(shard), nil, payloads)
 }
 
-func (p *Publisher) send(shard int64, payloads [][]byte) error {
+func (p *Publisher) send(shard int64, key []byte, payloads [][]byte) error {
 	return p.write(func(b []byte) ([]byte, error) {
-		if p.binary {
-			pb := p.batch(shard, payloads)
+		if p.binary && (key == nil || p.keyed) {
+			pb := p.batch(shard, key, payloads)
 			return wire.AppendPublish(b, &pb)
 		}
 		none := wire.AckNone
 		return wire.AppendJSONFrame(b, &wire.PublishBatchMessage{
-			TenantID: p.c.cfg.Tenant, Namespace: p.namespace, Stream: p.stream, Payloads: payloads, Ack: &none,
+			TenantID: p.c.cfg.Tenant, Namespace: p.namespace, Stream: p.stream, Payloads: payloads, Key: key, Ack: &none,
 			Shard: shardField(shard),
 		}), nil
 	})

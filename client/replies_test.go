@@ -206,7 +206,7 @@ func TestPublisherAfterItsStreamEnded(t *testing.T) {
 	p.failAll(ended)
 	p.failAll(ErrClosed)
 	var hookSaw error
-	pa := p.publishAsync(-1, [][]byte{[]byte("x")}, func(pa *PendingAck) { hookSaw = pa.err })
+	pa := p.publishAsync(-1, nil, [][]byte{[]byte("x")}, func(pa *PendingAck) { hookSaw = pa.err })
 	require.ErrorIs(t, pa.Wait(t.Context()), ended)
 	require.ErrorIs(t, hookSaw, ended, "the hook saw the outcome before Done")
 	require.ErrorIs(t, p.Err(), ended)
