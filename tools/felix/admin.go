@@ -1,45 +1,61 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/felixmq/felix/controlplane/api"
+	"github.com/felixmq/felix/internal/cli"
 )
 
 const adminUsage = `usage: felix admin KIND VERB [NAME] [flags]
   KIND  tenant | namespace | stream | cache
-  VERB  create NAME | list | delete NAME   (tenant also: rotate-keys NAME)
-Talks to the control plane (--controlplane URL, default make run's embedded
-one) with the bearer token in --token-file (default $FELIX_TOKEN, else make
-run's token) and prints the answer as JSON. --tenant and --namespace name the
-parent of namespaces, streams and caches. Create flags: tenant --idp-file FILE
-(a JSON idp object) --display-name; stream --shards --durable --fsync
---retention-bytes --retention-ms; cache --durable --fsync --max-entries
---max-bytes. A refusal prints the control plane's code and message and
-exits 1.`
+  VERB  create NAME | list | delete NAME | info NAME
+        (tenant also: rotate-keys NAME)
+Talks to the control plane (--controlplane URL, default a local broker's
+embedded one) with the bearer token in --token-file (default $FELIX_TOKEN,
+else the context's or make run's token) and prints the answer as JSON. The
+control plane is where streams and caches live: a broker serves what it
+says, and a stream deleted there ends at the broker.
+
+--tenant and --namespace name the parent of namespaces, streams and caches.
+Create flags: tenant --idp-file FILE (a JSON idp object) --display-name;
+stream --shards --durable --fsync --retention-bytes --retention-ms; cache
+--durable --fsync --max-entries --max-bytes. A durable stream or cache a
+broker cannot keep (no FELIX_DATA_DIR) is refused at creation with the
+reason.
+
+stream info NAME adds to the control plane's record what the broker at
+--admin (default a local broker's admin address) serves of the stream: per
+shard the first and next offsets (a durable shard's from its log) and the
+subscribers, and the consumer groups with their lag.
+
+A refusal prints the control plane's code and message and exits 1.`
 
 // adminFlags are every admin flag; each kind uses its own.
 type adminFlags struct {
 	cp                              *cpFlags
-	tenant, namespace               string
+	tenant, namespace, admin        string
 	idpFile, displayName, fsync     string
 	shards                          int
 	durable                         bool
 	retBytes, retMS, maxEnt, maxByt int64
 }
 
-func newAdminFlags(stderr io.Writer) (*flag.FlagSet, *adminFlags) {
-	set := flag.NewFlagSet("admin", flag.ContinueOnError)
-	set.SetOutput(stderr)
-	set.Usage = func() { fmt.Fprintln(stderr, adminUsage); set.PrintDefaults() }
+func newAdminFlags() (*flag.FlagSet, *adminFlags) {
+	set := flag.NewFlagSet("felix admin", flag.ContinueOnError)
 	f := &adminFlags{cp: addCPFlags(set, true)}
-	set.StringVar(&f.tenant, "tenant", "", "parent tenant `T`")
-	set.StringVar(&f.namespace, "namespace", "", "parent namespace `N`")
+	set.StringVar(&f.tenant, "tenant", f.cp.ep.Tenant.V, "parent tenant `T` (else $FELIX_TENANT, the context)")
+	set.StringVar(&f.namespace, "namespace", "default", "parent namespace `N`")
+	set.StringVar(&f.admin, "admin", f.cp.ep.Admin.V, "stream info: the broker's admin `host:port` or URL (else $FELIX_ADMIN, the context, a local broker's)")
 	set.StringVar(&f.idpFile, "idp-file", "", "tenant create: `FILE` with the idp JSON object")
 	set.StringVar(&f.displayName, "display-name", "", "tenant/namespace create: display name")
 	set.StringVar(&f.fsync, "fsync", "", "durable stream/cache: on_commit, periodic or never")
@@ -95,38 +111,65 @@ func (f *adminFlags) body(kind, name string) (any, error) {
 
 func runAdmin(args []string, stdout, stderr io.Writer) int {
 	kinds := []string{"tenant", "namespace", "stream", "cache"}
-	if len(args) < 2 || !slices.Contains(kinds, args[0]) {
-		fmt.Fprintln(stderr, adminUsage)
-		return exitUsage
+	set, f := newAdminFlags()
+	if len(args) > 0 && cli.IsHelp(args[0]) {
+		return cli.Fail(cli.ErrHelp, "felix admin", adminUsage, set, stdout, stderr)
 	}
-	kind, verb := args[0], args[1]
-	set, f := newAdminFlags(stderr)
-	// Flags may follow the name: parse, take the name, parse the rest.
-	if err := set.Parse(args[2:]); err != nil {
-		return exitUsage
+	pos, err := cli.Parse(set, args)
+	if err == nil && (len(pos) < 2 || !slices.Contains(kinds, pos[0])) {
+		err = errors.New("want KIND VERB [NAME]")
 	}
-	var name string
-	if rest := set.Args(); len(rest) > 0 {
-		name = rest[0]
-		if err := set.Parse(rest[1:]); err != nil || set.NArg() > 0 {
-			fmt.Fprintln(stderr, "felix admin: one NAME only")
-			return exitUsage
-		}
+	if err == nil && len(pos) > 3 {
+		err = errors.New("one NAME only")
 	}
-	method, path, body, err := f.request(kind, verb, name)
+	var method, path string
+	var body any
+	if err == nil {
+		pos = append(pos, "")
+		method, path, body, err = f.request(pos[0], pos[1], pos[2])
+	}
 	if err == nil {
 		err = f.cp.check()
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "felix admin:", err)
-		return exitUsage
+		return cli.Fail(err, "felix admin", adminUsage, set, stdout, stderr)
 	}
 	var out json.RawMessage
 	if err := f.cp.call(method, path, body, &out); err != nil {
 		fmt.Fprintln(stderr, "felix admin:", err)
 		return exitFail
 	}
+	if pos[1] == "info" && pos[0] == "stream" {
+		return f.streamInfo(out, pos[2], stdout, stderr)
+	}
 	stdout.Write(append(out, '\n'))
+	return exitOK
+}
+
+// streamInfo prints the control plane's record of a stream with what the
+// broker at --admin serves of it.
+func (f *adminFlags) streamInfo(spec json.RawMessage, name string, stdout, stderr io.Writer) int {
+	info := map[string]any{"stream": spec}
+	base := f.admin
+	if !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	var served json.RawMessage
+	cl, err := api.NewClient(api.ClientConfig{URL: base, RequestTimeout: f.cp.timeout, Token: func() string { tok, _ := f.cp.bearer(); return tok }})
+	if err == nil {
+		err = cl.Do(context.Background(), http.MethodGet, "/v1/streams/"+f.tenant+"/"+f.namespace+"/"+name, nil, &served)
+	}
+	if err != nil {
+		info["broker_error"] = fmt.Sprintf("broker %s: %v", f.admin, err)
+	} else {
+		info["broker"] = served
+	}
+	raw, _ := json.MarshalIndent(info, "", "  ")
+	stdout.Write(append(raw, '\n'))
+	if err != nil {
+		fmt.Fprintf(stderr, "felix admin: the broker at %s does not describe the stream: %v\n", f.admin, err)
+		return exitFail
+	}
 	return exitOK
 }
 
@@ -143,6 +186,8 @@ func (f *adminFlags) request(kind, verb, name string) (method, path string, body
 	switch verb {
 	case "list":
 		return "GET", coll, nil, nil
+	case "info":
+		return "GET", coll + "/" + name, nil, nil
 	case "delete":
 		return "DELETE", coll + "/" + name, nil, nil
 	case "create":

@@ -9,26 +9,34 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/felixmq/felix/client"
+	"github.com/felixmq/felix/internal/cli"
 	"github.com/felixmq/felix/wire"
 )
 
-const cacheUsage = `usage: felix cache put --cache C KEY VALUE [--ttl 5s]
-       felix cache get --cache C KEY     prints the value; exit 1 when absent
-       felix cache del --cache C KEY     prints "deleted" or "absent"
-       felix counter add --cache C KEY DELTA   prints the new value
-       felix counter get --cache C KEY         prints the value (absent = 0)
-Flags may come before or after the arguments; --addr --tenant --namespace
---ca --fingerprint --token --timeout as for felix pub.`
+const cacheUsage = `usage: felix cache put KEY VALUE [--cache C] [--ttl 5m]
+       felix cache get KEY [--cache C]     prints the value; exit 1 when absent
+       felix cache del KEY [--cache C]     prints "deleted", or "absent" (then nothing changed)
+       felix counter add KEY DELTA [--cache C]   prints the new value
+       felix counter get KEY [--cache C]         prints the value (absent = 0)
+--json prints one JSON object instead: {"key":K,"value":V} (get, counter),
+{"key":K,"found":false} (get of an absent key), {"key":K,"existed":B} (del),
+{"key":K,"ok":true} (put). The cache defaults to demo.`
 
-const watchUsage = `usage: felix watch --cache C KEY [--current] [--count N]
+const watchUsage = `usage: felix watch KEY [--cache C] [--current] [--count N] [--json]
 Prints one line per change of KEY: "REVISION put VALUE", "REVISION counter
-VALUE", "REVISION delete"; "GAP dropped=N" on stderr when the broker dropped
-changes for this watcher. --current prints the key's current state first.`
+VALUE", "REVISION delete" (a delete, or an eviction of the least recently
+used); "GAP dropped=N" on stderr when the broker dropped changes for this
+watcher. Revisions grow with every change of the cache.
+
+--current prints the key's state first: "REVISION put VALUE" (the revision
+of the change that made it) or, for an absent key, "REVISION absent" (the
+cache's latest revision, 0 before its first change). Deleting an absent key
+changes nothing, so it is not printed. --json prints
+{"revision":R,"op":"put","key":K,"value":V,"current":true} per line.`
 
 // cacheFlags are the flags of the cache, counter and watch commands.
 type cacheFlags struct {
@@ -37,52 +45,28 @@ type cacheFlags struct {
 	ttl     time.Duration
 	current bool
 	count   int
+	json    bool
 }
 
-func newCacheFlagSet(name, usage string, stderr io.Writer) (*flag.FlagSet, *cacheFlags) {
-	set := flag.NewFlagSet(name, flag.ContinueOnError)
-	set.SetOutput(stderr)
-	set.Usage = func() { fmt.Fprintln(stderr, usage); set.PrintDefaults() }
+// newCacheFlags is the flag set of op ("cache put", "counter get", "watch").
+func newCacheFlags(op string) (*flag.FlagSet, *cacheFlags) {
+	set := flag.NewFlagSet("felix "+op, flag.ContinueOnError)
 	f := &cacheFlags{conn: addConnFlags(set)}
 	set.StringVar(&f.cache, "cache", "demo", "cache `C`")
+	set.BoolVar(&f.json, "json", false, "print JSON (see above)")
+	switch op {
+	case "cache put":
+		set.DurationVar(&f.ttl, "ttl", 0, "expire the value after `D` (5s, 10m, 2h; 0: never)")
+	case "watch":
+		set.BoolVar(&f.current, "current", false, "print the key's current state first")
+		set.IntVar(&f.count, "count", 0, "exit after `N` changes (0: until interrupted)")
+	}
 	return set, f
 }
 
-// parseInterleaved parses flags that may come before, between or after the
-// positional arguments (`felix cache put KEY VALUE --ttl 5s`), which the
-// flag package alone stops at. A token that parses as a negative integer is
-// an argument (a counter DELTA), not a flag; "--" ends the flags.
-func parseInterleaved(set *flag.FlagSet, args []string) ([]string, error) {
-	var pos, flags []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			pos = append(pos, args[i+1:]...)
-			break
-		}
-		if _, err := strconv.ParseInt(a, 10, 64); err == nil || !strings.HasPrefix(a, "-") || a == "-" {
-			pos = append(pos, a)
-			continue
-		}
-		flags = append(flags, a)
-		name := strings.TrimLeft(a, "-")
-		if strings.Contains(name, "=") {
-			continue
-		}
-		if fl := set.Lookup(name); fl != nil && !isBoolFlag(fl) && i+1 < len(args) {
-			i++
-			flags = append(flags, args[i])
-		}
-	}
-	if err := set.Parse(flags); err != nil {
-		return nil, err
-	}
-	return pos, nil
-}
-
-func isBoolFlag(fl *flag.Flag) bool {
-	b, ok := fl.Value.(interface{ IsBoolFlag() bool })
-	return ok && b.IsBoolFlag()
+// cacheFlagSet is newCacheFlags for shell completion.
+func cacheFlagSet(op string) func() *flag.FlagSet {
+	return func() *flag.FlagSet { s, _ := newCacheFlags(op); return s }
 }
 
 // runCache is `felix cache put|get|del`.
@@ -100,20 +84,19 @@ var cacheArgs = map[string]int{"cache put": 2, "cache get": 1, "cache del": 1, "
 
 func cacheCmd(ctx context.Context, group string, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, cacheUsage)
+		cli.PrintUsage(stderr, cacheUsage, nil)
 		return exitUsage
+	}
+	if cli.IsHelp(args[0]) {
+		return cli.Fail(cli.ErrHelp, "felix "+group, cacheUsage, nil, stdout, stderr)
 	}
 	op := group + " " + args[0]
 	want, ok := cacheArgs[op]
 	if !ok {
-		fmt.Fprintf(stderr, "felix %s: unknown operation %q\n%s\n", group, args[0], cacheUsage)
-		return exitUsage
+		return cli.Fail(fmt.Errorf("unknown operation %q", args[0]), "felix "+group, cacheUsage, nil, stdout, stderr)
 	}
-	set, f := newCacheFlagSet("felix "+op, cacheUsage, stderr)
-	if op == "cache put" {
-		set.DurationVar(&f.ttl, "ttl", 0, "expire the value after `D` (0: never)")
-	}
-	pos, err := parseInterleaved(set, args[1:])
+	set, f := newCacheFlags(op)
+	pos, err := cli.Parse(set, args[1:])
 	if err == nil {
 		err = f.conn.check(set)
 	}
@@ -123,18 +106,14 @@ func cacheCmd(ctx context.Context, group string, args []string, stdout, stderr i
 	if err == nil && f.ttl < 0 {
 		err = errors.New("--ttl must not be negative")
 	}
-	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(stderr, "felix %s: %v\n%s\n", op, err, cacheUsage)
-		}
-		return exitUsage
-	}
 	var delta int64
-	if op == "counter add" {
+	if err == nil && op == "counter add" {
 		if delta, err = strconv.ParseInt(pos[1], 10, 64); err != nil {
-			fmt.Fprintf(stderr, "felix %s: DELTA %q is not an integer\n%s\n", op, pos[1], cacheUsage)
-			return exitUsage
+			err = fmt.Errorf("DELTA %q is not an integer", pos[1])
 		}
+	}
+	if err != nil {
+		return cli.Fail(err, "felix "+op, cacheUsage, set, stdout, stderr)
 	}
 	c, err := f.conn.dial(ctx, nil)
 	if err != nil {
@@ -147,7 +126,14 @@ func cacheCmd(ctx context.Context, group string, args []string, stdout, stderr i
 	k, err := c.OpenCache(ctx, f.conn.namespace, f.cache)
 	if err == nil {
 		defer k.Close(ctx)
-		err = cacheOp(ctx, k, op, pos, f.ttl, delta, stdout)
+		err = cacheOp(ctx, k, op, pos, f, delta, stdout)
+	}
+	if errors.Is(err, errAbsent) {
+		if f.json {
+			writeJSONLine(stdout, map[string]any{"key": pos[0], "found": false})
+		}
+		fmt.Fprintf(stderr, "felix %s: %v\n", op, err)
+		return exitFail
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "felix %s: %v\n", op, err)
@@ -159,26 +145,41 @@ func cacheCmd(ctx context.Context, group string, args []string, stdout, stderr i
 // errAbsent makes `felix cache get` exit 1 for a missing key.
 var errAbsent = errors.New("not found")
 
-func cacheOp(ctx context.Context, k *client.Cache, op string, pos []string, ttl time.Duration, delta int64, stdout io.Writer) error {
+func cacheOp(ctx context.Context, k *client.Cache, op string, pos []string, f *cacheFlags, delta int64, stdout io.Writer) error {
 	key := pos[0]
+	// out prints the text line, or the JSON object with the key.
+	out := func(text string, obj map[string]any) error {
+		if f.json {
+			obj["key"] = key
+			return writeJSONLine(stdout, obj)
+		}
+		if text == "" {
+			return nil
+		}
+		_, err := fmt.Fprintln(stdout, text)
+		return err
+	}
 	switch op {
 	case "cache put":
-		return k.Put(ctx, key, []byte(pos[1]), ttl)
+		if err := k.Put(ctx, key, []byte(pos[1]), f.ttl); err != nil {
+			return err
+		}
+		return out("", map[string]any{"ok": true})
 	case "cache get":
 		v, found, err := k.Get(ctx, key)
 		if err == nil && !found {
 			return fmt.Errorf("key %q: %w", key, errAbsent)
 		}
-		if err == nil {
-			_, err = fmt.Fprintln(stdout, printable(v))
+		if err != nil {
+			return err
 		}
-		return err
+		return out(printable(v), payloadFields(map[string]any{}, "value", v))
 	case "cache del":
 		existed, err := k.Delete(ctx, key)
-		if err == nil {
-			_, err = fmt.Fprintln(stdout, map[bool]string{true: "deleted", false: "absent"}[existed])
+		if err != nil {
+			return err
 		}
-		return err
+		return out(map[bool]string{true: "deleted", false: "absent"}[existed], map[string]any{"existed": existed})
 	case "counter add", "counter get":
 		var n int64
 		var err error
@@ -187,10 +188,10 @@ func cacheOp(ctx context.Context, k *client.Cache, op string, pos []string, ttl 
 		} else {
 			n, err = k.CounterGet(ctx, key)
 		}
-		if err == nil {
-			_, err = fmt.Fprintln(stdout, n)
+		if err != nil {
+			return err
 		}
-		return err
+		return out(strconv.FormatInt(n, 10), map[string]any{"value": n})
 	}
 	return fmt.Errorf("unknown operation %s", op)
 }
@@ -203,10 +204,8 @@ func runWatch(args []string, stdout, stderr io.Writer) int {
 }
 
 func watch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	set, f := newCacheFlagSet("felix watch", watchUsage, stderr)
-	set.BoolVar(&f.current, "current", false, "print the key's current state first")
-	set.IntVar(&f.count, "count", 0, "exit after `N` changes (0: until interrupted)")
-	pos, err := parseInterleaved(set, args)
+	set, f := newCacheFlags("watch")
+	pos, err := cli.Parse(set, args)
 	if err == nil {
 		err = f.conn.check(set)
 	}
@@ -214,10 +213,7 @@ func watch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = errors.New("want one KEY, and --count at least 0")
 	}
 	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(stderr, "felix watch: %v\n%s\n", err, watchUsage)
-		}
-		return exitUsage
+		return cli.Fail(err, "felix watch", watchUsage, set, stdout, stderr)
 	}
 	c, err := f.conn.dial(ctx, nil)
 	if err != nil {
@@ -246,14 +242,37 @@ func watch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "GAP dropped=%d\n", ev.Dropped)
 			continue
 		}
-		line := fmt.Sprintf("%d %s", ev.Revision, ev.Op)
-		if ev.Op != wire.CacheOpDelete {
-			line += " " + printable(ev.Value)
-		}
-		if _, err := fmt.Fprintln(stdout, line); err != nil {
+		if err := printChange(stdout, ev, f.json); err != nil {
 			return exitFail
 		}
 		n++
 	}
 	return exitOK
+}
+
+// printChange prints one watch event as text or JSON.
+func printChange(w io.Writer, ev client.WatchEvent, asJSON bool) error {
+	op := ev.Op.String()
+	if ev.Current && ev.Op == wire.CacheOpDelete {
+		op = "absent"
+	}
+	if asJSON {
+		obj := map[string]any{"revision": ev.Revision, "op": op, "key": ev.Key}
+		if ev.Current {
+			obj["current"] = true
+		}
+		if ev.Op != wire.CacheOpDelete {
+			payloadFields(obj, "value", ev.Value)
+		}
+		if !ev.ExpiresAt.IsZero() {
+			obj["expires_at"] = ev.ExpiresAt.UTC().Format(time.RFC3339Nano)
+		}
+		return writeJSONLine(w, obj)
+	}
+	line := fmt.Sprintf("%d %s", ev.Revision, op)
+	if ev.Op != wire.CacheOpDelete {
+		line += " " + printable(ev.Value)
+	}
+	_, err := fmt.Fprintln(w, line)
+	return err
 }

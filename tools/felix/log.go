@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,12 +16,13 @@ import (
 
 	"github.com/edsrzf/mmap-go"
 
+	"github.com/felixmq/felix/internal/cli"
 	"github.com/felixmq/felix/segment"
 )
 
 const logUsage = `usage:
   felix log verify DIR                     check every record's CRC; changes nothing
-  felix log dump DIR [--from N] [--count N]  print records: offset, time, length, producer mark, payload
+  felix log dump DIR [--from N] [--count N] [--json]  print records: offset, time, length, producer mark, payload
   felix log stat DIR                       segments, versions, offsets, sizes, index health, producer batches
 
 DIR is one shard's log directory (DATA_DIR/<shard dir>). verify exits 1 on
@@ -29,46 +31,68 @@ unacknowledged write cut off by a crash) is reported and is not a failure.`
 
 // runLog dispatches `felix log verify|dump|stat`.
 func runLog(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "verify":
+			return logVerify(args[1:], stdout, stderr)
+		case "dump":
+			return logDump(args[1:], stdout, stderr)
+		case "stat":
+			return logStat(args[1:], stdout, stderr)
+		}
+		if cli.IsHelp(args[0]) {
+			return cli.Fail(cli.ErrHelp, "felix log", logUsage, nil, stdout, stderr)
+		}
+	}
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, logUsage)
+		cli.PrintUsage(stderr, logUsage, nil)
 		return exitUsage
 	}
-	switch args[0] {
-	case "verify":
-		return logVerify(args[1:], stdout, stderr)
-	case "dump":
-		return logDump(args[1:], stdout, stderr)
-	case "stat":
-		return logStat(args[1:], stdout, stderr)
-	}
-	fmt.Fprintf(stderr, "felix log: unknown subcommand %q\n%s\n", args[0], logUsage)
-	return exitUsage
+	return cli.Fail(errors.New("want verify, dump or stat"), "felix log", logUsage, nil, stdout, stderr)
 }
 
-// parseDirArgs parses flags that may come before or after the one DIR
-// argument.
-func parseDirArgs(fs *flag.FlagSet, args []string) (string, bool) {
-	var dirs []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return "", false
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		dirs = append(dirs, fs.Arg(0))
-		args = fs.Args()[1:]
+// logFlags are the flags of the log commands (dump takes them all).
+type logFlags struct {
+	from  string
+	count uint64
+	json  bool
+}
+
+func newLogFlags(verb string) (*flag.FlagSet, *logFlags) {
+	set := flag.NewFlagSet("felix log "+verb, flag.ContinueOnError)
+	f := &logFlags{}
+	if verb == "dump" {
+		set.StringVar(&f.from, "from", "", "first `OFFSET` (default: the oldest retained)")
+		set.Uint64Var(&f.count, "count", 0, "records to print (0: all)")
+		set.BoolVar(&f.json, "json", false, "print one JSON object per record")
 	}
-	return strings.Join(dirs, " "), len(dirs) == 1
+	return set, f
+}
+
+// parseDir parses the flags of verb, which may come before or after the
+// one DIR argument; false (with the exit status) when they are wrong or
+// ask for help.
+func parseDir(verb string, args []string, stdout, stderr io.Writer) (string, *logFlags, int, bool) {
+	set, f := newLogFlags(verb)
+	pos, err := cli.Parse(set, args)
+	if err == nil && len(pos) != 1 {
+		err = errors.New("want one DIR")
+	}
+	if err == nil && f.from != "" {
+		if _, perr := strconv.ParseUint(f.from, 10, 64); perr != nil {
+			err = fmt.Errorf("--from %q: want an offset", f.from)
+		}
+	}
+	if err != nil {
+		return "", nil, cli.Fail(err, "felix log "+verb, logUsage, set, stdout, stderr), false
+	}
+	return pos[0], f, 0, true
 }
 
 func logVerify(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("felix log verify", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	dir, ok := parseDirArgs(fs, args)
+	dir, _, code, ok := parseDir("verify", args, stdout, stderr)
 	if !ok {
-		fmt.Fprintln(stderr, logUsage)
-		return exitUsage
+		return code
 	}
 	start := time.Now()
 	l, ro, err := openReadOnly(dir, true)
@@ -113,29 +137,19 @@ func reportOpenError(dir string, err error, stdout, stderr io.Writer) int {
 }
 
 func logDump(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("felix log dump", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	from := fs.String("from", "", "first offset (default: the oldest retained)")
-	count := fs.Uint64("count", 0, "records to print (0: all)")
-	dir, ok := parseDirArgs(fs, args)
-	var start uint64
-	if ok && *from != "" {
-		var err error
-		if start, err = strconv.ParseUint(*from, 10, 64); err != nil {
-			ok = false
-		}
-	}
+	dir, f, code, ok := parseDir("dump", args, stdout, stderr)
 	if !ok {
-		fmt.Fprintln(stderr, logUsage)
-		return exitUsage
+		return code
 	}
+	count := &f.count
 	l, _, err := openReadOnly(dir, false)
 	if err != nil {
 		return reportOpenError(dir, err, stdout, stderr)
 	}
 	defer l.Close()
-	if *from == "" {
-		start = l.First()
+	start := l.First()
+	if f.from != "" {
+		start, _ = strconv.ParseUint(f.from, 10, 64) // checked by parseDir
 	}
 	r, err := l.NewReader(start)
 	if err != nil {
@@ -153,7 +167,11 @@ func logDump(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return reportOpenError(dir, err, stdout, stderr)
 		}
-		line = appendRecordLine(line[:0], rec, batch.next(rec.Mark))
+		if f.json {
+			line = appendRecordJSON(line[:0], rec, &batch)
+		} else {
+			line = appendRecordLine(line[:0], rec, batch.next(rec.Mark))
+		}
 		if _, err := stdout.Write(line); err != nil {
 			return exitFail
 		}
@@ -171,6 +189,23 @@ func appendRecordLine(b []byte, rec segment.Record, mark string) []byte {
 	return fmt.Appendf(b, "offset=%d time=%s len=%d %spayload=%s\n", rec.Offset,
 		time.UnixMicro(rec.TimestampMicros).UTC().Format("2006-01-02T15:04:05.000000Z07:00"),
 		len(rec.Payload), mark, printable(rec.Payload))
+}
+
+// appendRecordJSON is appendRecordLine as one JSON object: offset, time,
+// len, producer, sequence and batch ("AT/LEN", or "continues") when marked,
+// and payload (or payload_base64).
+func appendRecordJSON(b []byte, rec segment.Record, batch *batchPos) []byte {
+	obj := map[string]any{"offset": rec.Offset, "len": len(rec.Payload),
+		"time": time.UnixMicro(rec.TimestampMicros).UTC().Format("2006-01-02T15:04:05.000000Z07:00")}
+	if batch.next(rec.Mark) != "" {
+		if batch.at == 0 {
+			obj["batch"] = "continues"
+		} else {
+			obj["producer"], obj["sequence"], obj["batch"] = batch.producer, batch.sequence, fmt.Sprintf("%d/%d", batch.at, batch.len)
+		}
+	}
+	raw, _ := json.Marshal(payloadFields(obj, "payload", rec.Payload)) // maps of plain values always marshal
+	return append(append(b, raw...), '\n')
 }
 
 // batchPos follows the marked batch dump is in.
@@ -197,12 +232,9 @@ func (p *batchPos) next(m segment.Mark) string {
 }
 
 func logStat(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("felix log stat", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	dir, ok := parseDirArgs(fs, args)
+	dir, _, code, ok := parseDir("stat", args, stdout, stderr)
 	if !ok {
-		fmt.Fprintln(stderr, logUsage)
-		return exitUsage
+		return code
 	}
 	l, ro, err := openReadOnly(dir, false)
 	if err != nil {

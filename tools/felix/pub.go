@@ -11,16 +11,27 @@ import (
 	"time"
 
 	"github.com/felixmq/felix/client"
+	"github.com/felixmq/felix/internal/cli"
 )
 
-const pubUsage = `usage: felix pub [flags] [--count N] [--size B] [--ack] [--batch K] [MESSAGE]
-Publishes MESSAGE, or a B-byte payload with --size, N times. With neither,
-publishes each line of stdin as one message. Flags go before MESSAGE.
+const pubUsage = `usage: felix pub [MESSAGE] [--count N] [--size B] [--batch K] [--ack] [--key K | --shard S] [--json]
+Publishes MESSAGE, or a B-byte payload with --size, N times, K per batch.
+With neither, publishes each line of stdin as one message.
 
-With --ack, batches go through an idempotent producer (unless
---idempotent=false): a batch whose connection fails is sent again under the
-same sequence and the broker writes it once, so every message is in the
-stream exactly once. They then go to shard --shard (default 0).`
+Which shard: --key K routes by the key (FNV-1a 64 with a SplitMix64 finish,
+as the published Felix: one key always lands in one shard, in order);
+--shard S picks one; with neither the broker picks.
+
+--ack waits for the broker's ack of every batch and prints "SHARD OFFSET"
+per batch on stdout (OFFSET is the batch's first message; a batch of K
+holds OFFSET..OFFSET+K-1). Acked batches go through an idempotent producer
+(unless --idempotent=false): a batch whose connection fails is sent again
+under the same sequence and the broker writes it once, so every message is
+in the stream exactly once. Without --ack publishes are fire-and-forget.
+
+The summary goes to stderr. --json prints one JSON object per line on
+stdout instead: {"shard":S,"offset":O,"count":K} per acked batch, then
+{"messages":N,"bytes":B,"seconds":T}.`
 
 // ackWindow bounds the acked publishes in flight with --ack.
 const ackWindow = 256
@@ -41,57 +52,63 @@ type pubFlags struct {
 	batch      int
 	ack        bool
 	idempotent bool
-	shard      uint
-	countGiven bool
-	sizeGiven  bool
+	shard      int64 // -1: not given
+	key        string
+	json       bool
+	given      map[string]bool
 }
 
-func parsePubFlags(args []string, stderr io.Writer) (*pubFlags, []string, error) {
+func newPubFlags() (*flag.FlagSet, *pubFlags) {
 	set := flag.NewFlagSet("felix pub", flag.ContinueOnError)
-	set.SetOutput(stderr)
-	set.Usage = func() { fmt.Fprintln(stderr, pubUsage); set.PrintDefaults() }
 	f := &pubFlags{conn: addConnFlags(set)}
 	set.IntVar(&f.count, "count", 1, "publish the message `N` times")
 	set.IntVar(&f.size, "size", 0, "publish a payload of `B` bytes instead of MESSAGE")
 	set.IntVar(&f.batch, "batch", 1, "`K` messages per publish batch")
-	set.BoolVar(&f.ack, "ack", false, "wait for the broker's ack of every batch (pipelined)")
+	set.BoolVar(&f.ack, "ack", false, "wait for the broker's ack of every batch (pipelined) and print its shard and offset")
 	set.BoolVar(&f.idempotent, "idempotent", true, "with --ack: publish through an idempotent producer (exactly once, re-sent after failures)")
-	set.UintVar(&f.shard, "shard", 0, "with --ack and --idempotent: the `shard` to publish to")
-	if err := set.Parse(args); err != nil {
-		return nil, nil, err
+	set.Int64Var(&f.shard, "shard", -1, "publish to shard `S` (default: by --key, else the broker picks)")
+	set.StringVar(&f.key, "key", "", "route by the key `K`: one key, one shard")
+	set.BoolVar(&f.json, "json", false, "print JSON lines on stdout (see above)")
+	return set, f
+}
+
+func parsePubFlags(args []string) (*flag.FlagSet, *pubFlags, []string, error) {
+	set, f := newPubFlags()
+	pos, err := cli.Parse(set, args)
+	if err != nil {
+		return set, nil, nil, err
 	}
-	set.Visit(func(fl *flag.Flag) {
-		f.countGiven = f.countGiven || fl.Name == "count"
-		f.sizeGiven = f.sizeGiven || fl.Name == "size"
-	})
+	f.given = map[string]bool{}
+	set.Visit(func(fl *flag.Flag) { f.given[fl.Name] = true })
 	if err := f.conn.check(set); err != nil {
-		return nil, nil, err
+		return set, nil, nil, err
 	}
 	switch {
-	case set.NArg() > 1:
-		return nil, nil, errors.New("one MESSAGE only (quote it; flags go before it)")
-	case set.NArg() == 1 && f.sizeGiven:
-		return nil, nil, errors.New("pass MESSAGE or --size, not both")
-	case set.NArg() == 0 && !f.sizeGiven && f.countGiven:
-		return nil, nil, errors.New("--count needs MESSAGE or --size (stdin publishes each line once)")
+	case len(pos) > 1:
+		return set, nil, nil, errors.New("one MESSAGE only (quote it)")
+	case len(pos) == 1 && f.given["size"]:
+		return set, nil, nil, errors.New("pass MESSAGE or --size, not both")
+	case len(pos) == 0 && !f.given["size"] && f.given["count"]:
+		return set, nil, nil, errors.New("--count needs MESSAGE or --size (stdin publishes each line once)")
 	case f.count < 1 || f.batch < 1 || f.size < 0:
-		return nil, nil, errors.New("--count and --batch must be at least 1, --size at least 0")
+		return set, nil, nil, errors.New("--count and --batch must be at least 1, --size at least 0")
+	case f.given["shard"] && f.given["key"]:
+		return set, nil, nil, errors.New("pass --key or --shard, not both")
+	case f.given["shard"] && (f.shard < 0 || f.shard > 1<<32-1):
+		return set, nil, nil, fmt.Errorf("--shard %d: want a shard number from 0", f.shard)
 	}
-	return f, set.Args(), nil
+	return set, f, pos, nil
 }
 
 // pub publishes and prints a summary; ctx bounds the whole command.
 func pub(ctx context.Context, args []string, in io.Reader, stdout, stderr io.Writer) int {
-	f, rest, err := parsePubFlags(args, stderr)
+	set, f, rest, err := parsePubFlags(args)
 	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(stderr, "felix pub: %v\n%s\n", err, pubUsage)
-		}
-		return exitUsage
+		return cli.Fail(err, "felix pub", pubUsage, set, stdout, stderr)
 	}
 	var next batches
 	switch {
-	case f.sizeGiven:
+	case f.given["size"]:
 		next = repeated(bytes.Repeat([]byte{'x'}, f.size), f.count, f.batch)
 	case len(rest) == 1:
 		next = repeated([]byte(rest[0]), f.count, f.batch)
@@ -105,23 +122,64 @@ func pub(ctx context.Context, args []string, in io.Reader, stdout, stderr io.Wri
 	}
 	defer c.Close()
 	start := time.Now()
+	out := &ackPrinter{w: stdout, json: f.json}
 	var st pubStats
 	if f.ack && f.idempotent {
-		st, err = pubIdempotent(ctx, c, f, next)
+		st, err = pubIdempotent(ctx, c, f, next, out)
 	} else {
-		st, err = pubPlain(ctx, c, f, next)
+		st, err = pubPlain(ctx, c, f, next, out)
+	}
+	if err == nil {
+		err = out.err
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "felix pub: %v\n", err)
 		return exitFail
 	}
-	fmt.Fprintf(stderr, "published %d messages (%d bytes) in %s\n", st.messages, st.bytes, time.Since(start).Round(time.Microsecond))
+	took := time.Since(start)
+	if f.json {
+		writeJSONLine(stdout, map[string]any{"messages": st.messages, "bytes": st.bytes, "seconds": took.Seconds()})
+	} else {
+		fmt.Fprintf(stderr, "published %s (%d bytes) in %s\n", plural(st.messages, "message"), st.bytes, took.Round(time.Microsecond))
+	}
 	return exitOK
+}
+
+// ackPrinter prints where each acked batch landed.
+type ackPrinter struct {
+	w    io.Writer
+	json bool
+	err  error // the first write that failed (stdout gone)
+}
+
+func (p *ackPrinter) print(res client.Ack, n int) {
+	if p.err != nil {
+		return
+	}
+	shard, offset := any(res.Shard), any(res.Offset)
+	if !res.HasShard {
+		shard = nil
+	}
+	if !res.HasOffset {
+		offset = nil
+	}
+	if p.json {
+		p.err = writeJSONLine(p.w, map[string]any{"shard": shard, "offset": offset, "count": n})
+		return
+	}
+	_, p.err = fmt.Fprintf(p.w, "%s %s\n", orDash(shard), orDash(offset))
+}
+
+func orDash(v any) string {
+	if v == nil {
+		return "-" // a broker that does not say
+	}
+	return fmt.Sprint(v)
 }
 
 // pubPlain publishes through a client.Publisher: acked (pipelined) or
 // fire-and-forget.
-func pubPlain(ctx context.Context, c *client.Client, f *pubFlags, next batches) (pubStats, error) {
+func pubPlain(ctx context.Context, c *client.Client, f *pubFlags, next batches, out *ackPrinter) (pubStats, error) {
 	octx, cancel := context.WithTimeout(ctx, f.conn.timeout)
 	p, err := c.NewPublisher(octx, f.conn.namespace, f.conn.stream)
 	cancel()
@@ -130,9 +188,9 @@ func pubPlain(ctx context.Context, c *client.Client, f *pubFlags, next batches) 
 	}
 	var st pubStats
 	if f.ack {
-		st, err = publishAcked(ctx, p, next)
+		st, err = publishAcked(ctx, p, f, next, out)
 	} else {
-		st, err = sendAll(p, next)
+		st, err = sendAll(p, f, next)
 	}
 	// Close waits until the broker has read everything and answered, so a
 	// fire-and-forget refusal is known after it.
@@ -145,29 +203,44 @@ func pubPlain(ctx context.Context, c *client.Client, f *pubFlags, next batches) 
 
 // pubIdempotent publishes through a client.IdempotentPublisher: its window
 // of 64 batches in flight, each checked when it is answered.
-func pubIdempotent(ctx context.Context, c *client.Client, f *pubFlags, next batches) (pubStats, error) {
+func pubIdempotent(ctx context.Context, c *client.Client, f *pubFlags, next batches, out *ackPrinter) (pubStats, error) {
 	octx, cancel := context.WithTimeout(ctx, f.conn.timeout)
-	p, err := c.NewIdempotentPublisher(octx, f.conn.namespace, f.conn.stream, client.IdempotentOptions{Shard: uint32(f.shard)})
+	p, err := c.NewIdempotentPublisher(octx, f.conn.namespace, f.conn.stream, client.IdempotentOptions{Shard: uint32(max(f.shard, 0))})
 	cancel()
 	if err != nil {
 		return pubStats{}, err
 	}
+	var key []byte
+	if f.given["key"] {
+		key = []byte(f.key)
+	}
 	var st pubStats
-	inflight := make(chan *client.PendingAck, 64)
+	type sent struct {
+		pa *client.PendingAck
+		n  int
+	}
+	inflight := make(chan sent, 64)
+	wait := func(s sent) error {
+		err := s.pa.Wait(ctx)
+		if err == nil {
+			out.print(s.pa.Result(), s.n)
+		}
+		return err
+	}
 	for err == nil {
 		var batch [][]byte
 		if batch, err = next(); err != nil || batch == nil {
 			break
 		}
 		if len(inflight) == cap(inflight) {
-			err = (<-inflight).Wait(ctx)
+			err = wait(<-inflight)
 		}
-		inflight <- p.PublishAsync(ctx, nil, batch)
+		inflight <- sent{p.PublishAsync(ctx, key, batch), len(batch)}
 		st.add(batch)
 	}
 	close(inflight)
-	for pa := range inflight {
-		if werr := pa.Wait(ctx); err == nil {
+	for s := range inflight {
+		if werr := wait(s); err == nil {
 			err = werr
 		}
 	}
@@ -188,40 +261,68 @@ func (st *pubStats) add(batch [][]byte) {
 
 // publishAcked keeps up to ackWindow batches in flight and checks every ack
 // in order of sending (acks may arrive out of order; waiting in order only
-// delays noticing a refusal, never misses one).
-func publishAcked(ctx context.Context, p *client.Publisher, next batches) (pubStats, error) {
+// delays noticing a refusal, never misses one, and prints in order).
+func publishAcked(ctx context.Context, p *client.Publisher, f *pubFlags, next batches, out *ackPrinter) (pubStats, error) {
 	var st pubStats
-	inflight := make(chan *client.PendingAck, ackWindow)
+	type sent struct {
+		pa *client.PendingAck
+		n  int
+	}
+	inflight := make(chan sent, ackWindow)
+	wait := func(s sent) error {
+		err := s.pa.Wait(ctx)
+		if err == nil {
+			out.print(s.pa.Result(), s.n)
+		}
+		return err
+	}
 	for {
 		batch, err := next()
 		if err != nil || batch == nil {
 			close(inflight)
-			for pa := range inflight {
-				if werr := pa.Wait(ctx); err == nil {
+			for s := range inflight {
+				if werr := wait(s); err == nil {
 					err = werr
 				}
 			}
 			return st, err
 		}
 		if len(inflight) == cap(inflight) {
-			if err := (<-inflight).Wait(ctx); err != nil {
+			if err := wait(<-inflight); err != nil {
 				return st, err
 			}
 		}
-		inflight <- p.PublishAsync(batch)
+		var pa *client.PendingAck
+		switch {
+		case f.given["shard"]:
+			pa = p.PublishShardAsync(uint32(f.shard), batch)
+		case f.given["key"]:
+			pa = p.PublishKeyAsync([]byte(f.key), batch)
+		default:
+			pa = p.PublishAsync(batch)
+		}
+		inflight <- sent{pa, len(batch)}
 		st.add(batch)
 	}
 }
 
 // sendAll publishes without acks.
-func sendAll(p *client.Publisher, next batches) (pubStats, error) {
+func sendAll(p *client.Publisher, f *pubFlags, next batches) (pubStats, error) {
 	var st pubStats
 	for {
 		batch, err := next()
 		if err != nil || batch == nil {
 			return st, err
 		}
-		if err := p.Send(batch); err != nil {
+		switch {
+		case f.given["shard"]:
+			err = p.SendShard(uint32(f.shard), batch)
+		case f.given["key"]:
+			err = p.SendKey([]byte(f.key), batch)
+		default:
+			err = p.Send(batch)
+		}
+		if err != nil {
 			return st, err
 		}
 		st.add(batch)

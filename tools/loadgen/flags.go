@@ -12,7 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/felixmq/felix/internal/cli"
 	"github.com/felixmq/felix/internal/devdir"
+	"github.com/felixmq/felix/internal/endpoint"
 	"github.com/felixmq/felix/internal/knob"
 	"github.com/felixmq/felix/udp/netknobs"
 )
@@ -123,14 +125,6 @@ const (
 	defaultConnWin   = 64 << 20
 )
 
-// defaultCAFile and defaultTokenFile are where `make run` writes its
-// certificate and its embedded control plane's dev token (FELIX_DEV_DIR,
-// default /tmp/felix-dev). Variables so tests can point them elsewhere.
-var (
-	defaultCAFile    = devdir.Path(os.LookupEnv, devdir.CertFile)
-	defaultTokenFile = devdir.Path(os.LookupEnv, devdir.TokenFile)
-)
-
 const usageText = `usage: felix-loadgen [flags]
 
 Publishes to and subscribes from a Felix broker and reports msg/s, MB/s, ack
@@ -190,6 +184,8 @@ Flags:`
 type rawFlags struct {
 	ca, fingerprint, payload    string
 	streamWin, connWin, slowWin string
+	ep                          endpoint.Endpoints // where the broker is when flags do not say
+	epErr                       error
 }
 
 // proxy is --via-proxy and its impairments (proxy.go); main reads it.
@@ -197,14 +193,16 @@ var proxy proxyFlags
 
 // defineFlags registers every flag on set, writing into cfg and raw.
 func defineFlags(set *flag.FlagSet, cfg *Config, raw *rawFlags) {
-	set.StringVar(&cfg.Addr, "addr", "127.0.0.1:5000", "broker QUIC address `host:port` (FELIX_QUIC_BIND)")
+	raw.ep, raw.epErr = endpoint.Resolve(os.LookupEnv)
+	ep := raw.ep
+	set.StringVar(&cfg.Addr, "addr", ep.Addr.V, "broker QUIC address `host:port` (else $FELIX_ADDR, the context, a local broker's broker.json)")
 	proxy = proxyFlags{}
 	proxy.define(set)
-	set.StringVar(&cfg.Admin, "admin", "127.0.0.1:8080", "broker admin HTTP address `host:port` (FELIX_ADMIN_BIND) for creating streams and shard stats; empty: none")
-	set.StringVar(&cfg.Tenant, "tenant", "t1", "tenant")
+	set.StringVar(&cfg.Admin, "admin", ep.Admin.V, "broker admin HTTP address `host:port` for creating streams and shard stats (else $FELIX_ADMIN, the context, a local broker's); empty: none")
+	set.StringVar(&cfg.Tenant, "tenant", ep.Tenant.V, "tenant (else $FELIX_TENANT, the context)")
 	set.StringVar(&cfg.Namespace, "namespace", "default", "namespace")
-	set.StringVar(&cfg.Token, "token", "", "auth `TOKEN` (default $FELIX_TOKEN, else the token file make run writes in $FELIX_DEV_DIR)")
-	set.StringVar(&raw.ca, "ca", defaultCAFile, "PEM `FILE` of certificates to trust")
+	set.StringVar(&cfg.Token, "token", "", "auth `TOKEN` (else $FELIX_TOKEN, the context's token file, the dev directory's token)")
+	set.StringVar(&raw.ca, "ca", ep.CA.V, "PEM `FILE` of certificates to trust (else $FELIX_CA, the context, the dev directory's cert.pem)")
 	set.StringVar(&raw.fingerprint, "fingerprint", "", "pin the broker certificate's SHA-256 (`HEX`) instead of --ca")
 	set.StringVar(&cfg.Profile, "profile", "latency", "`name`: latency or throughput (see above)")
 	set.StringVar(&cfg.StreamPrefix, "stream", "", "stream name (with --streams N > 1: `PREFIX`-0..N-1); empty: loadgen-<shards>s-<ephemeral|fsync>")
@@ -242,20 +240,25 @@ func defineFlags(set *flag.FlagSet, cfg *Config, raw *rawFlags) {
 
 // parseFlags parses and validates the command line. The returned error is a
 // usage error; flag.ErrHelp for --help.
-func parseFlags(args []string, stderr io.Writer) (Config, error) {
+func parseFlags(args []string, stdout io.Writer) (Config, error) {
 	set := flag.NewFlagSet("felix-loadgen", flag.ContinueOnError)
-	set.SetOutput(stderr)
-	set.Usage = func() { fmt.Fprintln(stderr, usageText); set.PrintDefaults() }
 	var cfg Config
 	var raw rawFlags
 	defineFlags(set, &cfg, &raw)
-	if err := set.Parse(args); err != nil {
+	pos, err := cli.Parse(set, args)
+	if errors.Is(err, cli.ErrHelp) {
+		cli.PrintUsage(stdout, usageText, set)
+	}
+	if err != nil {
 		return Config{}, err
 	}
 	given := map[string]bool{}
 	set.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	if set.NArg() != 0 {
-		return Config{}, fmt.Errorf("unexpected argument %q (flags only)", set.Arg(0))
+	if len(pos) != 0 {
+		return Config{}, fmt.Errorf("unexpected argument %q (flags only)", pos[0])
+	}
+	if raw.epErr != nil {
+		return Config{}, raw.epErr
 	}
 	if err := applyProfile(&cfg, given); err != nil {
 		return Config{}, err
@@ -295,7 +298,7 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	if cfg.TLS, err = tlsConfig(raw.ca, given["ca"], raw.fingerprint); err != nil {
 		return Config{}, err
 	}
-	if cfg.Token, err = devdir.Token(cfg.Token, os.LookupEnv, defaultTokenFile); err != nil {
+	if cfg.Token, err = devdir.Token(cfg.Token, os.LookupEnv, raw.ep.TokenFile.V); err != nil {
 		return Config{}, err
 	}
 	if err := cfg.validate(); err != nil {

@@ -31,13 +31,13 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
 
+	"github.com/felixmq/felix/internal/cli"
 	"github.com/felixmq/felix/udp/netknobs"
 )
 
@@ -52,17 +52,25 @@ func main() {
 	// The first signal ends publishing and still reports; a second one
 	// kills the process.
 	context.AfterFunc(ctx, stop)
-	os.Exit(cli(ctx, os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(cliMain(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 
 // cli runs the command line: progress and warnings on stderr, the table on
 // stdout, --json to its file.
-func cli(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && args[0] == "report" {
-		return runReport(args[1:], stdout, stderr)
+func cliMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch {
+		case args[0] == "report":
+			return runReport(args[1:], stdout, stderr)
+		case cli.IsVersion(args[0]):
+			fmt.Fprintln(stdout, cli.VersionLine("felix-loadgen"))
+			return exitOK
+		case args[0] == "help":
+			args = []string{"--help"}
+		}
 	}
-	cfg, err := parseFlags(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
+	cfg, err := parseFlags(args, stdout)
+	if errors.Is(err, cli.ErrHelp) {
 		return exitOK
 	}
 	if err != nil {

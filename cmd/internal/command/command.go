@@ -1,5 +1,5 @@
 // Package command is the shape every Felix server binary shares: the `run`,
-// `env [-markdown]` and `help` subcommands, knob validation before anything
+// `env [-markdown]`, `version` and `help` subcommands, knob validation before anything
 // starts, the logger the FELIX_LOG_* knobs ask for, unknown FELIX_*
 // variables refused (or, when allowed, warned about), SIGTERM/SIGINT ending
 // the run, and the exit statuses scripts and supervisors rely on.
@@ -16,6 +16,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/felixmq/felix/internal/cli"
 	"github.com/felixmq/felix/internal/knob"
 )
 
@@ -65,10 +66,14 @@ func Run(s Spec, args []string, stdout, stderr io.Writer) int {
 	case "env":
 		return s.env(args, stdout, stderr)
 	case "help", "-h", "-help", "--help":
-		fmt.Fprintf(stdout, "usage: %s [run | env [-markdown]]\n", s.Name)
+		fmt.Fprintf(stdout, "usage: %s [run | env [--markdown] | version]\n"+
+			"Configured by FELIX_* environment variables: %s env lists them.\n", s.Name, s.Name)
+		return ExitOK
+	case "version", "-version", "--version":
+		fmt.Fprintln(stdout, cli.VersionLine(s.Name))
 		return ExitOK
 	}
-	fmt.Fprintf(stderr, "%s: unknown command %q (want run or env)\n", s.Name, cmd)
+	fmt.Fprintf(stderr, "%s: unknown command %q (want run, env or version)\n", s.Name, cmd)
 	return ExitConfig
 }
 
