@@ -17,8 +17,8 @@ import (
 // AdminHandler serves the admin endpoints: /live, /ready (503 while starting
 // or draining), /metrics, /debug/pprof/, /debug/felix/stats, and the stream
 // and cache API (POST and GET /v1/streams, /v1/caches, through
-// Config.Catalog when there is one; GET /v1/streams/{tenant}/{namespace}/
-// {stream}). Every endpoint but /live and /ready is behind
+// Config.Catalog when there is one; GET and DELETE
+// /v1/streams/{tenant}/{namespace}/{stream}). Every endpoint but /live and /ready is behind
 // Config.AdminAuth.
 func (b *Broker) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
@@ -45,6 +45,7 @@ func (b *Broker) AdminHandler() http.Handler {
 	})
 	guarded.HandleFunc("POST /v1/streams", b.postStream)
 	guarded.HandleFunc("GET /v1/streams/{tenant}/{namespace}/{stream}", b.getStream)
+	guarded.HandleFunc("DELETE /v1/streams/{tenant}/{namespace}/{stream}", b.deleteStream)
 	guarded.HandleFunc("GET /v1/caches", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"caches": b.Caches()})
 	})
@@ -151,6 +152,23 @@ func (b *Broker) getStream(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, info)
+}
+
+// deleteStream is DELETE /v1/streams/{tenant}/{namespace}/{stream}: 204,
+// or 404; with a catalog, 409 pointing at it (the stream is deleted there,
+// and this broker follows).
+func (b *Broker) deleteStream(w http.ResponseWriter, r *http.Request) {
+	k := StreamKey{Tenant: r.PathValue("tenant"), Namespace: r.PathValue("namespace"), Stream: r.PathValue("stream")}
+	if b.cfg.Catalog != nil {
+		writeJSON(w, http.StatusConflict, map[string]string{"error": ErrCatalogElsewhere.Error() +
+			": delete the stream there (felix admin stream delete " + k.Stream + "); this broker follows"})
+		return
+	}
+	if err := b.DeleteStream(k); err != nil {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // StreamInfo is GET /v1/streams/{tenant}/{namespace}/{stream}.

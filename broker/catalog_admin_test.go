@@ -67,6 +67,8 @@ func TestAdminCreateGoesThroughTheCatalog(t *testing.T) {
 	code, body = do(t, srv, "POST", "/v1/streams", `{"tenant":"t1","namespace":"default","stream":"other"}`)
 	require.Equal(t, http.StatusConflict, code, body)
 	require.Contains(t, body, "http://cp:7070")
+	code, body = do(t, srv, "DELETE", "/v1/streams/t1/default/orders", "")
+	require.Equal(t, http.StatusConflict, code, "a catalog deletes: %s", body)
 }
 
 // GET /v1/streams/{tenant}/{namespace}/{stream} describes one stream: its
@@ -104,5 +106,13 @@ func TestAdminStreamInfo(t *testing.T) {
 	require.Equal(t, uint64(2), info.Groups[0].Lag)
 
 	code, _ = do(t, srv, "GET", "/v1/streams/t1/default/nope", "")
+	require.Equal(t, http.StatusNotFound, code)
+
+	// Without a catalog the broker is the registry: it deletes too.
+	code, body = do(t, srv, "DELETE", "/v1/streams/t1/default/jobs", "")
+	require.Equal(t, http.StatusNoContent, code, body)
+	code, _ = do(t, srv, "GET", "/v1/streams/t1/default/jobs", "")
+	require.Equal(t, http.StatusNotFound, code)
+	code, _ = do(t, srv, "DELETE", "/v1/streams/t1/default/jobs", "")
 	require.Equal(t, http.StatusNotFound, code)
 }

@@ -23,7 +23,7 @@ import (
 const logUsage = `usage:
   felix log verify DIR                     check every record's CRC; changes nothing
   felix log dump DIR [--from N] [--count N] [--json]  print records: offset, time, length, producer mark, payload
-  felix log stat DIR                       segments, versions, offsets, sizes, index health, producer batches
+  felix log stat DIR [--json]              segments, versions, offsets, sizes, index health, producer batches
 
 DIR is one shard's log directory (DATA_DIR/<shard dir>). verify exits 1 on
 corruption, naming file and byte; a torn tail that recovery would cut (an
@@ -64,7 +64,9 @@ func newLogFlags(verb string) (*flag.FlagSet, *logFlags) {
 	if verb == "dump" {
 		set.StringVar(&f.from, "from", "", "first `OFFSET` (default: the oldest retained)")
 		set.Uint64Var(&f.count, "count", 0, "records to print (0: all)")
-		set.BoolVar(&f.json, "json", false, "print one JSON object per record")
+	}
+	if verb != "verify" {
+		set.BoolVar(&f.json, "json", false, "print JSON (dump: one object per record)")
 	}
 	return set, f
 }
@@ -232,7 +234,7 @@ func (p *batchPos) next(m segment.Mark) string {
 }
 
 func logStat(args []string, stdout, stderr io.Writer) int {
-	dir, _, code, ok := parseDir("stat", args, stdout, stderr)
+	dir, f, code, ok := parseDir("stat", args, stdout, stderr)
 	if !ok {
 		return code
 	}
@@ -247,38 +249,77 @@ func logStat(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "felix log stat: %v\n", err)
 		return exitFail
 	}
-	var onDisk int64
-	fmt.Fprintf(stdout, "%-24s %7s %20s %12s %10s  %s\n", "segment", "version", "base", "file_bytes", "records", "index")
-	for i, f := range files {
+	rep := statReport{First: st.First, Next: st.Next, Segments: st.Segments, ContentBytes: st.RetainedBytes,
+		IndexesRebuilt: st.Recovery.IndexesRebuilt}
+	for i, sf := range files {
 		end := st.Next
 		if i+1 < len(files) {
 			end = files[i+1].base
 		}
 		index := "none (active: kept in memory, written when sealed)"
 		switch {
-		case ro.rebuilt(f.indexPath):
+		case ro.rebuilt(sf.indexPath):
 			index = "invalid or missing: recovery would rebuild it"
-		case f.indexBytes >= 0:
-			index = fmt.Sprintf("%d entries, ok", (f.indexBytes-segment.IndexHeaderBytes)/segment.IndexEntryBytes)
+		case sf.indexBytes >= 0:
+			index = fmt.Sprintf("%d entries, ok", (sf.indexBytes-segment.IndexHeaderBytes)/segment.IndexEntryBytes)
 		}
-		fmt.Fprintf(stdout, "%-24s %7d %20d %12d %10d  %s\n", filepath.Base(f.path), f.version, f.base, f.bytes, end-f.base, index)
-		onDisk += f.bytes + max(f.indexBytes, 0)
+		rep.Files = append(rep.Files, statFile{Segment: filepath.Base(sf.path), Version: sf.version, Base: sf.base,
+			FileBytes: sf.bytes, Records: end - sf.base, Index: index})
+		rep.DiskBytes += sf.bytes + max(sf.indexBytes, 0)
 	}
-	fmt.Fprintf(stdout, "first %d\nnext %d\nsegments %d\ncontent_bytes %d\ndisk_bytes %d\nindexes_rebuilt %d\n",
-		st.First, st.Next, st.Segments, st.RetainedBytes, onDisk, st.Recovery.IndexesRebuilt)
-	batches, producers := 0, map[uint64]bool{}
+	producers := map[uint64]bool{}
 	if err := l.Batches(st.First, func(b segment.MarkedBatch) bool {
-		batches++
+		rep.ProducerBatches++
 		producers[b.ProducerID] = true
 		return true
 	}); err != nil {
 		return reportOpenError(dir, err, stdout, stderr)
 	}
-	fmt.Fprintf(stdout, "producer_batches %d\nproducers %d\n", batches, len(producers))
-	if rs := st.Recovery; rs.TruncatedRecords > 0 {
-		fmt.Fprintf(stdout, "torn_tail %d records, %d bytes (recovery would cut it)\n", rs.TruncatedRecords, rs.TruncatedBytes)
+	rep.Producers = len(producers)
+	rep.TornTailRecords, rep.TornTailBytes = st.Recovery.TruncatedRecords, st.Recovery.TruncatedBytes
+	if f.json {
+		writeJSONLine(stdout, rep)
+		return exitOK
 	}
+	rep.print(stdout)
 	return exitOK
+}
+
+// statReport is what `felix log stat` prints.
+type statReport struct {
+	Files           []statFile `json:"files"`
+	First           uint64     `json:"first"`
+	Next            uint64     `json:"next"`
+	Segments        int        `json:"segments"`
+	ContentBytes    int64      `json:"content_bytes"`
+	DiskBytes       int64      `json:"disk_bytes"`
+	IndexesRebuilt  int        `json:"indexes_rebuilt"`
+	ProducerBatches int        `json:"producer_batches"`
+	Producers       int        `json:"producers"`
+	TornTailRecords int64      `json:"torn_tail_records"`
+	TornTailBytes   int64      `json:"torn_tail_bytes"`
+}
+
+type statFile struct {
+	Segment   string `json:"segment"`
+	Version   uint16 `json:"version"`
+	Base      uint64 `json:"base"`
+	FileBytes int64  `json:"file_bytes"`
+	Records   uint64 `json:"records"`
+	Index     string `json:"index"`
+}
+
+func (r *statReport) print(w io.Writer) {
+	fmt.Fprintf(w, "%-24s %7s %20s %12s %10s  %s\n", "segment", "version", "base", "file_bytes", "records", "index")
+	for _, f := range r.Files {
+		fmt.Fprintf(w, "%-24s %7d %20d %12d %10d  %s\n", f.Segment, f.Version, f.Base, f.FileBytes, f.Records, f.Index)
+	}
+	fmt.Fprintf(w, "first %d\nnext %d\nsegments %d\ncontent_bytes %d\ndisk_bytes %d\nindexes_rebuilt %d\n",
+		r.First, r.Next, r.Segments, r.ContentBytes, r.DiskBytes, r.IndexesRebuilt)
+	fmt.Fprintf(w, "producer_batches %d\nproducers %d\n", r.ProducerBatches, r.Producers)
+	if r.TornTailRecords > 0 {
+		fmt.Fprintf(w, "torn_tail %d records, %d bytes (recovery would cut it)\n", r.TornTailRecords, r.TornTailBytes)
+	}
 }
 
 // segmentFile is one .log file of a log directory and its index.

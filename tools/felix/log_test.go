@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -158,6 +159,13 @@ func TestLogStatListsSegmentsAndIndexHealth(t *testing.T) {
 	require.Contains(t, out, fmt.Sprintf("segments %d\n", len(files)))
 	require.Contains(t, out, "indexes_rebuilt 1\n")
 	require.Equal(t, before, snapshotDir(t, dir), "stat does not write the rebuilt index")
+
+	code, out, errOut = runFelix("log", "stat", "--json", dir)
+	require.Equal(t, exitOK, code, errOut)
+	var rep statReport
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	require.Equal(t, uint64(40), rep.Next)
+	require.Len(t, rep.Files, len(files))
 }
 
 func TestLogUsageAndMissingDirectory(t *testing.T) {
