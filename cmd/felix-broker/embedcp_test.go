@@ -94,3 +94,51 @@ func TestMakeRunEmbeddedControlPlane(t *testing.T) {
 		return code == 0
 	}, 10*time.Second, 50*time.Millisecond, "the broker follows its embedded control plane")
 }
+
+// One source of truth: the embedded control plane refuses a durable
+// stream its broker cannot keep, saying why (it answered success, and
+// publishes then found no stream); after a restart it lists the durable
+// streams the data directory reopened (it listed only FELIX_STREAMS), so
+// they can be described and deleted there, and a deletion reaches the
+// broker.
+func TestEmbeddedControlPlaneIsTheCatalog(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs broker processes and the felix CLI")
+	}
+	dev, data := filepath.Join(t.TempDir(), "dev"), t.TempDir()
+	felix := felixCLI(t, dev)
+	stop := func(bp *brokerProcess) {
+		require.NoError(t, bp.cmd.Process.Signal(os.Interrupt))
+		require.NoError(t, <-bp.exited)
+	}
+	embedded := []string{"FELIX_EMBEDDED_CONTROLPLANE_BIND=127.0.0.1:0", "FELIX_DEV_DIR=" + dev}
+
+	bp := startBrokerProcess(t, embedded...)
+	code, _, stderr := felix("admin", "stream", "create", "jobs", "--durable", "--fsync", "on_commit")
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "400 bad_request: this broker has no data directory (FELIX_DATA_DIR)")
+	stop(bp)
+
+	bp = startBrokerProcess(t, append(embedded, "FELIX_DATA_DIR="+data)...)
+	code, _, stderr = felix("admin", "stream", "create", "jobs", "--durable", "--fsync", "on_commit")
+	require.Equal(t, 0, code, stderr)
+	require.Eventually(t, func() bool {
+		code, _, _ := felix("pub", "--stream", "jobs", "--ack", "x")
+		return code == 0
+	}, 10*time.Second, 20*time.Millisecond)
+	stop(bp)
+
+	startBrokerProcess(t, append(embedded, "FELIX_DATA_DIR="+data)...)
+	code, out, stderr := felix("admin", "stream", "list")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, `"jobs"`, "the reopened durable stream is in the catalog")
+	code, out, stderr = felix("admin", "stream", "info", "jobs")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, `"next_offset": 1`)
+	code, _, stderr = felix("admin", "stream", "delete", "jobs")
+	require.Equal(t, 0, code, stderr)
+	require.Eventually(t, func() bool {
+		_, _, stderr := felix("pub", "--stream", "jobs", "--ack", "x")
+		return strings.Contains(stderr, "stream not found")
+	}, 10*time.Second, 20*time.Millisecond, "the broker follows the deletion")
+}
