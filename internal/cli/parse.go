@@ -122,16 +122,24 @@ func describe(fl *flag.Flag, value string, err error) string {
 
 // closest suggests the declared flag nearest to a mistyped name.
 func closest(set *flag.FlagSet, name string) string {
-	best, dist := "", len(name)/3+1
-	set.VisitAll(func(fl *flag.Flag) {
-		if d := editDistance(name, fl.Name); d <= dist {
-			best, dist = fl.Name, d
-		}
-	})
-	if best == "" {
-		return ""
+	var names []string
+	set.VisitAll(func(fl *flag.Flag) { names = append(names, fl.Name) })
+	if best := Closest(name, names, len(name)/3+1); best != "" {
+		return " (did you mean --" + best + "?)"
 	}
-	return " (did you mean --" + best + "?)"
+	return ""
+}
+
+// Closest is the candidate nearest to name by edit distance, if one is
+// within maxDist: the one a mistyped name most likely meant; "" if none.
+func Closest(name string, candidates []string, maxDist int) string {
+	best, dist := "", maxDist
+	for _, c := range candidates {
+		if d := editDistance(name, c); d <= dist {
+			best, dist = c, d
+		}
+	}
+	return best
 }
 
 // editDistance is the Levenshtein distance between a and b.

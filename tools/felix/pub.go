@@ -214,36 +214,7 @@ func pubIdempotent(ctx context.Context, c *client.Client, f *pubFlags, next batc
 	if f.given["key"] {
 		key = []byte(f.key)
 	}
-	var st pubStats
-	type sent struct {
-		pa *client.PendingAck
-		n  int
-	}
-	inflight := make(chan sent, 64)
-	wait := func(s sent) error {
-		err := s.pa.Wait(ctx)
-		if err == nil {
-			out.print(s.pa.Result(), s.n)
-		}
-		return err
-	}
-	for err == nil {
-		var batch [][]byte
-		if batch, err = next(); err != nil || batch == nil {
-			break
-		}
-		if len(inflight) == cap(inflight) {
-			err = wait(<-inflight)
-		}
-		inflight <- sent{p.PublishAsync(ctx, key, batch), len(batch)}
-		st.add(batch)
-	}
-	close(inflight)
-	for s := range inflight {
-		if werr := wait(s); err == nil {
-			err = werr
-		}
-	}
+	st, err := pipeline(ctx, 64, next, out, func(batch [][]byte) *client.PendingAck { return p.PublishAsync(ctx, key, batch) })
 	if cerr := p.Close(ctx); err == nil {
 		err = cerr
 	}
@@ -259,16 +230,30 @@ func (st *pubStats) add(batch [][]byte) {
 	}
 }
 
-// publishAcked keeps up to ackWindow batches in flight and checks every ack
-// in order of sending (acks may arrive out of order; waiting in order only
-// delays noticing a refusal, never misses one, and prints in order).
+// publishAcked keeps up to ackWindow batches in flight on p.
 func publishAcked(ctx context.Context, p *client.Publisher, f *pubFlags, next batches, out *ackPrinter) (pubStats, error) {
-	var st pubStats
+	return pipeline(ctx, ackWindow, next, out, func(batch [][]byte) *client.PendingAck {
+		switch {
+		case f.given["shard"]:
+			return p.PublishShardAsync(uint32(f.shard), batch)
+		case f.given["key"]:
+			return p.PublishKeyAsync([]byte(f.key), batch)
+		}
+		return p.PublishAsync(batch)
+	})
+}
+
+// pipeline sends every batch with send, keeping up to window of them in
+// flight, and checks every ack in order of sending (acks may arrive out of
+// order; waiting in order only delays noticing a refusal, never misses
+// one, and prints in order).
+func pipeline(ctx context.Context, window int, next batches, out *ackPrinter, send func([][]byte) *client.PendingAck) (pubStats, error) {
 	type sent struct {
 		pa *client.PendingAck
 		n  int
 	}
-	inflight := make(chan sent, ackWindow)
+	var st pubStats
+	inflight := make(chan sent, window)
 	wait := func(s sent) error {
 		err := s.pa.Wait(ctx)
 		if err == nil {
@@ -276,34 +261,27 @@ func publishAcked(ctx context.Context, p *client.Publisher, f *pubFlags, next ba
 		}
 		return err
 	}
-	for {
-		batch, err := next()
-		if err != nil || batch == nil {
-			close(inflight)
-			for s := range inflight {
-				if werr := wait(s); err == nil {
-					err = werr
-				}
-			}
-			return st, err
+	var err error
+	for err == nil {
+		var batch [][]byte
+		if batch, err = next(); err != nil || batch == nil {
+			break
 		}
 		if len(inflight) == cap(inflight) {
-			if err := wait(<-inflight); err != nil {
-				return st, err
+			if err = wait(<-inflight); err != nil {
+				break
 			}
 		}
-		var pa *client.PendingAck
-		switch {
-		case f.given["shard"]:
-			pa = p.PublishShardAsync(uint32(f.shard), batch)
-		case f.given["key"]:
-			pa = p.PublishKeyAsync([]byte(f.key), batch)
-		default:
-			pa = p.PublishAsync(batch)
-		}
-		inflight <- sent{pa, len(batch)}
+		inflight <- sent{send(batch), len(batch)}
 		st.add(batch)
 	}
+	close(inflight)
+	for s := range inflight {
+		if werr := wait(s); err == nil {
+			err = werr
+		}
+	}
+	return st, err
 }
 
 // sendAll publishes without acks.

@@ -163,35 +163,12 @@ func (s Spec) unknown() []string {
 // didYouMean names the declared knob closest to name, if one is close
 // enough to be the intended one.
 func (s Spec) didYouMean(name string) string {
-	best, dist := "", len(name)/4+1
+	var names []string
 	for _, k := range s.Registry.Knobs() {
-		if d := editDistance(name, k.Name); d <= dist {
-			best, dist = k.Name, d
-		}
+		names = append(names, k.Name)
 	}
-	if best == "" {
-		return ""
+	if best := cli.Closest(name, names, len(name)/4+1); best != "" {
+		return " (did you mean " + best + "?)"
 	}
-	return " (did you mean " + best + "?)"
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return ""
 }
