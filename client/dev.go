@@ -17,8 +17,8 @@ const DefaultDevAddr = "127.0.0.1:5000"
 // this machine: its address and a Config trusting its self-signed
 // certificate, with the token of its embedded control plane (tenant t1,
 // admin rights on t1, valid 24 hours). dir is that broker's dev directory,
-// FELIX_DEV_DIR in its environment ("" for /tmp/felix-dev); pass
-// os.Getenv("FELIX_DEV_DIR") to follow the same variable. The token is
+// FELIX_DEV_DIR in its environment ("" for /tmp/felix-dev); pass that
+// variable's value to follow it as the tools do. The token is
 // read only from a directory this user owns and no one else may write
 // into. For development: a deployment gives Tenant, Token and TLS itself.
 func DevConfig(dir string) (addr string, cfg Config, err error) {

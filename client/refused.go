@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"net"
-	"syscall"
+
+	"github.com/felixmq/felix/internal/linux"
 )
 
 // ErrConnectionRefused: the broker's host answered that nothing listens on
@@ -31,7 +32,7 @@ func watchRefused(raddr *net.UDPAddr, cancel context.CancelCauseFunc) (stop func
 		if err == nil {
 			_, err = conn.Read(b[:])
 		}
-		if errors.Is(err, syscall.ECONNREFUSED) {
+		if linux.IsConnRefused(err) {
 			cancel(ErrConnectionRefused)
 		}
 	}()
