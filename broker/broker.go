@@ -126,24 +126,25 @@ func (b *Broker) CreateStream(spec StreamSpec) error {
 			os.RemoveAll(d)
 		}
 	}
-	st, err := b.streams.create(spec)
-	if err != nil {
-		if !errors.Is(err, ErrStreamExists) {
-			undo()
+	st, err := b.streams.create(spec, func(st *stream) error {
+		if !st.spec.Durable {
+			return nil
 		}
-		return err
-	}
-	if st.spec.Durable {
 		c, err := loadCatalog(b.cfg.DataDir)
 		if err == nil {
 			c.Streams = append(c.Streams, st.spec)
 			err = saveCatalog(b.cfg.Storage.FS, b.cfg.DataDir, c)
 		}
 		if err != nil {
-			b.streams.remove(st)
-			undo()
 			return fmt.Errorf("broker: recording durable stream %s: %w", spec.StreamKey, err)
 		}
+		return nil
+	})
+	if err != nil {
+		if !errors.Is(err, ErrStreamExists) {
+			undo()
+		}
+		return err
 	}
 	b.log.Info("stream created", "stream", spec.String(), "shards", spec.Shards, "durable", spec.Durable, "fsync", st.spec.Fsync)
 	return nil
@@ -159,12 +160,12 @@ func (b *Broker) reopenCatalog() error {
 	b.reopening = true
 	defer func() { b.reopening = false }()
 	for _, spec := range c.Streams {
-		if _, err := b.streams.create(spec); err != nil {
+		if _, err := b.streams.create(spec, nil); err != nil {
 			return fmt.Errorf("broker: reopening %s: %w", spec.StreamKey, err)
 		}
 	}
 	for _, spec := range c.Caches {
-		if _, err := b.caches.create(b, spec); err != nil {
+		if _, err := b.caches.create(b, spec, nil); err != nil {
 			return fmt.Errorf("broker: reopening cache %s: %w", spec.CacheKey, err)
 		}
 	}
