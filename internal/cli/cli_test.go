@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"os/exec"
 	"strconv"
@@ -122,4 +123,34 @@ func TestZshCompletionParses(t *testing.T) {
 	}
 	out, err := exec.Command(zsh, "-n", "-c", script).CombinedOutput()
 	require.NoError(t, err, string(out))
+}
+
+// FuzzParse: any argument list is parsed or refused with an error, never
+// a panic; what is not a flag comes back in order; a refused list names
+// a flag.
+func FuzzParse(f *testing.F) {
+	for _, seed := range []string{"put\x00k\x00--ttl\x005s\x00v", "--count=3\x00-5\x00--\x00--x", "--ack=maybe", "-h", "--cahce\x00c", "--count"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, joined string) {
+		args := strings.Split(joined, "\x00")
+		set, _, _, _ := testSet()
+		pos, err := Parse(set, args)
+		if err != nil {
+			if !errors.Is(err, ErrHelp) && !strings.Contains(err.Error(), "--") {
+				t.Fatalf("error without a flag named: %v", err)
+			}
+			return
+		}
+		j := 0
+		for _, p := range pos {
+			for j < len(args) && args[j] != p {
+				j++
+			}
+			if j == len(args) {
+				t.Fatalf("positional %q not among the arguments in order", p)
+			}
+			j++
+		}
+	})
 }
