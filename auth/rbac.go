@@ -23,6 +23,10 @@ const (
 	// ActionQueueConsume consumes a durable stream in a consumer group; its
 	// resource is the stream's name as "queue:tenant/namespace/stream".
 	ActionQueueConsume Action = "queue.consume"
+	// ActionQueueManage moves or forgets a consumer group (group_seek,
+	// group_delete) and its dead letters (group_discard, group_redrive),
+	// on the same resource as ActionQueueConsume.
+	ActionQueueManage Action = "queue.manage"
 	// ActionClusterNode is a broker's node credential: it registers the
 	// broker with the control plane and keeps its lease. It is granted on
 	// the operator tenant ("op/*/*") only.
@@ -33,7 +37,7 @@ const (
 
 var knownActions = []Action{ActionPublish, ActionSubscribe, ActionCacheRead, ActionCacheWrite,
 	ActionStreamAdmin, ActionCacheAdmin, ActionNamespace, ActionRosterJoin, ActionRosterWatch,
-	ActionQueueConsume, ActionClusterNode, ActionAdmin}
+	ActionQueueConsume, ActionQueueManage, ActionClusterNode, ActionAdmin}
 
 // Permission grants Action on every resource matching Resource, a pattern
 // "tenant/namespace/name" in which a segment may be "*" (any one segment).

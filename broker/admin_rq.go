@@ -30,6 +30,8 @@ type QueueGroupStats struct {
 	Inflight   int `json:"inflight"`
 	Redo       int `json:"redo"`
 	AckedAbove int `json:"acked_above"`
+	// DeadLetters are the group's dead letters on the shard.
+	DeadLetters int `json:"dead_letters"`
 }
 
 func (rs *rosterSet) stats() []RosterStats {
@@ -63,7 +65,7 @@ func (gs *groupSet) stats() []QueueGroupStats {
 		out = append(out, QueueGroupStats{
 			Stream: g.key.stream.String(), Shard: g.key.shard, Group: g.key.group,
 			Committed: l.committed, Next: l.next, Tail: g.sh.tail(), Lag: g.sh.tail() - min(l.committed, g.sh.tail()),
-			Inflight: len(l.inflight), Redo: l.redo.Len(), AckedAbove: len(l.acked),
+			Inflight: len(l.inflight), Redo: l.redo.Len(), AckedAbove: len(l.acked), DeadLetters: len(l.dead),
 		})
 		g.mu.Unlock()
 	}

@@ -47,6 +47,9 @@ func openCache(b *Broker, spec CacheSpec) (*cache, error) {
 	c.mu.store = newCacheStore(spec.MaxEntries, spec.MaxBytes)
 	c.mu.watchers = map[string][]*subscription{}
 	if !spec.Durable {
+		// Versions are revisions: starting them at the clock keeps a
+		// version read before a restart from naming a later value.
+		c.mu.rev = uint64(time.Now().UnixMicro())
 		return c, nil
 	}
 	if b.cfg.DataDir == "" {
@@ -117,18 +120,9 @@ func checkKey(key string) error {
 // (after the sync in on_commit mode). A non-nil return means done will not
 // be called.
 func (c *cache) put(key string, value []byte, ttl time.Duration, done func(error)) error {
-	if err := checkKey(key); err != nil {
+	expires, now, err := c.checkPut(key, value, ttl)
+	if err != nil {
 		return err
-	}
-	size := int64(len(key) + len(value))
-	if len(value) > MaxCacheValueBytes || size > c.spec.MaxBytes {
-		return cacheErr(wire.CacheErrValueTooLarge, "value of %d bytes with a key of %d: over the limit (value %d, entry %d bytes)",
-			len(value), len(key), MaxCacheValueBytes, c.spec.MaxBytes)
-	}
-	now := nowMs()
-	var expires uint64
-	if ttl > 0 {
-		expires = now + uint64(ttl.Milliseconds())
 	}
 	c.mu.Lock()
 	ack, err := c.changeLocked(c.mu.store.putRecords(key, value, expires), now, done)
@@ -139,19 +133,38 @@ func (c *cache) put(key string, value []byte, ttl time.Duration, done func(error
 	return err
 }
 
-// get returns the live value of key. The slice is never written again (a
-// change replaces it), so the caller may read it after the lock is gone.
-func (c *cache) get(key string) ([]byte, bool, error) {
+// checkPut refuses a put the record format or the cache's bounds cannot
+// take, and returns its expiry (0: none) and the time now.
+func (c *cache) checkPut(key string, value []byte, ttl time.Duration) (expires, now uint64, err error) {
 	if err := checkKey(key); err != nil {
-		return nil, false, err
+		return 0, 0, err
+	}
+	size := int64(len(key) + len(value))
+	if len(value) > MaxCacheValueBytes || size > c.spec.MaxBytes {
+		return 0, 0, cacheErr(wire.CacheErrValueTooLarge, "value of %d bytes with a key of %d: over the limit (value %d, entry %d bytes)",
+			len(value), len(key), MaxCacheValueBytes, c.spec.MaxBytes)
+	}
+	now = nowMs()
+	if ttl > 0 {
+		expires = now + uint64(ttl.Milliseconds())
+	}
+	return expires, now, nil
+}
+
+// get returns the live value of key and its version. The slice is never
+// written again (a change replaces it), so the caller may read it after
+// the lock is gone.
+func (c *cache) get(key string) ([]byte, uint64, bool, error) {
+	if err := checkKey(key); err != nil {
+		return nil, 0, false, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.mu.store.get(key, nowMs())
 	if !ok {
-		return nil, false, nil
+		return nil, 0, false, nil
 	}
-	return e.value, true, nil
+	return e.value, e.rev, true, nil
 }
 
 // delete removes key; done gets whether a live value was there. Deleting

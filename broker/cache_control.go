@@ -28,6 +28,10 @@ func (ct *control) handleCache(m wire.Message) (handled, keep bool) {
 		return true, keep
 	case *wire.CacheDelete:
 		return true, ct.cacheDelete(m)
+	case *wire.CachePutIf:
+		return true, ct.cachePutIf(m)
+	case *wire.CacheDeleteIf:
+		return true, ct.cacheDeleteIf(m)
 	case *wire.CounterAdd:
 		return true, ct.counterAdd(m)
 	case *wire.CounterGet:
@@ -128,12 +132,9 @@ func (ct *control) cachePut(m *wire.CachePut) bool {
 	if err != nil {
 		return ct.cacheFail(m.RequestID, err)
 	}
-	var ttl time.Duration
-	if m.TTLMs != nil {
-		if *m.TTLMs == 0 || *m.TTLMs > maxTTLms {
-			return ct.cacheFail(m.RequestID, cacheErr(wire.CacheErrInvalid, "ttl_ms %d not in [1, %d] (null = no expiry)", *m.TTLMs, uint64(maxTTLms)))
-		}
-		ttl = time.Duration(*m.TTLMs) * time.Millisecond
+	ttl, err := ttlOf(m.TTLMs)
+	if err != nil {
+		return ct.cacheFail(m.RequestID, err)
 	}
 	return ct.change(opPut, m.RequestID, func(finish func(wire.Message, error)) error {
 		return c.put(m.Key, m.Value, ttl, func(err error) {
@@ -149,19 +150,32 @@ func (ct *control) cachePut(m *wire.CachePut) bool {
 // maxTTLms bounds ttl_ms (about 100 years) so an expiry never overflows.
 const maxTTLms = 100 * 365 * 24 * 3600 * 1000
 
+// ttlOf is a put's ttl_ms as a duration (nil: no expiry).
+func ttlOf(ms *uint64) (time.Duration, error) {
+	if ms == nil {
+		return 0, nil
+	}
+	if *ms == 0 || *ms > maxTTLms {
+		return 0, cacheErr(wire.CacheErrInvalid, "ttl_ms %d not in [1, %d] (null = no expiry)", *ms, uint64(maxTTLms))
+	}
+	return time.Duration(*ms) * time.Millisecond, nil
+}
+
 func (ct *control) cacheGet(m *wire.CacheGet) bool {
 	c, err := ct.resolveCache(cacheKey(m.TenantID, m.Namespace, m.Cache), auth.ActionCacheRead)
 	if err != nil {
 		return ct.cacheFail(m.RequestID, err)
 	}
-	v, found, err := c.get(m.Key)
+	v, version, found, err := c.get(m.Key)
 	if err != nil {
 		return ct.cacheFail(m.RequestID, err)
 	}
-	return ct.reply(m.RequestID, &wire.CacheValue{
-		TenantID: m.TenantID, Namespace: m.Namespace, Cache: m.Cache, Key: m.Key,
-		Found: found, Value: v, RequestID: m.RequestID,
-	})
+	reply := &wire.CacheValue{TenantID: m.TenantID, Namespace: m.Namespace, Cache: m.Cache, Key: m.Key,
+		Found: found, Value: v, RequestID: m.RequestID}
+	if found && ct.features.Has(wire.FeatureCacheConditional) {
+		reply.Version = &version
+	}
+	return ct.reply(m.RequestID, reply)
 }
 
 func (ct *control) cacheDelete(m *wire.CacheDelete) bool {

@@ -223,12 +223,14 @@ func ownerUnavailable(r *route, why string) error {
 // forward sends a publish for r's shard to its owner, or answers why it
 // cannot: done gets the owner's outcome. It holds the broker's inflight
 // count (taken by publish) until done.
-func (p *publisher) forward(r *route, payloads [][]byte, acked bool, done func(publishResult, error)) {
+func (p *publisher) forward(r *route, payloads, headers [][]byte, acked bool, done func(publishResult, error)) {
 	b := p.c.b
 	var err error
 	switch {
 	case p.forwarded:
 		err = notOwner(r) // forwarded once already: never again
+	case copyHeaders(headers) != nil:
+		err = notOwner(r) // the forward carries no headers: publish to the owner
 	case !r.live:
 		err = ownerUnavailable(r, "is not live")
 	case b.cfg.Forwarder == nil:

@@ -181,6 +181,13 @@ type Config struct {
 	// series, whole, in registration order, while their shards fit. 0
 	// means 1024; negative means none.
 	MetricsShardSeries int
+	// Groups configures consumer groups (config_group.go).
+	Groups GroupConfig
+	// RecordPublishers stores with each record of a durable stream the
+	// principal that published it (the published format v6: a build that
+	// predates it cannot open such a log). false stores none; in-memory
+	// streams report the publishing connection's principal either way.
+	RecordPublishers bool
 	// Logger receives the broker's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -267,6 +274,7 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	c.Groups = c.Groups.withDefaults()
 	return c
 }
 
@@ -292,5 +300,5 @@ func (c Config) validate() error {
 		c.PreAuthMaxStreams < 0 || c.FrameBufferBytes < 0 || c.MaxConnectionsPerSource < 0 || c.TenantDurableBytes < 0 {
 		return fmt.Errorf("%w: negative limit", ErrInvalidConfig)
 	}
-	return nil
+	return c.Groups.validate()
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/quic-go/quic-go"
@@ -35,6 +36,9 @@ type conn struct {
 	qc  *quic.Conn
 	id  uint64
 	ctx context.Context // ends with the connection
+	// pollWaiters counts the group polls waiting for records on this
+	// connection's streams (bounded: each holds a goroutine).
+	pollWaiters atomic.Int64
 
 	mu struct {
 		sync.Mutex

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -22,7 +23,8 @@ const ServerFlags = wire.KnownCapabilities | wire.CapForwarded
 
 // ServerFeatures are the published feature bits this broker advertises:
 // producer_init and idempotent publishes, typed errors, sequence_reused,
-// stream_shards.
+// stream_shards, conditional cache writes, offset_for_time, and, on a
+// broker with durable storage, consumer groups (wire.GroupFeatures).
 const ServerFeatures = wire.KnownFeatures
 
 // control serves one client-opened bidirectional stream: auth, then any mix
@@ -47,6 +49,10 @@ type control struct {
 	// expired is set when it fired.
 	stopExpiry func()
 	expired    atomic.Bool
+	// async counts answers still owed on their own goroutines (group
+	// polls waiting for records): a client that finishes its side gets
+	// them before the stream ends.
+	async sync.WaitGroup
 }
 
 func newControl(c *conn, str *quic.Stream) *control {
@@ -67,6 +73,7 @@ func (ct *control) serve() {
 	if authed && ct.loop() {
 		// The client finished its side (or a one-shot request was
 		// answered): flush replies, then finish ours.
+		ct.async.Wait()
 		ct.out.close()
 		ct.str.Close()
 		if ct.oneShot {
@@ -154,20 +161,25 @@ func (ct *control) authenticate() bool {
 	ct.ownerAcks = wire.Supports(ct.peer, wire.CapOwner)
 	ct.forwarded = wire.Supports(ct.peer, wire.CapForwarded)
 	ct.c.noteAuth(p, ct.forwarded)
-	ct.out.send(func(b []byte) []byte { return wire.AppendJSONFrame(b, authReply(auth)) })
+	ct.out.send(func(b []byte) []byte { return wire.AppendJSONFrame(b, authReply(auth, ct.c.b.cfg.DataDir != "")) })
 	return true
 }
 
 // authReply is auth_ok with this broker's words, each sent only when the
 // client sent its own (plain ok without client_flags, as wire v1 says).
-func authReply(auth *wire.Auth) wire.Message {
+func authReply(auth *wire.Auth, durable bool) wire.Message {
 	if auth.ClientFlags == nil {
 		return &wire.OK{}
 	}
 	ok := &wire.AuthOK{ServerFlags: ServerFlags.FrameFlags()}
 	if auth.ClientFeatures != nil {
-		f := uint32(ServerFeatures)
-		ok.ServerFeatures = &f
+		f := ServerFeatures
+		if !durable {
+			// A group's position would not survive a restart.
+			f &^= wire.GroupFeatures
+		}
+		w := uint32(f)
+		ok.ServerFeatures = &w
 	}
 	if auth.ClientCaps != nil {
 		caps := ServerFlags.Caps()
@@ -249,12 +261,14 @@ func (ct *control) handleJSON(m wire.Message) bool {
 	case *wire.PublishBatchMessage:
 		return ct.jsonPublish(streamKey(m.TenantID, m.Namespace, m.Stream), m.Key, shardArg(m.Shard), m.Payloads, m.RequestID, m.Ack, wire.AckPerBatch)
 	case *wire.PublishIdempotent:
-		return ct.idempotentPublish(streamKey(m.TenantID, m.Namespace, m.Stream), m.Key, shardArg(m.Shard), m.Payloads,
+		return ct.idempotentPublish(streamKey(m.TenantID, m.Namespace, m.Stream), m.Key, shardArg(m.Shard), m.Payloads, nil,
 			m.RequestID, m.ProducerID, m.Sequence)
 	case *wire.ProducerInit:
 		return ct.producerInit(m)
 	case *wire.StreamShards:
 		return ct.streamShards(m)
+	case *wire.OffsetForTime:
+		return ct.offsetForTime(m)
 	case *wire.Subscribe:
 		return ct.subscribe(m)
 	case *wire.RosterJoin:
@@ -274,6 +288,9 @@ func (ct *control) handleJSON(m wire.Message) bool {
 		return false
 	}
 	if handled, keep := ct.handleCache(m); handled {
+		return keep
+	}
+	if handled, keep := ct.handleGroup(m); handled {
 		return keep
 	}
 	ct.violate(refusal(wire.CodeInvalidRequest, "unexpected message type "+m.Type().String()))
@@ -296,13 +313,13 @@ func (ct *control) jsonPublish(k StreamKey, key []byte, shard int, payloads [][]
 		return true
 	}
 	if !acked {
-		return ct.publishUnacked(k, key, shard, payloads)
+		return ct.publishUnacked(k, key, shard, payloads, nil)
 	}
 	id := *reqID
 	reply := func(res publishResult, err error) {
 		ct.out.send(func(b []byte) []byte { return wire.AppendJSONFrame(b, ct.jsonAnswer(id, res, err)) })
 	}
-	if err := ct.publish(k, key, shard, payloads, true, reply); err != nil {
+	if err := ct.publish(k, key, shard, payloads, nil, true, reply); err != nil {
 		reply(noShard, err)
 		return !errors.Is(err, ErrForbidden)
 	}
@@ -312,8 +329,8 @@ func (ct *control) jsonPublish(k StreamKey, key []byte, shard int, payloads [][]
 // publishUnacked starts a fire-and-forget publish. A failure cannot be
 // answered per request, so the stream gets an uncorrelated error message
 // (whenever the outcome is known); authorisation failures end the stream.
-func (ct *control) publishUnacked(k StreamKey, key []byte, shard int, payloads [][]byte) bool {
-	err := ct.publish(k, key, shard, payloads, false, func(_ publishResult, err error) {
+func (ct *control) publishUnacked(k StreamKey, key []byte, shard int, payloads, headers [][]byte) bool {
+	err := ct.publish(k, key, shard, payloads, headers, false, func(_ publishResult, err error) {
 		if err != nil {
 			ct.fail(err)
 		}
@@ -338,7 +355,7 @@ func (ct *control) binaryPublish(flags wire.Flags, payload []byte) bool {
 		return true
 	}
 	b := &ct.batch
-	return ct.publishUnacked(streamKey(b.TenantID, b.Namespace, b.Stream), batchKey(b), batchShard(b), b.Payloads)
+	return ct.publishUnacked(streamKey(b.TenantID, b.Namespace, b.Stream), batchKey(b), batchShard(b), b.Payloads, b.Headers)
 }
 
 // shardArg is the publish's explicit shard, -1 for none; a value past
@@ -399,10 +416,10 @@ func (ct *control) binaryAckedPublish(flags wire.Flags, payload []byte) bool {
 	}
 	pb := &ct.acked.PublishBatch
 	if ct.acked.Idempotent {
-		return ct.idempotentPublish(streamKey(pb.TenantID, pb.Namespace, pb.Stream), batchKey(pb), batchShard(pb), pb.Payloads,
+		return ct.idempotentPublish(streamKey(pb.TenantID, pb.Namespace, pb.Stream), batchKey(pb), batchShard(pb), pb.Payloads, pb.Headers,
 			id, ct.acked.ProducerID, ct.acked.Sequence)
 	}
-	if err := ct.publish(streamKey(pb.TenantID, pb.Namespace, pb.Stream), batchKey(pb), batchShard(pb), pb.Payloads, true, reply); err != nil {
+	if err := ct.publish(streamKey(pb.TenantID, pb.Namespace, pb.Stream), batchKey(pb), batchShard(pb), pb.Payloads, pb.Headers, true, reply); err != nil {
 		reply(noShard, err)
 		return !errors.Is(err, ErrForbidden)
 	}

@@ -147,9 +147,15 @@ func (ct *control) queueConsume(m *wire.QueueConsume) bool {
 	if gs == nil {
 		return keep
 	}
+	if m.MaxAttempts != nil {
+		for _, g := range gs {
+			g.setMaxAttempts(*m.MaxAttempts)
+		}
+	}
 	ctx, cancel := context.WithCancel(ct.c.ctx)
 	c := &groupMember{id: ct.broker().nextSubID.Add(1), groups: gs, group: m.Group, conn: ct.c, member: m.Member,
-		maxInflight: maxInflight, visibility: visibility, log: ct.broker().log, ctx: ctx, cancel: cancel}
+		maxInflight: maxInflight, visibility: visibility, log: ct.broker().log, ctx: ctx, cancel: cancel,
+		headers: wire.Supports(ct.peer, wire.CapHeaders)}
 	if err := ct.c.addExtra(c.id, c); err != nil {
 		cancel()
 		ct.fail(err)
@@ -198,13 +204,7 @@ func (ct *control) queueAck(m *wire.QueueAck) bool {
 
 func (ct *control) queueNack(m *wire.QueueNack) bool {
 	return ct.queueOffsets("queue_nack", m.TenantID, m.Namespace, m.Stream, m.Group, m.Shard, m.Offsets, m.RequestID,
-		func(g *groupShard, done func(error)) error {
-			err := g.nack(m.Offsets)
-			if err == nil && done != nil {
-				done(nil)
-			}
-			return err
-		})
+		func(g *groupShard, done func(error)) error { return g.nack(m.Offsets, nackArgs{now: time.Now()}, done) })
 }
 
 func (ct *control) queueOffsets(what, tenant, ns, stream, group string, shard *uint32, offsets []uint64, reqID *uint64,

@@ -62,11 +62,17 @@ func (d *durableLog) append(payloads [][]byte, done func(base uint64, err error)
 // appendMarked is append with the batch marked as an idempotent producer's
 // (mark nil: unmarked).
 func (d *durableLog) appendMarked(payloads [][]byte, mark *segment.BatchMark, done func(base uint64, err error)) (uint64, error) {
-	base, err := d.log.AppendMarked(payloads, time.Now().UnixMicro(), mark)
+	return d.appendBatch(&segment.Batch{Payloads: payloads, TS: time.Now().UnixMicro(), Mark: mark}, done)
+}
+
+// appendBatch is append for a batch with whatever the log keeps with it
+// (a mark, a publisher, headers, its time).
+func (d *durableLog) appendBatch(b *segment.Batch, done func(base uint64, err error)) (uint64, error) {
+	base, err := d.log.AppendBatch(b)
 	if err != nil {
 		return 0, err
 	}
-	end := base + uint64(len(payloads))
+	end := base + uint64(len(b.Payloads))
 	if err := d.seq.Reserve(base, end, func(err error) { done(base, err) }); err != nil {
 		return 0, err
 	}
@@ -122,12 +128,17 @@ func openDurable(b *Broker, spec StreamSpec, shard int) (*durable, error) {
 	return &durable{durableLog: dl}, nil
 }
 
-// publish appends buf's payloads and reserves them with the sequencer, both
-// under the shard lock so that reservation order is offset order. It owns
-// buf's reference.
-func (d *durable) publish(sh *shard, buf *fanout.Buffer, payloads [][]byte, hook *appendHook, done func(uint64, error)) {
+// publish appends buf's payloads, with meta's headers and publisher, and
+// reserves them with the sequencer, both under the shard lock so that
+// reservation order is offset order. It owns buf's reference. The append's
+// time is stamped on buf (before it is shared), so live delivery reports
+// the time a replay reads back.
+func (d *durable) publish(sh *shard, buf *fanout.Buffer, payloads [][]byte, meta *batchMeta, hook *appendHook, done func(uint64, error)) {
 	sh.mu.Lock()
-	base, err := d.appendMarked(payloads, hook.batchMark(), func(base uint64, err error) { d.committed(sh, buf, base, err, done) })
+	batch := &segment.Batch{Payloads: payloads, TS: time.Now().UnixMicro(), Mark: hook.batchMark(),
+		Publisher: meta.storedPublisher(), Headers: meta.storedHeaders()}
+	buf.Stamp = batch.TS
+	base, err := d.appendBatch(batch, func(base uint64, err error) { d.committed(sh, buf, base, err, done) })
 	if err == nil {
 		hook.appendedLocked(base)
 	}

@@ -19,18 +19,23 @@ import (
 // nack with a count, max_inflight across shards, and a restart from the
 // saved state. Run with -rewrite to regenerate the expected output.
 //
-//	open [committed=N] [delivered=N] [acked=(a, b)] [first=N] [shard=N]
-//	member name=M max=N [visibility=MS]      (visibility defaults to 1000)
-//	take member=M limit=N tail=N now=MS [ledger=I]
-//	ack offsets=(a, b) [ledger=I]
-//	nack offsets=(a, b) [ledger=I]
+//	open [committed=N] [delivered=N] [acked=(a, b)] [first=N] [shard=N] [max-attempts=N]
+//	member name=M max=N [visibility=MS] [ident=S conn=N]   (visibility defaults to 1000)
+//	take member=M limit=N tail=N now=MS [cap=N] [ledger=I]
+//	ack offsets=(a, b) [tail=N] [ledger=I]
+//	nack offsets=(a, b) [delay=MS now=MS] [attempts=N] [ledger=I]
+//	extend offset=N attempts=N now=MS for=MS
 //	release member=M [ledger=I]
 //	expire now=MS [ledger=I]
+//	dead-letter offset=N | redrive offset=N [first=N] | discard offset=N
+//	seek to=N [if-new]  |  reset [first=N]  |  describe
+//	reclaim member=M  |  untake member=M offsets=(a, b)
 //	restart [first=N] [ledger=I]    (save the state, encode and decode it, open again)
 //
 // Every command prints the ledger it touched (ledger=I picks one of
 // several opened, for a member taking from several shards) and the
-// members' in-flight counts.
+// members' in-flight counts. In the in-flight list a* is a claim reserved
+// for a, - a record nacked with a delay.
 func TestGroupLedger(t *testing.T) {
 	datadriven.Walk(t, "testdata/group_ledger", func(t *testing.T, path string) {
 		env := &ledgerEnv{members: map[string]*groupMember{}}
@@ -54,7 +59,7 @@ func (e *ledgerEnv) run(t *testing.T, d *datadriven.TestData) string {
 	switch d.Cmd {
 	case "open":
 		st := groupState{Committed: uintArg(t, d, "committed", 0), Delivered: uintArg(t, d, "delivered", 0),
-			Acked: uintsArg(t, d, "acked")}
+			Acked: uintsArg(t, d, "acked"), MaxAttempts: uint32(uintArg(t, d, "max-attempts", 0))}
 		key := groupKey{group: "g", shard: uint32(uintArg(t, d, "shard", 0))}
 		nl, trimmed := newGroupLedger(key, st, uintArg(t, d, "first", 0))
 		if trimmed {
@@ -66,13 +71,19 @@ func (e *ledgerEnv) run(t *testing.T, d *datadriven.TestData) string {
 		var name string
 		d.ScanArgs(t, "name", &name)
 		m := &groupMember{maxInflight: int(uintArg(t, d, "max", 0)),
-			visibility: time.Duration(uintArg(t, d, "visibility", 1000)) * time.Millisecond}
+			visibility: time.Duration(uintArg(t, d, "visibility", 1000)) * time.Millisecond, connID: uintArg(t, d, "conn", 0)}
+		if d.HasArg("ident") {
+			var ident string
+			d.ScanArgs(t, "ident", &ident)
+			m.ident = memberIdent{principal: "p", consumer: ident}
+		}
 		e.members[name] = m
 		e.names = append(e.names, name)
 		return e.dumpMembers()
 	case "take":
 		m := e.member(t, d)
-		taken, moved := l.take(m, int(uintArg(t, d, "limit", 0)), uintArg(t, d, "tail", 0), e.now(t, d), nil)
+		taken, moved, dead := l.take(takeArgs{m: m, limit: int(uintArg(t, d, "limit", 0)), tail: uintArg(t, d, "tail", 0),
+			now: e.now(t, d), visibility: m.visibility, groupCap: int(uintArg(t, d, "cap", 0))}, nil)
 		out.WriteString("took:")
 		for _, r := range taken {
 			fmt.Fprintf(&out, " %d(%d)", r.offset, r.redeliveries)
@@ -83,26 +94,57 @@ func (e *ledgerEnv) run(t *testing.T, d *datadriven.TestData) string {
 		if moved {
 			out.WriteString("; deadline moved")
 		}
+		if dead {
+			out.WriteString("; dead-lettered")
+		}
 		out.WriteString("\n")
 	case "ack":
-		if err := l.ack(uintsArg(t, d, "offsets")); err != nil {
-			fmt.Fprintf(&out, "error: %v\n", err)
-		}
+		e.result(&out, l.ack(uintsArg(t, d, "offsets"), uintArg(t, d, "tail", 1<<40)), false)
 	case "nack":
-		if err := l.nack(uintsArg(t, d, "offsets")); err != nil {
-			fmt.Fprintf(&out, "error: %v\n", err)
-		}
+		a := nackArgs{delay: time.Duration(uintArg(t, d, "delay", 0)) * time.Millisecond, now: e.now(t, d),
+			attempts: uintArg(t, d, "attempts", 0)}
+		dead, _, err := l.nack(uintsArg(t, d, "offsets"), uintArg(t, d, "tail", 1<<40), a)
+		e.result(&out, err, dead)
+	case "extend":
+		e.result(&out, l.extend(uintArg(t, d, "offset", 0), uintArg(t, d, "attempts", 0), e.now(t, d),
+			time.Duration(uintArg(t, d, "for", 0))*time.Millisecond), false)
 	case "release":
-		l.release(e.member(t, d))
+		e.result(&out, nil, l.release(e.member(t, d)))
 	case "expire":
-		next := l.expire(e.now(t, d))
+		next, dead := l.expire(e.now(t, d))
 		fmt.Fprintf(&out, "next deadline: %s\n", e.at(next))
+		e.result(&out, nil, dead)
+	case "dead-letter":
+		e.result(&out, l.deadLetterNow(uintArg(t, d, "offset", 0), uintArg(t, d, "tail", 1<<40)), false)
+	case "redrive":
+		e.result(&out, l.redrive(uintArg(t, d, "offset", 0), uintArg(t, d, "first", 0)), false)
+	case "discard":
+		e.result(&out, l.discard(uintArg(t, d, "offset", 0)), false)
+	case "seek":
+		pos, moved := l.seek(uintArg(t, d, "to", 0), d.HasArg("if-new"))
+		fmt.Fprintf(&out, "position %d moved=%v\n", pos, moved)
+	case "reset":
+		fmt.Fprintf(&out, "existed=%v\n", l.reset(uintArg(t, d, "first", 0)))
+	case "describe":
+		info := l.describe()
+		fmt.Fprintf(&out, "exists=%v committed=%d in_flight=%d owed=%d dead_letters=%d max_attempts=%d\n",
+			info.exists, info.committed, info.inFlight, info.owed, info.deadLetters, info.maxAttempts)
+	case "reclaim":
+		l.reclaim(e.member(t, d))
+	case "untake":
+		m := e.member(t, d)
+		for _, off := range uintsArg(t, d, "offsets") {
+			l.untake(m, off)
+		}
 	case "restart":
 		st, err := decodeGroupState(l.state().encode())
 		if err != nil {
 			d.Fatalf(t, "the saved state does not decode: %v", err)
 		}
 		fmt.Fprintf(&out, "saved: committed=%d delivered=%d acked=%v\n", st.Committed, st.Delivered, st.Acked)
+		if len(st.Dead)+len(st.Redriven)+len(st.Attempts) > 0 || st.MaxAttempts > 0 {
+			fmt.Fprintf(&out, "saved: max_attempts=%d dead=%v redriven=%v attempts=%v\n", st.MaxAttempts, st.Dead, st.Redriven, st.Attempts)
+		}
 		nl, trimmed := newGroupLedger(l.key, st, uintArg(t, d, "first", 0))
 		if trimmed {
 			out.WriteString("trimmed by retention\n")
@@ -119,6 +161,16 @@ func (e *ledgerEnv) run(t *testing.T, d *datadriven.TestData) string {
 	out.WriteString(e.dump(l))
 	out.WriteString(e.dumpMembers())
 	return out.String()
+}
+
+// result prints a command's error, and whether it dead-lettered records.
+func (e *ledgerEnv) result(out *strings.Builder, err error, dead bool) {
+	if err != nil {
+		fmt.Fprintf(out, "error: %v\n", err)
+	}
+	if dead {
+		out.WriteString("dead-lettered\n")
+	}
 }
 
 func (e *ledgerEnv) index(t *testing.T, d *datadriven.TestData) int {
@@ -181,12 +233,23 @@ func (e *ledgerEnv) dump(l *groupLedger) string {
 	var in []string
 	for _, off := range offs {
 		r := l.inflight[off]
-		in = append(in, fmt.Sprintf("%d:%s@%s", off, e.name(r.m), e.at(r.deadline)))
+		who := e.name(r.m)
+		switch {
+		case r.m == nil:
+			who = "-"
+		case r.reserved:
+			who += "*"
+		}
+		in = append(in, fmt.Sprintf("%d:%s@%s", off, who, e.at(r.deadline)))
 	}
 	redo := slices.Clone([]uint64(l.redo))
 	slices.Sort(redo)
-	return fmt.Sprintf("committed=%d delivered=%d next=%d acked=%v\ninflight=[%s] redo=%v deadline=%s\n",
+	s := fmt.Sprintf("committed=%d delivered=%d next=%d acked=%v\ninflight=[%s] redo=%v deadline=%s\n",
 		l.committed, l.delivered, l.next, acked, strings.Join(in, " "), redo, e.at(l.nextDeadline))
+	if len(l.dead) > 0 || len(l.redriven) > 0 {
+		s += fmt.Sprintf("dead=%v redriven=%v\n", sortedKeys(l.dead), sortedKeys(l.redriven))
+	}
+	return s
 }
 
 func (e *ledgerEnv) dumpMembers() string {

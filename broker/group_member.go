@@ -12,7 +12,6 @@ import (
 
 	"github.com/quic-go/quic-go"
 
-	"github.com/felixmq/felix/segment"
 	"github.com/felixmq/felix/wire"
 )
 
@@ -32,6 +31,15 @@ type groupMember struct {
 	member      string
 	maxInflight int
 	visibility  time.Duration
+	// ident and connID name a poll member across connections (member
+	// reclaim, group_ledger_admin.go); a queue_consume member has the
+	// zero ident. reserved are the offsets a reclaim reserved for it,
+	// lowest first (the ledger's, under the group lock).
+	ident    memberIdent
+	connID   uint64
+	reserved []uint64
+	// headers: the member's client negotiated wire.CapHeaders.
+	headers bool
 	// inflight counts the member's unacked records over every shard, so
 	// that max_inflight bounds them together. Only the member's writer adds
 	// (in take); acks, nacks, timeouts and release subtract.
@@ -71,7 +79,7 @@ func (c *groupMember) run() {
 // deliver loops: take what the groups give this member, read it from the
 // shards' logs, write it; wait when there is nothing to take.
 func (c *groupMember) deliver() error {
-	readers := make([]*segment.Reader, len(c.groups))
+	readers := make([]recordReader, len(c.groups))
 	defer closeReaders(readers)
 	var (
 		taken []takenRec
@@ -146,12 +154,12 @@ func (c *groupMember) wait(waits []<-chan struct{}) error {
 
 // encode reads the taken records from their shards' logs and appends their
 // queue_message frames to wbuf.
-func (c *groupMember) encode(readers []*segment.Reader, taken []takenRec, wbuf []byte) ([]byte, error) {
+func (c *groupMember) encode(readers []recordReader, taken []takenRec, wbuf []byte) ([]byte, error) {
 	for _, t := range taken {
 		i := c.groupIndex(t.shard)
 		g := c.groups[i]
-		payload, err := readRecord(g, &readers[i], t.offset)
-		if errors.Is(err, segment.ErrTrimmed) {
+		rec, err := readers[i].read(g, t.offset)
+		if errors.Is(err, errRecordTrimmed) {
 			// Retention removed it before the group got to it: nothing
 			// can deliver it any more, so stop waiting for an ack.
 			c.log.Warn("queue record trimmed by retention before delivery", "group", c.group, "shard", t.shard, "offset", t.offset)
@@ -161,45 +169,21 @@ func (c *groupMember) encode(readers []*segment.Reader, taken []takenRec, wbuf [
 		if err != nil {
 			return wbuf, err
 		}
+		m := &wire.QueueMessage{Shard: t.shard, Offset: t.offset, Redeliveries: t.redeliveries, Payload: rec.Payload}
+		if c.headers {
+			m.Headers = recordHeaders(rec)
+		}
 		// The payload aliases the log mapping: it is copied (as base64)
 		// into wbuf here, before the reader can move or close.
-		wbuf = wire.AppendJSONFrame(wbuf, &wire.QueueMessage{Shard: t.shard, Offset: t.offset, Redeliveries: t.redeliveries, Payload: payload})
+		wbuf = wire.AppendJSONFrame(wbuf, m)
 	}
 	return wbuf, nil
 }
 
-func closeReaders(readers []*segment.Reader) {
-	for i, r := range readers {
-		if r != nil {
-			r.Close()
-			readers[i] = nil
-		}
+func closeReaders(readers []recordReader) {
+	for i := range readers {
+		readers[i].close()
 	}
-}
-
-// readRecord returns the record at off of g's shard, reusing the reader for
-// consecutive offsets (the common case: new records in order).
-func readRecord(g *groupShard, r **segment.Reader, off uint64) ([]byte, error) {
-	if *r != nil && (*r).Offset() != off {
-		(*r).Close()
-		*r = nil
-	}
-	if *r == nil {
-		nr, err := g.sh.durable().log.NewReader(off) // openGroup opened it
-		if err != nil {
-			return nil, err
-		}
-		*r = nr
-	}
-	rec, err := (*r).Next()
-	if err == nil && rec.Offset != off {
-		err = fmt.Errorf("%w: offset %d where %d was due", segment.ErrCorrupt, rec.Offset, off)
-	}
-	if err != nil {
-		return nil, g.b.checkStorage(shardName(g.key.stream, int(g.key.shard)), off,
-			fmt.Errorf("queue: reading offset %d of shard %d: %w", off, g.key.shard, err))
-	}
-	return rec.Payload, nil
 }
 
 // groupIndex is the index in c.groups of shard's group (every shard outside

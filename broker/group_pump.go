@@ -23,8 +23,11 @@ func (g *groupShard) pump() {
 		}
 		g.mu.Lock()
 		inflight := len(g.mu.ledger.inflight)
-		next := g.mu.ledger.expire(time.Now())
+		next, dead := g.mu.ledger.expire(time.Now())
 		g.sh.b.metrics.features.queueExpired.Add(uint64(inflight - len(g.mu.ledger.inflight)))
+		if dead {
+			g.mu.seq++
+		}
 		g.broadcastLocked()
 		g.mu.Unlock()
 		g.persist(false)

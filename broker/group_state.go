@@ -24,82 +24,175 @@ import (
 // previous write was in progress (group commit).
 //
 // Crash semantics (at-least-once): after a crash the group resumes from the
-// last state written. Acks that were answered with queue_ok were in it;
-// acks without a request_id may not be, and their records are delivered
-// again. A record is never skipped: only acked offsets are ever written as
-// acked.
+// last state written. Acks that were answered with queue_ok (cache_ok for
+// group_ack) were in it; acks without a request_id may not be, and their
+// records are delivered again. A record is never skipped: only settled
+// offsets are ever written as acked. A dead letter is listed in the same
+// write that finishes it, so a crash leaves it either listed and finished,
+// or neither (and owed again).
 //
-// Layout, little-endian, version 1:
+// Layout, little-endian, version 2 (version 1, the first four fields and
+// the acked list, is still read: a group that had one exists, without a
+// bound, dead letters or counts):
 //
 //	magic "FXQG" | version u8 | 3 zero bytes | committed u64 | delivered u64 |
-//	count u32 | count × acked offset u64 (strictly increasing, each in
-//	(committed, delivered)) | CRC-32/IEEE of everything before it, u32
+//	max_attempts u32 | flags u32 (bit 0: exists) |
+//	acked: count u32, count × u64 (strictly increasing, each in (committed, delivered)) |
+//	dead: count u32, count × u64 (strictly increasing) |
+//	redriven: count u32, count × u64 (strictly increasing, each below committed) |
+//	attempts: count u32, count × (offset u64, deliveries u32) (strictly increasing offsets) |
+//	CRC-32/IEEE of everything before it, u32
 //
-// committed: every offset below it is acked. delivered: every offset below it
-// was handed to a member at least once, so after a restart those that are
-// not acked go out with a redelivery count of at least 1.
+// committed: every offset below it is finished (acked or dead-lettered),
+// except the redriven dead letters, which are owed again. delivered: every
+// offset below it was handed to a member at least once, so after a restart
+// those that are not finished count at least one attempt. attempts keeps
+// the deliveries of records in play or owed, so a restart does not give a
+// poison record a fresh set.
 type groupState struct {
-	Committed uint64
-	Delivered uint64
-	Acked     []uint64
+	Committed   uint64
+	Delivered   uint64
+	MaxAttempts uint32
+	Exists      bool
+	Acked       []uint64
+	Dead        []uint64
+	Redriven    []uint64
+	Attempts    []offsetCount
+}
+
+// offsetCount is a record's delivery count.
+type offsetCount struct {
+	offset uint64
+	count  uint64
 }
 
 const (
-	stateMagic   = "FXQG"
-	stateVersion = 1
-	stateHeader  = 4 + 4 + 8 + 8 + 4
-	// maxStateAcked bounds the acked set a state may hold: it is at most
-	// the in-flight records of every member, and this keeps a corrupt
-	// count from asking for a huge allocation.
-	maxStateAcked = 1 << 24
+	stateMagic    = "FXQG"
+	stateVersion  = 2
+	stateHeaderV1 = 4 + 4 + 8 + 8 + 4
+	// maxStateList bounds every list a state may hold (the acked set is at
+	// most the in-flight records; dead letters accumulate until
+	// discarded), and keeps a corrupt count from asking for a huge
+	// allocation.
+	maxStateList = 1 << 24
 )
 
 // errBadState is the category of every state decoding error.
 var errBadState = errors.New("queue state corrupt")
 
 func (s groupState) encode() []byte {
-	b := make([]byte, 0, stateHeader+8*len(s.Acked)+4)
+	b := make([]byte, 0, 48+8*(len(s.Acked)+len(s.Dead)+len(s.Redriven))+12*len(s.Attempts))
 	b = append(b, stateMagic...)
 	b = append(b, stateVersion, 0, 0, 0)
 	b = binary.LittleEndian.AppendUint64(b, s.Committed)
 	b = binary.LittleEndian.AppendUint64(b, s.Delivered)
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(s.Acked)))
-	for _, off := range s.Acked {
-		b = binary.LittleEndian.AppendUint64(b, off)
+	b = binary.LittleEndian.AppendUint32(b, s.MaxAttempts)
+	var flags uint32
+	if s.Exists {
+		flags |= 1
+	}
+	b = binary.LittleEndian.AppendUint32(b, flags)
+	for _, list := range [][]uint64{s.Acked, s.Dead, s.Redriven} {
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(list)))
+		for _, off := range list {
+			b = binary.LittleEndian.AppendUint64(b, off)
+		}
+	}
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(s.Attempts)))
+	for _, a := range s.Attempts {
+		b = binary.LittleEndian.AppendUint64(b, a.offset)
+		b = binary.LittleEndian.AppendUint32(b, uint32(min(a.count, 1<<32-1)))
 	}
 	return binary.LittleEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
+}
+
+// stateReader walks a state body, keeping the first error.
+type stateReader struct {
+	b   []byte
+	err error
+}
+
+func (r *stateReader) take(n int) []byte {
+	if r.err == nil && len(r.b) < n {
+		r.err = fmt.Errorf("%w: truncated", errBadState)
+	}
+	if r.err != nil {
+		return make([]byte, n)
+	}
+	out := r.b[:n]
+	r.b = r.b[n:]
+	return out
+}
+
+func (r *stateReader) u32() uint32 { return binary.LittleEndian.Uint32(r.take(4)) }
+func (r *stateReader) u64() uint64 { return binary.LittleEndian.Uint64(r.take(8)) }
+
+// list reads a count and that many strictly increasing offsets, each
+// accepted by ok.
+func (r *stateReader) list(what string, ok func(uint64) bool) []uint64 {
+	n := r.u32()
+	if r.err == nil && (n > maxStateList || uint64(n)*8 > uint64(len(r.b))) {
+		r.err = fmt.Errorf("%w: %s count %d does not fit %d bytes", errBadState, what, n, len(r.b))
+	}
+	if r.err != nil || n == 0 {
+		return nil
+	}
+	out := make([]uint64, 0, n)
+	for i := range int(n) {
+		off := r.u64()
+		if (i > 0 && off <= out[i-1]) || !ok(off) {
+			r.err = fmt.Errorf("%w: %s offset %d out of order or range", errBadState, what, off)
+			return nil
+		}
+		out = append(out, off)
+	}
+	return out
 }
 
 // decodeGroupState parses and validates a state file's bytes.
 func decodeGroupState(b []byte) (groupState, error) {
 	var s groupState
-	if len(b) < stateHeader+4 {
-		return s, fmt.Errorf("%w: %d bytes, need at least %d", errBadState, len(b), stateHeader+4)
+	if len(b) < stateHeaderV1+4 {
+		return s, fmt.Errorf("%w: %d bytes, need at least %d", errBadState, len(b), stateHeaderV1+4)
 	}
-	if string(b[:4]) != stateMagic || b[4] != stateVersion || b[5]|b[6]|b[7] != 0 {
+	if string(b[:4]) != stateMagic || (b[4] != 1 && b[4] != stateVersion) || b[5]|b[6]|b[7] != 0 {
 		return s, fmt.Errorf("%w: bad magic or version", errBadState)
 	}
 	body, sum := b[:len(b)-4], binary.LittleEndian.Uint32(b[len(b)-4:])
 	if crc32.ChecksumIEEE(body) != sum {
 		return s, fmt.Errorf("%w: checksum mismatch", errBadState)
 	}
-	s.Committed = binary.LittleEndian.Uint64(b[8:])
-	s.Delivered = binary.LittleEndian.Uint64(b[16:])
-	n := binary.LittleEndian.Uint32(b[24:])
-	if n > maxStateAcked || int(n) != (len(body)-stateHeader)/8 || (len(body)-stateHeader)%8 != 0 {
-		return s, fmt.Errorf("%w: count %d does not match %d bytes", errBadState, n, len(body)-stateHeader)
+	r := stateReader{b: body[8:]}
+	s.Committed, s.Delivered = r.u64(), r.u64()
+	if r.err == nil && s.Delivered < s.Committed {
+		return groupState{}, fmt.Errorf("%w: delivered %d below committed %d", errBadState, s.Delivered, s.Committed)
 	}
-	if s.Delivered < s.Committed {
-		return s, fmt.Errorf("%w: delivered %d below committed %d", errBadState, s.Delivered, s.Committed)
+	s.Exists = true
+	if b[4] == stateVersion {
+		s.MaxAttempts = r.u32()
+		s.Exists = r.u32()&1 != 0
 	}
-	prev := s.Committed
-	for i := range int(n) {
-		off := binary.LittleEndian.Uint64(body[stateHeader+8*i:])
-		if off <= prev || off >= s.Delivered {
-			return groupState{}, fmt.Errorf("%w: acked offset %d out of order or range", errBadState, off)
+	s.Acked = r.list("acked", func(off uint64) bool { return off > s.Committed && off < s.Delivered })
+	if b[4] == stateVersion {
+		s.Dead = r.list("dead", func(uint64) bool { return true })
+		s.Redriven = r.list("redriven", func(off uint64) bool { return off < s.Committed })
+		n := r.u32()
+		if r.err == nil && (n > maxStateList || uint64(n)*12 > uint64(len(r.b))) {
+			r.err = fmt.Errorf("%w: attempts count %d does not fit %d bytes", errBadState, n, len(r.b))
 		}
-		s.Acked = append(s.Acked, off)
-		prev = off
+		for i := 0; r.err == nil && i < int(n); i++ {
+			a := offsetCount{offset: r.u64(), count: uint64(r.u32())}
+			if i > 0 && a.offset <= s.Attempts[i-1].offset {
+				r.err = fmt.Errorf("%w: attempts offset %d out of order", errBadState, a.offset)
+			}
+			s.Attempts = append(s.Attempts, a)
+		}
+	}
+	if r.err == nil && len(r.b) != 0 {
+		r.err = fmt.Errorf("%w: %d bytes after the state", errBadState, len(r.b))
+	}
+	if r.err != nil {
+		return groupState{}, r.err
 	}
 	return s, nil
 }

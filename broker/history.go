@@ -75,8 +75,9 @@ func (w *eventWriter) historySpan(off, to uint64) (uint64, error) {
 		return off, err
 	}
 	defer r.Close()
-	var batch [][]byte
-	base, size, span := off, 0, 0
+	f := &w.hist
+	f.reset(off)
+	span := 0
 	for off < to && span < readerSpan {
 		rec, err := r.Next()
 		if err == nil && rec.Offset != off {
@@ -84,8 +85,8 @@ func (w *eventWriter) historySpan(off, to uint64) (uint64, error) {
 		}
 		if err != nil {
 			// What was read before it is delivered first.
-			if len(batch) > 0 {
-				if werr := w.appendHistoryFrame(base, batch); werr != nil {
+			if len(f.payloads) > 0 {
+				if werr := w.appendHistory(f); werr != nil {
 					return off, werr
 				}
 			}
@@ -95,32 +96,22 @@ func (w *eventWriter) historySpan(off, to uint64) (uint64, error) {
 			st := w.s.sh.st
 			return off, w.s.conn.b.checkStorage(shardName(st.spec.StreamKey, w.s.sh.id), off, fmt.Errorf("replay at offset %d: %w", off, err))
 		}
-		batch = append(batch, rec.Payload)
-		size += len(rec.Payload)
-		span += len(rec.Payload)
-		off++
-		if len(batch) == historyFrameEvents || size >= historyFrameBytes || off == to || span >= readerSpan {
-			if err := w.appendHistoryFrame(base, batch); err != nil {
+		if w.splits(f, rec) {
+			if err := w.appendHistory(f); err != nil {
 				return off, err
 			}
-			base, size, batch = off, 0, batch[:0]
+			f.reset(off)
+		}
+		f.add(rec)
+		span += len(rec.Payload)
+		off++
+		if len(f.payloads) == historyFrameEvents || f.size >= historyFrameBytes || off == to || span >= readerSpan {
+			if err := w.appendHistory(f); err != nil {
+				return off, err
+			}
+			f.reset(off)
 		}
 	}
 	// The payloads alias the reader's mapping: write them out before Close.
 	return off, w.flush()
-}
-
-func (w *eventWriter) appendHistoryFrame(base uint64, payloads [][]byte) error {
-	var err error
-	w.wbuf, err = wire.AppendEventBatchFrame(w.wbuf, wire.EventBatch{
-		Shared: true, HasBaseOffset: w.s.offsets, BaseOffset: base, Payloads: payloads,
-	})
-	if err != nil {
-		return err
-	}
-	w.sent(len(payloads), payloadBytes(payloads))
-	if len(w.wbuf) >= gatherMax {
-		return w.flush()
-	}
-	return nil
 }

@@ -124,7 +124,7 @@ type idemArgs struct {
 // a.producer on this shard, or answers without appending. done gets the
 // batch's first offset: the new one, or the original one for a re-send
 // (once it is committed); or a *producerRefusal; or the append's error.
-func (sh *shard) publishIdempotent(admit context.Context, a idemArgs, payloads [][]byte, done func(uint64, error)) {
+func (sh *shard) publishIdempotent(admit context.Context, a idemArgs, payloads [][]byte, meta *batchMeta, done func(uint64, error)) {
 	sh.idem.mu.Lock()
 	t := sh.idem.tableLocked()
 	d := t.decide(a.producer, a.sequence)
@@ -147,7 +147,7 @@ func (sh *shard) publishIdempotent(admit context.Context, a idemArgs, payloads [
 		t.record(a.producer, a.sequence, batchRef{first: base, count: n, held: n})
 		unlock()
 	}}
-	sh.publish(admit, payloads, hook, func(base uint64, err error) {
+	sh.publish(admit, payloads, meta, hook, func(base uint64, err error) {
 		unlock()
 		done(base, err)
 	})
@@ -255,7 +255,7 @@ func (sh *shard) sameInRing(b batchRef, payloads [][]byte) bool {
 // know where each batch goes). Only the shard's owner takes it: another
 // broker refuses it not_leader, never forwards it (a forward carries no
 // producer identity). Errors are returned as for publish.
-func (p *publisher) publishIdempotent(k StreamKey, key []byte, shard int, payloads [][]byte, a idemArgs, done func(publishResult, error)) error {
+func (p *publisher) publishIdempotent(k StreamKey, key []byte, shard int, payloads, headers [][]byte, a idemArgs, done func(publishResult, error)) error {
 	sh, r, err := p.begin(k, key, shard, 0)
 	if err != nil {
 		return err
@@ -272,20 +272,21 @@ func (p *publisher) publishIdempotent(k StreamKey, key []byte, shard int, payloa
 		}
 		res.owner = &r.owner
 	}
+	meta := p.meta(sh.st.spec.Durable, headers)
 	p.local(sh, res, payloads, true, done, func(admit context.Context, done func(uint64, error)) {
-		sh.publishIdempotent(admit, a, payloads, done)
+		sh.publishIdempotent(admit, a, payloads, meta, done)
 	})
 	return nil
 }
 
 // idempotentPublish answers an idempotent batch (binary or JSON) in JSON:
 // publish_ok, publish_refused or publish_error.
-func (ct *control) idempotentPublish(k StreamKey, key []byte, shard int, payloads [][]byte, reqID, producer, seq uint64) bool {
+func (ct *control) idempotentPublish(k StreamKey, key []byte, shard int, payloads, headers [][]byte, reqID, producer, seq uint64) bool {
 	reply := func(res publishResult, err error) {
 		ct.out.send(func(b []byte) []byte { return wire.AppendJSONFrame(b, ct.jsonAnswer(reqID, res, err)) })
 	}
 	a := idemArgs{producer: producer, sequence: seq, reusedRefusal: ct.features.Has(wire.FeatureSequenceReused)}
-	if err := ct.publishIdempotent(k, key, shard, payloads, a, reply); err != nil {
+	if err := ct.publishIdempotent(k, key, shard, payloads, headers, a, reply); err != nil {
 		reply(noShard, err)
 		return !errors.Is(err, ErrForbidden)
 	}

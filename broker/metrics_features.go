@@ -16,7 +16,11 @@ const (
 	opCounterAdd = "counter_add"
 	opCounterGet = "counter_get"
 	opWatch      = "watch"
+	opPutIf      = "put_if"
+	opDeleteIf   = "delete_if"
 )
+
+var cacheOpNames = []string{opGet, opPut, opDelete, opCounterAdd, opCounterGet, opWatch, opPutIf, opDeleteIf}
 
 // featureMetrics count the operations of caches and counters, keyed
 // watch, rosters and consumer groups; their sizes (entries, members, lag,
@@ -42,7 +46,7 @@ func (fm *featureMetrics) stats(b *Broker) FeatureStats {
 		RosterJoins: b.rosters.joins.Load(), RosterLeaves: b.rosters.leaves.Load(),
 		QueueDelivered: fm.queueDelivered.Load(), QueueRedelivered: fm.queueRedelivered.Load(),
 		QueueAcks: fm.queueAcks.Load(), QueueNacks: fm.queueNacks.Load(), QueueExpired: fm.queueExpired.Load()}
-	for _, op := range []string{opGet, opPut, opDelete, opCounterAdd, opCounterGet, opWatch} {
+	for _, op := range cacheOpNames {
 		var m dto.Metric
 		if c, err := fm.cacheOps.GetMetricWithLabelValues(op); err == nil && c.Write(&m) == nil {
 			fs.CacheOps[op] = uint64(m.GetCounter().GetValue())
@@ -65,13 +69,13 @@ func (fm *featureMetrics) queueTaken(taken []takenRec) {
 
 func (fm *featureMetrics) collectors(b *Broker) []prometheus.Collector {
 	fm.cacheOps = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "felix_cache_ops_total",
-		Help: "Cache and counter requests, by op: get, put, delete, counter_add, counter_get, watch."}, []string{"op"})
+		Help: "Cache and counter requests, by op: get, put, delete, counter_add, counter_get, watch, put_if, delete_if."}, []string{"op"})
 	fm.cacheErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "felix_cache_errors_total",
 		Help: "Cache and counter requests refused, by cache_error code."}, []string{"code"})
 	fm.cacheLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "felix_cache_op_latency_seconds",
 		Help:    "Time from a cache request to its reply being queued (a change waits for its sync in on_commit), by op.",
 		Buckets: latencyBuckets}, []string{"op"})
-	for _, op := range []string{opGet, opPut, opDelete, opCounterAdd, opCounterGet, opWatch} {
+	for _, op := range cacheOpNames {
 		fm.cacheOps.WithLabelValues(op) // every op has a series from the start
 		fm.cacheLatency.WithLabelValues(op)
 	}
@@ -94,7 +98,7 @@ var groupLabels = append(append([]string{}, streamLabels...), "group")
 
 var descFeature = struct {
 	caches, cacheEntries, cacheBytes, cacheWatchers, rosters, rosterMembers, rosterWatchers,
-	groupLag, groupInflight, groupRedo *prometheus.Desc
+	groupLag, groupInflight, groupRedo, groupDead *prometheus.Desc
 }{
 	caches:         prometheus.NewDesc("felix_caches", "Registered caches.", nil, nil),
 	cacheEntries:   prometheus.NewDesc("felix_cache_entries", "Live entries in all caches (expired ones until they are read or evicted).", nil, nil),
@@ -107,6 +111,7 @@ var descFeature = struct {
 		groupLabels, nil),
 	groupInflight: prometheus.NewDesc("felix_queue_group_inflight", "Records out to the group's members, not yet acked.", groupLabels, nil),
 	groupRedo:     prometheus.NewDesc("felix_queue_group_redeliveries_pending", "Records waiting to be handed out again.", groupLabels, nil),
+	groupDead:     prometheus.NewDesc("felix_queue_group_dead_letters", "Dead letters of the group (records that ran out of attempts, or were given up), until redriven or discarded.", groupLabels, nil),
 }
 
 // featureCollector reads the sizes at scrape time. Consumer groups have
@@ -117,7 +122,7 @@ type featureCollector struct{ b *Broker }
 func (c featureCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descFeature.caches, descFeature.cacheEntries, descFeature.cacheBytes, descFeature.cacheWatchers,
 		descFeature.rosters, descFeature.rosterMembers, descFeature.rosterWatchers,
-		descFeature.groupLag, descFeature.groupInflight, descFeature.groupRedo} {
+		descFeature.groupLag, descFeature.groupInflight, descFeature.groupRedo, descFeature.groupDead} {
 		ch <- d
 	}
 }
@@ -150,8 +155,8 @@ func (c featureCollector) Collect(ch chan<- prometheus.Metric) {
 func (c featureCollector) collectGroups(gauge func(*prometheus.Desc, float64, ...string)) {
 	type groupKey struct{ stream, group string }
 	type sums struct {
-		labels              []string
-		lag, inflight, redo float64
+		labels                    []string
+		lag, inflight, redo, dead float64
 	}
 	var order []groupKey
 	agg := map[groupKey]*sums{}
@@ -178,11 +183,13 @@ func (c featureCollector) collectGroups(gauge func(*prometheus.Desc, float64, ..
 		s.lag += float64(g.Tail - min(g.Committed, g.Tail))
 		s.inflight += float64(g.Inflight)
 		s.redo += float64(g.Redo)
+		s.dead += float64(g.DeadLetters)
 	}
 	for _, k := range order {
 		s := agg[k]
 		gauge(descFeature.groupLag, s.lag, s.labels...)
 		gauge(descFeature.groupInflight, s.inflight, s.labels...)
 		gauge(descFeature.groupRedo, s.redo, s.labels...)
+		gauge(descFeature.groupDead, s.dead, s.labels...)
 	}
 }

@@ -27,6 +27,13 @@ type publisher struct {
 	// forwarding to us); its publishes for shards we do not own are
 	// refused, never forwarded again.
 	forwarded bool
+	// plain caches the meta of a publish without headers to an in-memory
+	// ([0]) and a durable ([1]) stream: it is the same for every publish
+	// of the stream's principal, and a publish should not allocate it.
+	plain [2]struct {
+		meta *batchMeta
+		set  bool
+	}
 }
 
 func newPublisher(c *conn, streamID int64) publisher {
@@ -78,7 +85,9 @@ var noShard = publishResult{shard: -1}
 // Acked publishes wait at most AdmitTimeout for Block subscribers;
 // fire-and-forget ones wait as long as the connection lives (backpressure)
 // unless IngressDrop selects an immediate, counted drop.
-func (p *publisher) publish(k StreamKey, key []byte, shard int, payloads [][]byte, acked bool, done func(publishResult, error)) error {
+//
+// headers (nil for none) holds each payload's header block.
+func (p *publisher) publish(k StreamKey, key []byte, shard int, payloads, headers [][]byte, acked bool, done func(publishResult, error)) error {
 	sh, r, err := p.begin(k, key, shard, p.hint)
 	if err != nil {
 		return err
@@ -86,15 +95,41 @@ func (p *publisher) publish(k StreamKey, key []byte, shard int, payloads [][]byt
 	res := publishResult{shard: sh.id}
 	if r != nil {
 		if !r.self {
-			p.forward(r, payloads, acked, done)
+			p.forward(r, payloads, headers, acked, done)
 			return nil
 		}
 		res.owner = &r.owner
 	}
+	meta := p.meta(sh.st.spec.Durable, headers)
 	p.local(sh, res, payloads, acked, done, func(admit context.Context, done func(uint64, error)) {
-		sh.publish(admit, payloads, nil, done)
+		sh.publish(admit, payloads, meta, nil, done)
 	})
 	return nil
+}
+
+// meta is the meta a publish of this stream carries (batchmeta.go).
+func (p *publisher) meta(durable bool, headers [][]byte) *batchMeta {
+	if headers != nil {
+		return p.c.b.metaFor(durable, p.subject(), headers)
+	}
+	i := 0
+	if durable {
+		i = 1
+	}
+	if !p.plain[i].set {
+		p.plain[i].meta, p.plain[i].set = p.c.b.metaFor(durable, p.subject(), nil), true
+	}
+	return p.plain[i].meta
+}
+
+// subject is the publishing principal a batch records: none for a stream
+// a broker forwards on, whose credential is the broker's, not the
+// publisher's.
+func (p *publisher) subject() string {
+	if p.forwarded {
+		return ""
+	}
+	return subjectOf(p.principal)
 }
 
 // begin does what every publish does first: it counts the publish in

@@ -106,7 +106,7 @@ func (ps *publishStream) dispatch(h wire.Header, payload []byte) error {
 			return fmt.Errorf("%w: %w", errUniViolation, err)
 		}
 		b := &ps.batch
-		return ps.publishUnacked(streamKey(b.TenantID, b.Namespace, b.Stream), batchKey(b), batchShard(b), b.Payloads)
+		return ps.publishUnacked(streamKey(b.TenantID, b.Namespace, b.Stream), batchKey(b), batchShard(b), b.Payloads, b.Headers)
 	case wire.KindJSON:
 		m, err := wire.DecodeJSON(payload)
 		if err != nil {
@@ -115,9 +115,9 @@ func (ps *publishStream) dispatch(h wire.Header, payload []byte) error {
 		switch m := m.(type) {
 		case *wire.Publish:
 			ps.one[0] = m.Payload
-			return ps.publishUnacked(streamKey(m.TenantID, m.Namespace, m.Stream), m.Key, shardArg(m.Shard), ps.one[:])
+			return ps.publishUnacked(streamKey(m.TenantID, m.Namespace, m.Stream), m.Key, shardArg(m.Shard), ps.one[:], nil)
 		case *wire.PublishBatchMessage:
-			return ps.publishUnacked(streamKey(m.TenantID, m.Namespace, m.Stream), m.Key, shardArg(m.Shard), m.Payloads)
+			return ps.publishUnacked(streamKey(m.TenantID, m.Namespace, m.Stream), m.Key, shardArg(m.Shard), m.Payloads, nil)
 		}
 	}
 	return errUniViolation
@@ -125,8 +125,8 @@ func (ps *publishStream) dispatch(h wire.Header, payload []byte) error {
 
 // publishUnacked publishes without a reply channel: a failure known at once
 // ends the stream; one known later (a failed sync) can only be logged.
-func (ps *publishStream) publishUnacked(k StreamKey, key []byte, shard int, payloads [][]byte) error {
-	return ps.publish(k, key, shard, payloads, false, func(_ publishResult, err error) {
+func (ps *publishStream) publishUnacked(k StreamKey, key []byte, shard int, payloads, headers [][]byte) error {
+	return ps.publish(k, key, shard, payloads, headers, false, func(_ publishResult, err error) {
 		if err != nil {
 			ps.c.b.log.Debug("fire-and-forget publish failed", "conn", ps.c.id, "stream", k.String(), "err", err)
 		}

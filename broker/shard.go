@@ -148,7 +148,8 @@ func (sh *shard) encode(payloads [][]byte) (*fanout.Buffer, error) {
 //
 // hook (nil for an ordinary publish) marks an idempotent producer's batch
 // in the log and learns its offset under the shard lock (idempotent.go).
-func (sh *shard) publish(admit context.Context, payloads [][]byte, hook *appendHook, done func(uint64, error)) {
+// meta (nil for none) is the batch's headers and publisher (batchmeta.go).
+func (sh *shard) publish(admit context.Context, payloads [][]byte, meta *batchMeta, hook *appendHook, done func(uint64, error)) {
 	if len(payloads) == 0 {
 		done(0, fmt.Errorf("%w: empty batch", wire.ErrMissingField))
 		return
@@ -157,6 +158,9 @@ func (sh *shard) publish(admit context.Context, payloads [][]byte, hook *appendH
 	if err != nil {
 		done(0, err)
 		return
+	}
+	if meta != nil {
+		buf.Extra = meta
 	}
 	if err := sh.admit(admit, buf.Events); err != nil {
 		buf.Release()
@@ -170,7 +174,7 @@ func (sh *shard) publish(admit context.Context, payloads [][]byte, hook *appendH
 		return
 	}
 	if d != nil {
-		d.publish(sh, buf, payloads, hook, done)
+		d.publish(sh, buf, payloads, meta, hook, done)
 		return
 	}
 	sh.mu.Lock()

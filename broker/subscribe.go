@@ -89,7 +89,9 @@ func (ct *control) newSubscription(qcfg fanout.Config, source func(*subscription
 		id: c.b.nextSubID.Add(1), conn: c, queue: q,
 		offsets: wire.Supports(ct.peer, wire.FlagEventBatchOffsets),
 		gaps:    wire.Supports(ct.peer, wire.CapGapNotices),
-		ctx:     ctx, cancel: cancel, done: make(chan struct{}),
+		headers: wire.Supports(ct.peer, wire.CapHeaders), stamps: wire.Supports(ct.peer, wire.FlagEventTimestamps),
+		publishers: wire.Supports(ct.peer, wire.FlagEventPublisher),
+		ctx:        ctx, cancel: cancel, done: make(chan struct{}),
 	}
 	source(sub)
 	stop := atExpiry(ct.principal, func() { sub.expired.Store(true); sub.end() })

@@ -25,6 +25,9 @@ type subscription struct {
 	out     *quic.SendStream
 	offsets bool // the peer negotiated EVENT_BATCH_OFFSETS
 	gaps    bool // the peer negotiated gap notices
+	// What else the peer reads on its batches (annotate.go): event
+	// headers, append times, publishers.
+	headers, stamps, publishers bool
 
 	// Set by shard.attach under the shard lock, read only by run and the
 	// reply: where it starts, records to read from the log first (durable
@@ -203,6 +206,8 @@ type eventWriter struct {
 	// buffer before next was read from the log already.
 	catchUp bool
 	next    uint64
+	// hist gathers a replay's frames (annotate.go), reused.
+	hist historyFrame
 }
 
 const gatherMax = 16 << 10
@@ -235,17 +240,8 @@ func (w *eventWriter) writeTrimmed(buf *fanout.Buffer, from uint64) error {
 	if err := wire.DecodeEventBatch(wire.FlagBinaryEventBatchShared|wire.FlagEventBatchOffsets, b[wire.HeaderLen:], &w.decoded); err != nil {
 		return err
 	}
-	skip := from - buf.BaseOffset
-	payloads := w.decoded.Payloads[skip:]
-	frame, err := wire.AppendEventBatchFrame(nil, wire.EventBatch{
-		Shared: true, HasBaseOffset: w.s.offsets, BaseOffset: from, Payloads: payloads,
-	})
-	if err != nil {
-		return err
-	}
-	w.sent(len(payloads), payloadBytes(payloads))
-	w.wbuf = append(w.wbuf, frame...)
-	return nil
+	skip := int(from - buf.BaseOffset)
+	return w.appendAnnotated(buf, w.decoded.Payloads, skip)
 }
 
 func (w *eventWriter) writeLive() error {
@@ -322,6 +318,19 @@ func (w *eventWriter) catchUpToTail() error {
 // add appends buf's frame in the peer's layout, or writes it directly when
 // it is large.
 func (w *eventWriter) add(buf *fanout.Buffer) error {
+	if w.annotates(buf) {
+		b := buf.Bytes()
+		if err := wire.DecodeEventBatch(wire.FlagBinaryEventBatchShared|wire.FlagEventBatchOffsets, b[wire.HeaderLen:], &w.decoded); err != nil {
+			return err
+		}
+		if err := w.appendAnnotated(buf, w.decoded.Payloads, 0); err != nil {
+			return err
+		}
+		if len(w.wbuf) >= gatherMax {
+			return w.flush()
+		}
+		return nil
+	}
 	b := buf.Bytes()
 	body := b[wire.HeaderLen:]
 	flags := wire.FlagBinaryEventBatchShared | wire.FlagEventBatchOffsets

@@ -2,41 +2,20 @@ package client
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"sync"
 	"time"
 
 	"github.com/felixmq/felix/wire"
 )
 
 // Cache is a handle on one cache of the client's tenant. Its requests are
-// pipelined over one control stream: every call writes its request with a
-// fresh request_id and waits for the reply with that id, so calls from many
-// goroutines are in flight together and replies may come back out of
-// order. A Cache is safe for concurrent use.
+// pipelined over one control stream (reqStream), so calls from many
+// goroutines are in flight together. A Cache is safe for concurrent use.
 type Cache struct {
+	*reqStream
 	c         *Client
-	ct        *control
 	namespace string
 	name      string
-
-	wmu  sync.Mutex
-	wbuf []byte
-
-	mu struct {
-		sync.Mutex
-		nextID  uint64
-		pending map[uint64]chan cacheReply
-		err     error // terminal: the stream ended
-	}
-	done chan struct{}
-}
-
-type cacheReply struct {
-	m   wire.Message
-	err error
 }
 
 // CacheError is the broker's typed refusal of a cache request.
@@ -61,20 +40,16 @@ func (e *CacheError) Is(target error) bool {
 // OpenCache opens a handle on namespace/cache. The broker must support
 // the cache additions (CapCache).
 func (c *Client) OpenCache(ctx context.Context, namespace, cache string) (*Cache, error) {
-	ct, err := c.openControl(ctx)
+	rs, err := c.openReqStream(ctx, "cache", func(ct *control) error {
+		if !wire.Supports(ct.flags, wire.CapCache) {
+			return fmt.Errorf("%w: the broker does not support caches (no cache capability)", ErrProtocol)
+		}
+		return nil
+	}, correlateCache)
 	if err != nil {
 		return nil, err
 	}
-	if !wire.Supports(ct.flags, wire.CapCache) {
-		ct.str.CancelRead(0)
-		ct.str.CancelWrite(0)
-		return nil, fmt.Errorf("%w: the broker does not support caches (no cache capability)", ErrProtocol)
-	}
-	k := &Cache{c: c, ct: ct, namespace: namespace, name: cache, done: make(chan struct{})}
-	k.mu.pending = map[uint64]chan cacheReply{}
-	c.wg.Add(1)
-	go func() { defer c.wg.Done(); k.readReplies() }()
-	return k, nil
+	return &Cache{reqStream: rs, c: c, namespace: namespace, name: cache}, nil
 }
 
 // Put stores value under key; ttl 0 means no expiry. It returns once the
@@ -101,9 +76,92 @@ func (k *Cache) Get(ctx context.Context, key string) ([]byte, bool, error) {
 	}
 	v, ok := r.(*wire.CacheValue)
 	if !ok {
-		return nil, false, unexpected(r)
+		return nil, false, unexpected(r, "cache")
 	}
 	return v.Value, v.Found, nil
+}
+
+// GetVersion is Get with the value's version, for PutIf and DeleteIf to
+// compare against. The broker must serve conditional writes
+// (wire.FeatureCacheConditional).
+func (k *Cache) GetVersion(ctx context.Context, key string) (value []byte, version uint64, found bool, err error) {
+	if err := k.needConditional(); err != nil {
+		return nil, 0, false, err
+	}
+	r, err := k.do(ctx, func(id *uint64) wire.Message {
+		return &wire.CacheGet{TenantID: k.c.cfg.Tenant, Namespace: k.namespace, Cache: k.name, Key: key, RequestID: id}
+	})
+	if err != nil {
+		return nil, 0, false, err
+	}
+	v, ok := r.(*wire.CacheValue)
+	if !ok || (v.Found && v.Version == nil) {
+		return nil, 0, false, unexpected(r, "cache")
+	}
+	if v.Found {
+		version = *v.Version
+	}
+	return v.Value, version, v.Found, nil
+}
+
+// Condition is what PutIf requires of the key: absent (no live entry),
+// or a live entry of a version.
+type Condition = wire.Condition
+
+// IfAbsent is the condition of a create-only put.
+var IfAbsent = Condition{Kind: wire.ConditionAbsent}
+
+// IfVersion is the condition of an update of exactly version v.
+func IfVersion(v uint64) Condition { return Condition{Kind: wire.ConditionVersion, Version: v} }
+
+// PutIf stores value under key only if cond holds, checked and written as
+// one step on the broker (of two writers expecting the same version,
+// exactly one applies). It returns whether it applied and the version that
+// answers: the one it wrote, else the key's current one (found false when
+// the key has no live entry). A refusal is an answer, not an error.
+func (k *Cache) PutIf(ctx context.Context, key string, value []byte, ttl time.Duration, cond Condition) (applied bool, version uint64, found bool, err error) {
+	if err := k.needConditional(); err != nil {
+		return false, 0, false, err
+	}
+	m := &wire.CachePutIf{TenantID: k.c.cfg.Tenant, Namespace: k.namespace, Cache: k.name, Key: key, Value: value, Condition: cond}
+	if ttl > 0 {
+		ms := uint64(max(ttl.Milliseconds(), 1))
+		m.TTLMs = &ms
+	}
+	return k.conditional(ctx, func(id uint64) wire.Message { m.RequestID = id; return m })
+}
+
+// DeleteIf removes key only if its live entry has version (a lease holder
+// releasing its own lease, not one someone has since taken).
+func (k *Cache) DeleteIf(ctx context.Context, key string, version uint64) (applied bool, current uint64, found bool, err error) {
+	if err := k.needConditional(); err != nil {
+		return false, 0, false, err
+	}
+	return k.conditional(ctx, func(id uint64) wire.Message {
+		return &wire.CacheDeleteIf{TenantID: k.c.cfg.Tenant, Namespace: k.namespace, Cache: k.name, Key: key, Version: version, RequestID: id}
+	})
+}
+
+func (k *Cache) conditional(ctx context.Context, build func(id uint64) wire.Message) (bool, uint64, bool, error) {
+	r, err := k.reqStream.do(ctx, build)
+	if err != nil {
+		return false, 0, false, err
+	}
+	res, ok := r.(*wire.CacheConditionResult)
+	if !ok {
+		return false, 0, false, unexpected(r, "cache")
+	}
+	if res.Version == nil {
+		return res.Applied, 0, false, nil
+	}
+	return res.Applied, *res.Version, true, nil
+}
+
+func (k *Cache) needConditional() error {
+	if !k.ct.features.Has(wire.FeatureCacheConditional) {
+		return fmt.Errorf("%w: the broker does not serve conditional cache writes", ErrNotNegotiated)
+	}
+	return nil
 }
 
 // Delete removes key and reports whether a live value was there.
@@ -116,7 +174,7 @@ func (k *Cache) Delete(ctx context.Context, key string) (bool, error) {
 	}
 	d, ok := r.(*wire.CacheDeleted)
 	if !ok {
-		return false, unexpected(r)
+		return false, unexpected(r, "cache")
 	}
 	return d.Existed, nil
 }
@@ -144,131 +202,36 @@ func counterValue(r wire.Message, err error) (int64, error) {
 	}
 	v, ok := r.(*wire.CounterValue)
 	if !ok {
-		return 0, unexpected(r)
+		return 0, unexpected(r, "cache")
 	}
 	return v.Value, nil
-}
-
-func unexpected(m wire.Message) error {
-	return fmt.Errorf("%w: %s in reply to a cache request", ErrProtocol, m.Type())
 }
 
 // do sends the request build makes with a fresh request id and waits for
 // its reply (a *CacheError when refused).
 func (k *Cache) do(ctx context.Context, build func(id *uint64) wire.Message) (wire.Message, error) {
-	ch := make(chan cacheReply, 1)
-	k.mu.Lock()
-	if err := k.mu.err; err != nil {
-		k.mu.Unlock()
-		return nil, err
-	}
-	k.mu.nextID++
-	id := k.mu.nextID
-	k.mu.pending[id] = ch
-	k.mu.Unlock()
-
-	k.wmu.Lock()
-	k.wbuf = wire.AppendJSONFrame(k.wbuf[:0], build(&id))
-	_, err := k.ct.str.Write(k.wbuf)
-	k.wmu.Unlock()
-	if err != nil {
-		k.forget(id)
-		return nil, k.ct.sess.wrap(fmt.Errorf("client: cache request: %w", err))
-	}
-	select {
-	case r := <-ch:
-		return r.m, r.err
-	case <-ctx.Done():
-		k.forget(id)
-		return nil, ctx.Err()
-	}
+	return k.reqStream.do(ctx, func(id uint64) wire.Message { return build(&id) })
 }
 
-func (k *Cache) forget(id uint64) {
-	k.mu.Lock()
-	delete(k.mu.pending, id)
-	k.mu.Unlock()
-}
-
-// readReplies hands each reply to the request with its id until the stream
-// ends, then fails whatever is pending.
-func (k *Cache) readReplies() {
-	defer close(k.done)
-	for {
-		h, payload, err := k.ct.fr.Next()
-		if err == nil && h.Flags != 0 {
-			err = fmt.Errorf("%w: binary frame %s on a cache stream", ErrProtocol, h.Flags)
-		}
-		var m wire.Message
-		if err == nil {
-			m, err = wire.DecodeJSON(payload)
-		}
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				err = ErrClosed
-			}
-			k.failAll(k.ct.sess.wrap(err))
-			return
-		}
-		k.dispatch(m)
-	}
-}
-
-func (k *Cache) dispatch(m wire.Message) {
-	var id *uint64
-	r := cacheReply{m: m}
+// correlateCache is the request a cache reply answers.
+func correlateCache(m wire.Message) (*uint64, error) {
 	switch m := m.(type) {
 	case *wire.CacheOK:
-		id = &m.RequestID
+		return &m.RequestID, nil
 	case *wire.CacheValue:
-		id = m.RequestID
+		return m.RequestID, nil
 	case *wire.CacheDeleted:
-		id = m.RequestID
+		return m.RequestID, nil
 	case *wire.CounterValue:
-		id = m.RequestID
+		return m.RequestID, nil
+	case *wire.CacheConditionResult:
+		return &m.RequestID, nil
 	case *wire.CacheError:
-		id, r = m.RequestID, cacheReply{err: &CacheError{Code: m.Code, Message: m.Message}}
-	case *wire.ErrorMessage:
-		// Uncorrelated: a frame the broker could not decode. Nothing to
-		// complete; say so.
-		k.c.cfg.Logger.Warn("broker error on cache stream", "message", m.Message)
+		return m.RequestID, &CacheError{Code: m.Code, Message: m.Message}
 	}
-	if id == nil {
-		return
-	}
-	k.mu.Lock()
-	ch := k.mu.pending[*id]
-	delete(k.mu.pending, *id)
-	k.mu.Unlock()
-	if ch != nil {
-		ch <- r
-	}
-}
-
-func (k *Cache) failAll(err error) {
-	k.mu.Lock()
-	if k.mu.err == nil {
-		k.mu.err = err
-	}
-	pending := k.mu.pending
-	k.mu.pending = map[uint64]chan cacheReply{}
-	k.mu.Unlock()
-	for _, ch := range pending {
-		ch <- cacheReply{err: err}
-	}
+	return nil, nil
 }
 
 // Close finishes the stream once the replies to every request in flight
 // arrived (or ctx ended) and waits for the reader.
-func (k *Cache) Close(ctx context.Context) error {
-	k.wmu.Lock()
-	k.ct.str.Close()
-	k.wmu.Unlock()
-	select {
-	case <-k.done:
-	case <-ctx.Done():
-		k.ct.str.CancelRead(0)
-		<-k.done
-	}
-	return nil
-}
+func (k *Cache) Close(ctx context.Context) error { return k.close(ctx) }

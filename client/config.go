@@ -13,6 +13,10 @@ import (
 // ALPN is Felix's TLS application protocol (the broker's is the same).
 const ALPN = "felix"
 
+// DefaultFlags are the frame flags and capabilities a client offers by
+// default (Config.Flags).
+const DefaultFlags = wire.KnownCapabilities &^ (wire.FlagEventTimestamps | wire.FlagEventPublisher)
+
 // Config configures a Client. Zero values mean the documented defaults.
 type Config struct {
 	// Tenant and Token go into the auth frame of every stream.
@@ -27,7 +31,10 @@ type Config struct {
 	// fingerprint check, ...). NextProtos is set to ALPN.
 	TLS *tls.Config
 	// Flags are the frame flags and capabilities this client offers; 0
-	// means all it knows.
+	// means DefaultFlags: all it knows but the per-event append times and
+	// publishers (wire.FlagEventTimestamps, wire.FlagEventPublisher), for
+	// which the broker copies every batch it sends. Add them to read
+	// Event.Time and Event.Publisher.
 	Flags wire.Flags
 	// Features are the published feature bits this client offers
 	// (idempotent producers, typed errors, sequence_reused,
@@ -70,7 +77,7 @@ type Config struct {
 
 func (c Config) withDefaults() Config {
 	if c.Flags == 0 {
-		c.Flags = wire.KnownCapabilities
+		c.Flags = DefaultFlags
 	}
 	if c.Features == 0 {
 		c.Features = wire.KnownFeatures

@@ -65,7 +65,8 @@ func TestCursorErrorSaysWhy(t *testing.T) {
 // or with a negative stats interval, is refused with ErrInvalidConfig.
 func TestConfigDefaultsAndValidation(t *testing.T) {
 	c := Config{}.withDefaults()
-	require.Equal(t, wire.KnownCapabilities, c.Flags)
+	require.Equal(t, DefaultFlags, c.Flags)
+	require.False(t, wire.Supports(c.Flags, wire.FlagEventTimestamps), "per-event times only on request")
 	require.Equal(t, uint32(wire.DefaultMaxFrameBytes), c.MaxFrameBytes)
 	require.Equal(t, uint64(16<<20), c.StreamReceiveWindow)
 	require.Equal(t, uint64(64<<20), c.ConnectionReceiveWindow)
@@ -99,7 +100,7 @@ func TestConfigToken(t *testing.T) {
 
 // A reply of the wrong kind names what came and what it answered.
 func TestUnexpectedReplyIsAProtocolError(t *testing.T) {
-	err := unexpected(&wire.RosterOK{})
+	err := unexpected(&wire.RosterOK{}, "cache")
 	require.ErrorIs(t, err, ErrProtocol)
 	require.ErrorContains(t, err, "roster_ok in reply to a cache request")
 }

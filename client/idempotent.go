@@ -214,6 +214,12 @@ func (p *IdempotentPublisher) Publish(ctx context.Context, payloads [][]byte) (A
 // returns. Done is closed when the batch is written (Result says where) or
 // the publisher stopped.
 func (p *IdempotentPublisher) PublishAsync(ctx context.Context, key []byte, payloads [][]byte) *PendingAck {
+	return p.publishHeaded(ctx, key, payloads, nil)
+}
+
+// publishHeaded is PublishAsync with one header block per payload (nil:
+// none).
+func (p *IdempotentPublisher) publishHeaded(ctx context.Context, key []byte, payloads, headers [][]byte) *PendingAck {
 	pa := &PendingAck{done: make(chan struct{}), sent: time.Now()}
 	select {
 	case p.room <- struct{}{}:
@@ -221,7 +227,7 @@ func (p *IdempotentPublisher) PublishAsync(ctx context.Context, key []byte, payl
 		pa.finish(ctx.Err())
 		return pa
 	}
-	b, err := p.batch(key, payloads, pa)
+	b, err := p.batch(key, payloads, headers, pa)
 	p.mu.Lock()
 	if err == nil {
 		err = p.mu.err
@@ -254,7 +260,7 @@ func (p *IdempotentPublisher) PublishAsync(ctx context.Context, key []byte, payl
 
 // batch builds a batch: its shard, and its binary frame (the publisher's
 // copy of the payloads), in a buffer of an answered batch when one fits.
-func (p *IdempotentPublisher) batch(key []byte, payloads [][]byte, pa *PendingAck) (*idemBatch, error) {
+func (p *IdempotentPublisher) batch(key []byte, payloads, headers [][]byte, pa *PendingAck) (*idemBatch, error) {
 	b := &idemBatch{shard: p.opts.Shard, pa: pa}
 	if key != nil {
 		if p.shards == 0 {
@@ -263,7 +269,7 @@ func (p *IdempotentPublisher) batch(key []byte, payloads [][]byte, pa *PendingAc
 		b.shard, b.key = wire.RouteKey(key, p.shards, p.routing), key
 	}
 	ap := p.frameOf(b, 0)
-	ap.Payloads = payloads
+	ap.Payloads, ap.Headers = payloads, headers
 	p.mu.Lock()
 	var buf []byte
 	if n := len(p.mu.spare); n > 0 {

@@ -155,6 +155,13 @@ func (p *Publisher) publishShardLearning(shard uint32, payloads [][]byte, hook f
 // publishAsync sends an acked batch; shard < 0 lets the broker pick, by
 // key when there is one.
 func (p *Publisher) publishAsync(shard int64, key []byte, payloads [][]byte, hook func(*PendingAck)) *PendingAck {
+	return p.publishHeaded(shard, key, payloads, nil, hook)
+}
+
+// publishHeaded is publishAsync with one header block per payload (nil:
+// none; the caller checked the broker takes them, which binary publishes
+// alone carry).
+func (p *Publisher) publishHeaded(shard int64, key []byte, payloads, headers [][]byte, hook func(*PendingAck)) *PendingAck {
 	// sent is set before pa is in pending: once there, the reader may
 	// complete or fail it (failAll on a broken stream) at any moment.
 	pa := &PendingAck{done: make(chan struct{}), hook: hook, sent: time.Now()}
@@ -172,7 +179,9 @@ func (p *Publisher) publishAsync(shard int64, key []byte, payloads [][]byte, hoo
 
 	err := p.write(func(b []byte) ([]byte, error) {
 		if p.binary && (key == nil || p.keyed) {
-			return wire.AppendAckedPublish(b, &wire.AckedPublish{RequestID: id, Mode: wire.AckPerBatch, PublishBatch: p.batch(shard, key, payloads)})
+			pb := p.batch(shard, key, payloads)
+			pb.Headers = headers
+			return wire.AppendAckedPublish(b, &wire.AckedPublish{RequestID: id, Mode: wire.AckPerBatch, PublishBatch: pb})
 		}
 		ack := wire.AckPerBatch
 		return wire.AppendJSONFrame(b, &wire.PublishBatchMessage{
@@ -229,9 +238,14 @@ func (p *Publisher) SendShard(shard uint32, payloads [][]byte) error {
 }
 
 func (p *Publisher) send(shard int64, key []byte, payloads [][]byte) error {
+	return p.sendHeaded(shard, key, payloads, nil)
+}
+
+func (p *Publisher) sendHeaded(shard int64, key []byte, payloads, headers [][]byte) error {
 	return p.write(func(b []byte) ([]byte, error) {
 		if p.binary && (key == nil || p.keyed) {
 			pb := p.batch(shard, key, payloads)
+			pb.Headers = headers
 			return wire.AppendPublish(b, &pb)
 		}
 		none := wire.AckNone

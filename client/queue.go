@@ -23,6 +23,11 @@ type QueueOptions struct {
 	// before the group redelivers it to any member; the broker's default
 	// is 30 s.
 	VisibilityTimeout time.Duration
+	// MaxAttempts sets the group's bound on deliveries of a record, after
+	// which it becomes a dead letter (kept with the group's state; 0
+	// leaves it as it is). A broker that does not keep one
+	// (wire.CapGroupMaxAttempts) ignores it.
+	MaxAttempts uint32
 }
 
 // QueueMessage is one delivery.
@@ -35,6 +40,8 @@ type QueueMessage struct {
 	Payload []byte
 	// Redeliveries counts earlier deliveries of this record to the group.
 	Redeliveries uint64
+	// Headers are the record's event headers.
+	Headers []wire.EventHeader
 }
 
 // Ref names the record for Ack, AckAsync and Nack.
@@ -85,6 +92,9 @@ func (c *Client) Consume(ctx context.Context, namespace, stream, group string, o
 		ms := uint64(max(opts.VisibilityTimeout.Milliseconds(), 1))
 		req.VisibilityTimeoutMs = &ms
 	}
+	if opts.MaxAttempts != 0 {
+		req.MaxAttempts = &opts.MaxAttempts
+	}
 	js, ct, err := c.openJSONStream(ctx, req)
 	if err != nil {
 		return nil, err
@@ -106,7 +116,7 @@ func (q *QueueConsumer) Next(ctx context.Context) (QueueMessage, error) {
 	if !ok {
 		return QueueMessage{}, fmt.Errorf("%w: %s on a queue stream", ErrProtocol, m.Type())
 	}
-	return QueueMessage{Shard: msg.Shard, Offset: msg.Offset, Payload: msg.Payload, Redeliveries: msg.Redeliveries}, nil
+	return QueueMessage{Shard: msg.Shard, Offset: msg.Offset, Payload: msg.Payload, Redeliveries: msg.Redeliveries, Headers: msg.Headers}, nil
 }
 
 // Ack acknowledges records and waits until the broker has made the group's

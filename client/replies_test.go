@@ -134,11 +134,11 @@ func TestCacheRepliesCompleteByRequestID(t *testing.T) {
 		jsonFrame(&wire.CacheDeleted{RequestID: id(4), Existed: true}),
 		jsonFrame(&wire.ErrorMessage{Message: "uncorrelated"}),
 	)
-	k := &Cache{c: c, ct: ct, done: make(chan struct{})}
-	k.mu.pending = map[uint64]chan cacheReply{}
-	chs := map[uint64]chan cacheReply{}
+	k := &Cache{c: c, reqStream: &reqStream{c: c, ct: ct, what: "cache", correlate: correlateCache, done: make(chan struct{})}}
+	k.mu.pending = map[uint64]chan reqReply{}
+	chs := map[uint64]chan reqReply{}
 	for _, i := range []uint64{1, 2, 3, 4, 5} {
-		chs[i] = make(chan cacheReply, 1)
+		chs[i] = make(chan reqReply, 1)
 		k.mu.pending[i] = chs[i]
 	}
 	k.readReplies()
@@ -215,9 +215,10 @@ func TestPublisherAfterItsStreamEnded(t *testing.T) {
 // A cache handle whose stream ended refuses new requests before writing
 // them, and a reply to a request that gave up waiting is dropped.
 func TestCacheAfterItsStreamEnded(t *testing.T) {
-	k := &Cache{c: &Client{cfg: Config{Tenant: "t"}.withDefaults()}}
-	k.mu.pending = map[uint64]chan cacheReply{}
-	ch := make(chan cacheReply, 1)
+	c := &Client{cfg: Config{Tenant: "t"}.withDefaults()}
+	k := &Cache{c: c, reqStream: &reqStream{c: c, what: "cache", correlate: correlateCache}}
+	k.mu.pending = map[uint64]chan reqReply{}
+	ch := make(chan reqReply, 1)
 	k.mu.pending[1] = ch
 	k.forget(1)
 	id := uint64(1)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/quic-go/quic-go"
 
@@ -17,6 +18,7 @@ import (
 type From struct {
 	kind   wire.StartKind
 	offset uint64
+	at     time.Time // At: resolved to an offset when the subscription opens
 	set    bool
 }
 
@@ -45,6 +47,16 @@ type Event struct {
 	HasOffset bool
 	// Payload belongs to the caller.
 	Payload []byte
+	// Headers are the event's headers (the broker sends them to clients
+	// that offer wire.CapHeaders, which this client does by default).
+	Headers []wire.EventHeader
+	// Time is when the event's record was appended (the broker's clock),
+	// on durable streams, for a client that offered
+	// wire.FlagEventTimestamps (Config.Flags); zero otherwise.
+	Time time.Time
+	// Publisher is the principal that published the event, for a client
+	// that offered wire.FlagEventPublisher, when the broker knows it.
+	Publisher string
 	// Dropped, when non-zero, makes this a gap report instead of an event:
 	// the broker's queue for this subscription dropped that many events
 	// (its policy drop_new or drop_old) since the previous report.
@@ -109,6 +121,11 @@ func (c *Client) Subscribe(ctx context.Context, namespace, stream string, opts S
 
 // subscribe is one subscribe request, on the current session.
 func (c *Client) subscribe(ctx context.Context, namespace, stream string, opts SubscribeOptions, dropped *atomic.Uint64) (*subscriptionFeed, *wire.Subscribed, error) {
+	from, err := opts.From.resolve(ctx, c, namespace, stream, opts.Shard)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts.From = from
 	ct, err := c.openControl(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -244,10 +261,22 @@ func (f *subscriptionFeed) decode(h wire.Header, payload []byte, batch *wire.Eve
 	owned := make([]byte, total)
 	evs := make([]Event, len(batch.Payloads))
 	pos := 0
+	publisher := string(batch.Publisher)
 	for i, p := range batch.Payloads {
 		n := copy(owned[pos:], p)
-		evs[i] = Event{Offset: batch.BaseOffset + uint64(i), HasOffset: batch.HasBaseOffset, Payload: owned[pos : pos+n : pos+n]}
+		evs[i] = Event{Offset: batch.BaseOffset + uint64(i), HasOffset: batch.HasBaseOffset, Payload: owned[pos : pos+n : pos+n],
+			Publisher: publisher}
 		pos += n
+		if batch.Timestamps != nil {
+			evs[i].Time = time.UnixMicro(int64(batch.Timestamps[i]))
+		}
+		if batch.Headers != nil {
+			hs, err := wire.ParseHeaders(batch.Headers[i])
+			if err != nil {
+				return nil, err
+			}
+			evs[i].Headers = hs
+		}
 	}
 	return evs, nil
 }

@@ -25,6 +25,14 @@ type Buffer struct {
 	Events int
 	// BaseOffset is the offset of the first event in B.
 	BaseOffset uint64
+	// Stamp is a time the owner gives every event of B (the append time of
+	// a durable stream's batch, Unix microseconds); 0 is none.
+	Stamp int64
+	// Extra is what the owner keeps with B besides its bytes (for the
+	// broker: event headers and the publisher), nil for nothing. Like the
+	// other fields it is set before the buffer is shared and read-only
+	// after.
+	Extra any
 
 	refs     atomic.Int32
 	held     atomic.Int32 // queues of a Budget holding it

@@ -143,6 +143,7 @@ func (p *Pool) put(b *Buffer) {
 	b.B = b.B[:0]
 	b.Events = 0
 	b.BaseOffset = 0
+	b.Stamp, b.Extra = 0, nil
 	p.classes[c].Put(b)
 }
 

@@ -86,7 +86,7 @@ func (w *batchWalk) segment(s *segment) error {
 				Detail: fmt.Sprintf("offset %d, want %d", h.offset, off)}
 		}
 		switch {
-		case h.kind == kindOpens:
+		case h.kind&kindOpens != 0:
 			w.flush()
 			if h.offset >= w.from {
 				m := h.mark(s.data[pos:])
@@ -94,7 +94,7 @@ func (w *batchWalk) segment(s *segment) error {
 					Len: m.Len, Held: 1, TimestampMicros: h.ts}
 				w.has = true
 			}
-		case h.kind == kindContinues && w.has && w.cur.Held < w.cur.Len:
+		case h.kind&kindContinues != 0 && w.has && w.cur.Held < w.cur.Len:
 			w.cur.Held++
 		default:
 			w.flush()

@@ -3,7 +3,9 @@
 // the published Rust Felix 0.6 writes, byte for byte. Format v3 adds the
 // idempotent producer's marks to v2's records (AppendMarked, Batches); v2
 // segments are still read, and a v2 active segment takes unmarked appends
-// until the first marked batch rolls it.
+// until the first marked batch rolls it. A record may also carry its
+// publisher (the published v6) and event headers (version 0x8006, ours):
+// AppendBatch rolls the active segment up to the version its batch needs.
 //
 // # What it owns, what it must not do
 //

@@ -58,6 +58,7 @@ const (
 	KindOffsetOutOfOrder      CorruptionKind = "record offset out of order"
 	KindRecordTooLarge        CorruptionKind = "record length over limit"
 	KindRecordFlags           CorruptionKind = "record kind bits the segment version does not define"
+	KindRecordTrailer         CorruptionKind = "record publisher or headers length past its body"
 	KindTrailingData          CorruptionKind = "data after the last record of a sealed segment"
 	KindOffsetGap             CorruptionKind = "offsets not contiguous across segments"
 )

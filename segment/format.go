@@ -16,9 +16,20 @@ const (
 	// FormatVersionV2 segments are read, and a v2 active segment is
 	// appended to with unmarked records (byte-identical in v2 and v3); the
 	// log rolls it before the first marked record.
-	FormatVersionV2    uint16 = 2
-	SegmentHeaderBytes        = 32
-	RecordHeaderBytes         = 28
+	FormatVersionV2 uint16 = 2
+	// FormatVersionPublisher is the published format v6: records may end
+	// with the principal that published them (kind bit 27). A segment is
+	// written at it only to hold such a record.
+	FormatVersionPublisher uint16 = 6
+	// FormatVersionHeaders (Felix-Go, 0x8006) is v6 plus records whose
+	// body ends with event headers (kind bit 26, which shortens the
+	// length field to 26 bits). The high bit marks a version of our own:
+	// the published Felix refuses every version it does not know, so it
+	// never misreads one. A segment is written at it only to hold such a
+	// record.
+	FormatVersionHeaders uint16 = 0x8006
+	SegmentHeaderBytes          = 32
+	RecordHeaderBytes           = 28
 	// TagBytes is the producer tag after the header of a record that opens
 	// a marked batch: producer_id u64, sequence u64, len u32.
 	TagBytes         = 20
@@ -28,16 +39,47 @@ const (
 	MaxPayloadBytes = 64 << 20
 )
 
-// The top bits of a v3 record's payload_len are its kind; the low 27 are
-// the length.
+// The top bits of a v3+ record's payload_len are its kind; the low 27 (26
+// in a FormatVersionHeaders segment) are the length of its body.
 const (
 	lengthMask    uint32 = 1<<27 - 1
 	kindOpens     uint32 = 1 << 31 // opens a marked batch; the tag follows the header
 	kindContinues uint32 = 1 << 30 // continues the batch of the previous record
-	// kindLater are the published format's v4-v6 kinds (generation start,
-	// commit, publisher), which a v3 segment cannot hold.
-	kindLater uint32 = 1<<29 | 1<<28 | 1<<27
+	// kindPublisher (v6): the body ends with publisher ‖ u8 len.
+	kindPublisher uint32 = 1 << 27
+	// kindHeaders (FormatVersionHeaders): the body ends with the event
+	// headers ‖ u16 len, before the publisher if any.
+	kindHeaders uint32 = 1 << 26
+	// MaxPublisherBytes bounds a record's publisher (a u8 length).
+	MaxPublisherBytes = 255
+	// MaxHeadersBytes bounds a record's headers block (a u16 length).
+	MaxHeadersBytes = 1<<16 - 1
 )
+
+// knownVersion reports whether this package reads segments of version v.
+func knownVersion(v uint16) bool {
+	return v == FormatVersionV2 || v == FormatVersion || v == FormatVersionPublisher || v == FormatVersionHeaders
+}
+
+// kindsOf are the kind bits a segment of version may hold, and the mask of
+// the body length.
+func kindsOf(version uint16) (kinds, length uint32) {
+	switch version {
+	case FormatVersionV2:
+		return 0, 1<<32 - 1
+	case FormatVersion:
+		return kindOpens | kindContinues, lengthMask
+	case FormatVersionPublisher:
+		return kindOpens | kindContinues | kindPublisher, lengthMask
+	}
+	return kindOpens | kindContinues | kindPublisher | kindHeaders, lengthMask >> 1
+}
+
+// maxBody is the largest record body a segment of version holds.
+func maxBody(version uint16) int64 {
+	_, length := kindsOf(version)
+	return min(int64(length), MaxPayloadBytes)
+}
 
 var be = binary.BigEndian
 
@@ -80,8 +122,9 @@ func parseSegmentHeader(b []byte) (SegmentHeader, CorruptionKind, string) {
 		return SegmentHeader{}, KindSegmentMagic, fmt.Sprintf("magic %#08x, want %#08x", m, SegmentMagic)
 	}
 	v := be.Uint16(b[4:])
-	if v != FormatVersion && v != FormatVersionV2 {
-		return SegmentHeader{}, KindSegmentVersion, fmt.Sprintf("version %d, want %d or %d", v, FormatVersionV2, FormatVersion)
+	if !knownVersion(v) {
+		return SegmentHeader{}, KindSegmentVersion, fmt.Sprintf("version %d, want %d, %d, %d or %#04x", v,
+			FormatVersionV2, FormatVersion, FormatVersionPublisher, FormatVersionHeaders)
 	}
 	if f := be.Uint16(b[6:]); f != 0 {
 		return SegmentHeader{}, KindSegmentFlags, fmt.Sprintf("flags %#04x", f)
@@ -92,14 +135,102 @@ func parseSegmentHeader(b []byte) (SegmentHeader, CorruptionKind, string) {
 	return SegmentHeader{Version: v, BaseOffset: be.Uint64(b[8:]), CreatedAtMicros: int64(be.Uint64(b[16:]))}, "", ""
 }
 
-// Record is one decoded record. Payload aliases the buffer it was decoded
-// from; see the lifetime rules of the API that returned it.
+// Record is one decoded record. Payload, Publisher and Headers alias the
+// buffer it was decoded from; see the lifetime rules of the API that
+// returned it.
 type Record struct {
 	Offset          uint64
 	TimestampMicros int64
 	Payload         []byte
 	// Mark is the record's idempotent producer mark (format v3).
 	Mark Mark
+	// Publisher is the principal that published the record (v6), nil
+	// when none was stored.
+	Publisher []byte
+	// Headers is the record's event header block (FormatVersionHeaders),
+	// nil when it has none. The log keeps it as opaque bytes; the broker
+	// gives it its layout.
+	Headers []byte
+}
+
+// body is what follows a record's header and tag: the payload, then the
+// headers block and its u16 length when there are headers, then the
+// publisher and its u8 length when there is one.
+type body struct {
+	payload, headers, publisher []byte
+}
+
+func (b body) len() int {
+	n := len(b.payload)
+	if b.headers != nil {
+		n += len(b.headers) + 2
+	}
+	if b.publisher != nil {
+		n += len(b.publisher) + 1
+	}
+	return n
+}
+
+func (b body) kindBits() uint32 {
+	var k uint32
+	if b.headers != nil {
+		k |= kindHeaders
+	}
+	if b.publisher != nil {
+		k |= kindPublisher
+	}
+	return k
+}
+
+// put writes the body into dst, which has room for it.
+func (b body) put(dst []byte) {
+	n := copy(dst, b.payload)
+	if b.headers != nil {
+		n += copy(dst[n:], b.headers)
+		be.PutUint16(dst[n:], uint16(len(b.headers)))
+		n += 2
+	}
+	if b.publisher != nil {
+		n += copy(dst[n:], b.publisher)
+		dst[n] = byte(len(b.publisher))
+	}
+}
+
+func (b body) crc(c uint32) uint32 {
+	c = crc32.Update(c, crc32.IEEETable, b.payload)
+	if b.headers != nil {
+		c = crc32.Update(c, crc32.IEEETable, b.headers)
+		c = crc32.Update(c, crc32.IEEETable, []byte{byte(len(b.headers) >> 8), byte(len(b.headers))})
+	}
+	if b.publisher != nil {
+		c = crc32.Update(c, crc32.IEEETable, b.publisher)
+		c = crc32.Update(c, crc32.IEEETable, []byte{byte(len(b.publisher))})
+	}
+	return c
+}
+
+// split takes the trailers of kind off a record's body; false when a
+// length byte claims more than the body holds.
+func split(raw []byte, kind uint32) (body, bool) {
+	var b body
+	if kind&kindPublisher != 0 {
+		if len(raw) < 1 || int(raw[len(raw)-1]) > len(raw)-1 {
+			return b, false
+		}
+		m := int(raw[len(raw)-1])
+		b.publisher = raw[len(raw)-1-m : len(raw)-1 : len(raw)-1]
+		raw = raw[:len(raw)-1-m]
+	}
+	if kind&kindHeaders != 0 {
+		if len(raw) < 2 || int(be.Uint16(raw[len(raw)-2:])) > len(raw)-2 {
+			return b, false
+		}
+		n := int(be.Uint16(raw[len(raw)-2:]))
+		b.headers = raw[len(raw)-2-n : len(raw)-2 : len(raw)-2]
+		raw = raw[:len(raw)-2-n]
+	}
+	b.payload = raw[:len(raw):len(raw)]
+	return b, true
 }
 
 // MarkKind says how a record belongs to an idempotent producer's batch.
@@ -138,11 +269,30 @@ func AppendRecord(b []byte, offset uint64, ts int64, payload []byte) []byte {
 
 // AppendMarkedRecord appends the encoding of one record with mark m.
 func AppendMarkedRecord(b []byte, offset uint64, ts int64, m Mark, payload []byte) []byte {
+	return appendRecord(b, offset, ts, m, body{payload: payload})
+}
+
+// AppendFullRecord appends the encoding of r, with its publisher (nil:
+// none) and headers (nil: none), at r.Offset, r.TimestampMicros, r.Mark.
+func AppendFullRecord(b []byte, r Record) []byte {
+	return appendRecord(b, r.Offset, r.TimestampMicros, r.Mark, body{payload: r.Payload, headers: r.Headers, publisher: r.Publisher})
+}
+
+func appendRecord(b []byte, offset uint64, ts int64, m Mark, bd body) []byte {
 	n := len(b)
-	b = append(b, make([]byte, RecordHeaderBytes+m.tagLen())...)
-	b = append(b, payload...)
-	putRecordHeader(b[n:], offset, ts, m, payload)
+	b = append(b, make([]byte, RecordHeaderBytes+m.tagLen()+bd.len())...)
+	putRecord(b[n:], offset, ts, m, bd)
 	return b
+}
+
+// putRecord writes a whole record into b, which has room for it: the
+// header first, then the body. In a mapping that order is what recovery
+// relies on: a writer killed mid-copy leaves a header whose body runs past
+// the written bytes (a torn tail), never a whole body under a header still
+// being written.
+func putRecord(b []byte, offset uint64, ts int64, m Mark, bd body) {
+	putRecordHeader(b, offset, ts, m, bd)
+	bd.put(b[RecordHeaderBytes+m.tagLen():])
 }
 
 func (m Mark) tagLen() int {
@@ -162,12 +312,12 @@ func (m Mark) kindBits() uint32 {
 	return 0
 }
 
-// putRecordHeader writes the 28-byte header for payload, and the tag of a
-// record that opens a batch, into b. The payload itself is checksummed from
-// the caller's slice, which is warm in cache, not from b.
-func putRecordHeader(b []byte, offset uint64, ts int64, m Mark, payload []byte) {
+// putRecordHeader writes the 28-byte header for bd, and the tag of a
+// record that opens a batch, into b. The body itself is checksummed from
+// the caller's slices, which are warm in cache, not from b.
+func putRecordHeader(b []byte, offset uint64, ts int64, m Mark, bd body) {
 	_ = b[RecordHeaderBytes-1]
-	be.PutUint32(b[0:], uint32(len(payload))|m.kindBits())
+	be.PutUint32(b[0:], uint32(bd.len())|m.kindBits()|bd.kindBits())
 	be.PutUint64(b[4:], offset)
 	be.PutUint64(b[12:], uint64(ts))
 	be.PutUint32(b[20:], crc32.ChecksumIEEE(b[0:20]))
@@ -179,13 +329,13 @@ func putRecordHeader(b []byte, offset uint64, ts int64, m Mark, payload []byte) 
 		be.PutUint32(tag[16:], m.Len)
 		c = crc32.Update(c, crc32.IEEETable, tag)
 	}
-	be.PutUint32(b[24:], crc32.Update(c, crc32.IEEETable, payload))
+	be.PutUint32(b[24:], bd.crc(c))
 }
 
 // recordHeader is a record header whose own CRC has been checked.
 type recordHeader struct {
-	length   uint32 // of the payload
-	kind     uint32 // kindOpens, kindContinues or 0
+	length   uint32 // of the body
+	kind     uint32 // the kind bits
 	offset   uint64
 	ts       int64
 	checksum uint32
@@ -194,7 +344,7 @@ type recordHeader struct {
 // size is the bytes the whole record takes: header, tag, payload.
 func (h recordHeader) size() int64 {
 	n := int64(RecordHeaderBytes) + int64(h.length)
-	if h.kind == kindOpens {
+	if h.kind&kindOpens != 0 {
 		n += TagBytes
 	}
 	return n
@@ -211,10 +361,12 @@ const (
 	decodeBadKind                   // kind bits the segment's version does not define
 	decodeShortRecord               // tag or payload runs past the end of b
 	decodePayloadCRC                // record checksum mismatch
+	decodeBadTrailer                // a publisher or headers length past the body
 )
 
 // decodeRecordHeader checks the header at b[0:28] of a segment of version
-// (v2 has no kind bits: any top bit is an oversized length).
+// (v2 has no kind bits: any top bit is an oversized length; bit 26 is a
+// kind only in a FormatVersionHeaders segment).
 func decodeRecordHeader(b []byte, version uint16) (recordHeader, decodeVerdict) {
 	if len(b) < RecordHeaderBytes {
 		return recordHeader{}, decodeShortHeader
@@ -228,11 +380,10 @@ func decodeRecordHeader(b []byte, version uint16) (recordHeader, decodeVerdict) 
 		ts:       int64(be.Uint64(b[12:])),
 		checksum: be.Uint32(b[24:]),
 	}
-	if version >= FormatVersion {
-		h.kind, h.length = h.length&^lengthMask, h.length&lengthMask
-		if h.kind&kindLater != 0 || h.kind == kindOpens|kindContinues {
-			return h, decodeBadKind
-		}
+	kinds, length := kindsOf(version)
+	h.kind, h.length = h.length&^length, h.length&length
+	if h.kind&^kinds != 0 || h.kind&(kindOpens|kindContinues) == kindOpens|kindContinues {
+		return h, decodeBadKind
 	}
 	if h.length > MaxPayloadBytes {
 		return h, decodeTooLarge
@@ -241,30 +392,38 @@ func decodeRecordHeader(b []byte, version uint16) (recordHeader, decodeVerdict) 
 }
 
 // decodeRecord decodes and fully verifies the record at the start of b.
-func decodeRecord(b []byte, version uint16) (recordHeader, Mark, []byte, decodeVerdict) {
+func decodeRecord(b []byte, version uint16) (recordHeader, Mark, body, decodeVerdict) {
 	h, v := decodeRecordHeader(b, version)
 	if v != decodeOK {
-		return h, Mark{}, nil, v
+		return h, Mark{}, body{}, v
 	}
 	end := h.size()
 	if end > int64(len(b)) {
-		return h, Mark{}, nil, decodeShortRecord
+		return h, Mark{}, body{}, decodeShortRecord
 	}
 	c := crc32.Update(0, crc32.IEEETable, b[0:24])
 	if crc32.Update(c, crc32.IEEETable, b[RecordHeaderBytes:end]) != h.checksum {
-		return h, Mark{}, nil, decodePayloadCRC
+		return h, Mark{}, body{}, decodePayloadCRC
 	}
-	m := h.mark(b)
-	return h, m, b[end-int64(h.length) : end], decodeOK
+	bd, ok := split(b[end-int64(h.length):end], h.kind)
+	if !ok {
+		return h, Mark{}, body{}, decodeBadTrailer
+	}
+	return h, h.mark(b), bd, decodeOK
+}
+
+// record is the decoded record of h, m and bd.
+func (h recordHeader) record(m Mark, bd body) Record {
+	return Record{Offset: h.offset, TimestampMicros: h.ts, Payload: bd.payload, Mark: m, Publisher: bd.publisher, Headers: bd.headers}
 }
 
 // mark reads the record's mark; b holds at least its tag.
 func (h recordHeader) mark(b []byte) Mark {
-	switch h.kind {
-	case kindOpens:
+	switch {
+	case h.kind&kindOpens != 0:
 		tag := b[RecordHeaderBytes : RecordHeaderBytes+TagBytes]
 		return Mark{Kind: MarkOpens, ProducerID: be.Uint64(tag[0:]), Sequence: be.Uint64(tag[8:]), Len: be.Uint32(tag[16:])}
-	case kindContinues:
+	case h.kind&kindContinues != 0:
 		return Mark{Kind: MarkContinues}
 	}
 	return Mark{}
@@ -274,11 +433,16 @@ func (h recordHeader) mark(b []byte) Mark {
 // the start of b and returns it with the number of bytes it takes. The
 // payload aliases b.
 func DecodeRecord(b []byte) (Record, int, error) {
-	h, m, payload, v := decodeRecord(b, FormatVersion)
+	return DecodeVersionRecord(b, FormatVersion)
+}
+
+// DecodeVersionRecord is DecodeRecord for a segment of version.
+func DecodeVersionRecord(b []byte, version uint16) (Record, int, error) {
+	h, m, bd, v := decodeRecord(b, version)
 	if v != decodeOK {
 		return Record{}, 0, &CorruptionError{Kind: v.kind(), Detail: v.detail(h, len(b))}
 	}
-	return Record{Offset: h.offset, TimestampMicros: h.ts, Payload: payload, Mark: m}, int(h.size()), nil
+	return h.record(m, bd), int(h.size()), nil
 }
 
 func (v decodeVerdict) kind() CorruptionKind {
@@ -293,6 +457,8 @@ func (v decodeVerdict) kind() CorruptionKind {
 		return KindRecordChecksum
 	case decodeBadKind:
 		return KindRecordFlags
+	case decodeBadTrailer:
+		return KindRecordTrailer
 	}
 	return ""
 }
@@ -307,6 +473,8 @@ func (v decodeVerdict) detail(h recordHeader, avail int) string {
 		return fmt.Sprintf("payload_len %d over %d", h.length, MaxPayloadBytes)
 	case decodeBadKind:
 		return fmt.Sprintf("kind bits %#08x", h.kind)
+	case decodeBadTrailer:
+		return fmt.Sprintf("a publisher or headers length past the %d-byte body", h.length)
 	}
 	return ""
 }

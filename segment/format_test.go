@@ -23,6 +23,8 @@ func TestGoldenSegmentHeader(t *testing.T) {
 	}{
 		{FormatVersion, "464C5347 0003 0000 0000000000000001 0000000000000002 ADEB65E9 00000000"},
 		{FormatVersionV2, "464C5347 0002 0000 0000000000000001 0000000000000002 7A09E5B1 00000000"},
+		{FormatVersionPublisher, "464C5347 0006 0000 0000000000000001 0000000000000002 9361E853 00000000"},
+		{FormatVersionHeaders, "464C5347 8006 0000 0000000000000001 0000000000000002 F890A87F 00000000"},
 	} {
 		want := unhex(t, c.hex)
 		got := AppendSegmentHeader(nil, SegmentHeader{Version: c.version, BaseOffset: 1, CreatedAtMicros: 2})
@@ -62,12 +64,71 @@ func TestGoldenRecord(t *testing.T) {
 	require.Equal(t, Mark{Kind: MarkContinues}, rec.Mark)
 }
 
+// TestGoldenPublisherRecord is the published v6 record with publisher "al"
+// (bit 27: the body ends with the publisher and its length byte), and our
+// record with headers (bit 26, FormatVersionHeaders: the block and its u16
+// length before the publisher).
+func TestGoldenPublisherRecord(t *testing.T) {
+	for _, c := range []struct {
+		hex     string
+		rec     Record
+		version uint16
+	}{
+		{"08000005 0000000000000007 0000000000000009 7B1D74DE 515E8163 6869 616C 02",
+			Record{Offset: 7, TimestampMicros: 9, Payload: []byte("hi"), Publisher: []byte("al")}, FormatVersionPublisher},
+		{"0400000A 0000000000000007 0000000000000009 6EA97AE0 B87115F2 6869 01016B000176 0006",
+			Record{Offset: 7, TimestampMicros: 9, Payload: []byte("hi"), Headers: unhex(t, "01016B000176")}, FormatVersionHeaders},
+		{"8C00000D 0000000000000007 0000000000000009 B8119035 7ACA265C 0000000000000001 0000000000000000 00000001 6869 01016B000176 0006 616C 02",
+			Record{Offset: 7, TimestampMicros: 9, Payload: []byte("hi"), Headers: unhex(t, "01016B000176"), Publisher: []byte("al"),
+				Mark: Mark{Kind: MarkOpens, ProducerID: 1, Len: 1}}, FormatVersionHeaders},
+	} {
+		want := unhex(t, c.hex)
+		got := AppendFullRecord(nil, c.rec)
+		require.Equal(t, hex.EncodeToString(want), hex.EncodeToString(got))
+		rec, n, err := DecodeVersionRecord(got, c.version)
+		require.NoError(t, err)
+		require.Equal(t, len(want), n)
+		require.Equal(t, c.rec, rec)
+		_, _, err = DecodeRecord(got)
+		require.ErrorIs(t, err, ErrCorrupt, "a v3 segment holds neither")
+	}
+	// A publisher length past the body is corruption, not a short read.
+	b := AppendFullRecord(nil, Record{Offset: 7, TimestampMicros: 9, Payload: []byte("hi"), Publisher: []byte("al")})
+	b[len(b)-1] = 9
+	be.PutUint32(b[24:], crcIEEE(append(append([]byte(nil), b[0:24]...), b[RecordHeaderBytes:]...)))
+	_, _, err := DecodeVersionRecord(b, FormatVersionPublisher)
+	var ce *CorruptionError
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, KindRecordTrailer, ce.Kind)
+}
+
 // TestRecordKindsByVersion: a v2 segment has no kind bits (a top bit is an
-// oversized length); a v3 one refuses the v4-v6 kinds and both batch bits.
+// oversized length); a v3 one refuses the v4-v6 kinds and both batch bits;
+// v6 takes the publisher bit and FormatVersionHeaders the headers bit too;
+// the generation-start and commit kinds are refused everywhere.
 func TestRecordKindsByVersion(t *testing.T) {
 	marked := AppendMarkedRecord(nil, 7, 9, Mark{Kind: MarkOpens, ProducerID: 1, Len: 1}, []byte("hi"))
 	_, _, _, v := decodeRecord(marked, FormatVersionV2)
 	require.Equal(t, decodeTooLarge, v)
+	for version, refused := range map[uint16][]uint32{
+		FormatVersionPublisher: {1 << 29, 1 << 28, 3 << 30},
+		FormatVersionHeaders:   {1 << 29, 1 << 28, 3 << 30},
+	} {
+		for _, bits := range refused {
+			b := append([]byte(nil), marked...)
+			be.PutUint32(b[0:], 2|bits)
+			be.PutUint32(b[20:], crcIEEE(b[0:20]))
+			_, _, err := DecodeVersionRecord(b, version)
+			var ce *CorruptionError
+			require.ErrorAs(t, err, &ce)
+			require.Equal(t, KindRecordFlags, ce.Kind, "version %#x bits %#x", version, bits)
+		}
+	}
+	b26 := append([]byte(nil), marked...)
+	be.PutUint32(b26[0:], 2|1<<26)
+	be.PutUint32(b26[20:], crcIEEE(b26[0:20]))
+	_, _, _, v = decodeRecord(b26, FormatVersion)
+	require.Equal(t, decodeTooLarge, v, "bit 26 is length below FormatVersionHeaders")
 	for _, bits := range []uint32{1 << 29, 1 << 28, 1 << 27, 3 << 30} {
 		b := append([]byte(nil), marked...)
 		be.PutUint32(b[0:], 2|bits)
@@ -86,7 +147,7 @@ func TestSegmentHeaderRejects(t *testing.T) {
 	good := AppendSegmentHeader(nil, SegmentHeader{BaseOffset: 5})
 	cases := map[CorruptionKind]func(b []byte){
 		KindSegmentMagic:          func(b []byte) { b[0] ^= 1 },
-		KindSegmentVersion:        func(b []byte) { b[5] = 1 }, // v1 is rejected, and so are v4-v6
+		KindSegmentVersion:        func(b []byte) { b[5] = 4 }, // v1 is rejected, and so are v4, v5 and 7
 		KindSegmentFlags:          func(b []byte) { b[7] = 1 },
 		KindSegmentHeaderChecksum: func(b []byte) { b[12] ^= 1 },
 		KindTruncated:             nil,
@@ -133,7 +194,7 @@ func TestRecordDecodeVerdicts(t *testing.T) {
 // encodeHeaderLen builds a header with a valid header CRC claiming n bytes.
 func encodeHeaderLen(n uint32) []byte {
 	b := make([]byte, RecordHeaderBytes)
-	putRecordHeader(b, 1, 2, Mark{}, nil)
+	putRecordHeader(b, 1, 2, Mark{}, body{})
 	be.PutUint32(b[0:], n)
 	c := crcIEEE(b[0:20])
 	be.PutUint32(b[20:], c)

@@ -19,8 +19,16 @@ func FuzzRecordDecode(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 0}, uint16(1))
 	f.Add(AppendMarkedRecord(nil, 7, 9, Mark{Kind: MarkOpens, ProducerID: 1, Len: 2}, []byte("hi")), uint16(300))
 	f.Add(AppendMarkedRecord(nil, 8, 9, Mark{Kind: MarkContinues}, []byte("hi")), uint16(7))
+	f.Add(AppendFullRecord(nil, Record{Offset: 7, TimestampMicros: 9, Payload: []byte("hi"), Publisher: []byte("al")}), uint16(9))
+	f.Add(AppendFullRecord(nil, Record{Offset: 7, TimestampMicros: 9, Payload: []byte("hi"), Publisher: []byte("al"),
+		Headers: []byte{1, 1, 'k', 0, 1, 'v'}, Mark: Mark{Kind: MarkOpens, ProducerID: 1, Len: 1}}), uint16(11))
 	f.Fuzz(func(t *testing.T, b []byte, flipAt uint16) {
-		rec, n, err := DecodeRecord(b)
+		// An odd flipAt decodes as the most permissive version we read.
+		version := FormatVersion
+		if flipAt%2 == 1 {
+			version = FormatVersionHeaders
+		}
+		rec, n, err := DecodeVersionRecord(b, version)
 		if err != nil {
 			var ce *CorruptionError
 			if !errors.As(err, &ce) || !errors.Is(err, ErrCorrupt) {
@@ -28,14 +36,14 @@ func FuzzRecordDecode(f *testing.F) {
 			}
 			return
 		}
-		enc := AppendMarkedRecord(nil, rec.Offset, rec.TimestampMicros, rec.Mark, rec.Payload)
+		enc := AppendFullRecord(nil, rec)
 		if !bytes.Equal(enc, b[:n]) {
 			t.Fatalf("re-encoding differs:\n%x\n%x", enc, b[:n])
 		}
 		bit := int(flipAt) % (n * 8)
 		flipped := append([]byte(nil), b[:n]...)
 		flipped[bit/8] ^= 1 << (bit % 8)
-		if r2, _, err := DecodeRecord(flipped); err == nil {
+		if r2, _, err := DecodeVersionRecord(flipped, version); err == nil {
 			t.Fatalf("bit %d flip undetected: %+v", bit, r2)
 		}
 	})
@@ -161,7 +169,7 @@ func checkNoInvention(t *testing.T, l *Log, inputs [][]byte) {
 		default:
 			left = 0
 		}
-		enc := AppendMarkedRecord(nil, rec.Offset, rec.TimestampMicros, rec.Mark, rec.Payload)
+		enc := AppendFullRecord(nil, rec)
 		found := false
 		for _, in := range inputs {
 			found = found || bytes.Contains(in, enc)

@@ -84,29 +84,96 @@ func (l *Log) Append(payloads [][]byte, ts int64) (uint64, error) {
 // producer's state can be rebuilt from the log (Batches). A v2 active
 // segment cannot hold marks and is rolled first.
 func (l *Log) AppendMarked(payloads [][]byte, ts int64, mark *BatchMark) (uint64, error) {
-	if len(payloads) == 0 {
+	return l.AppendBatch(&Batch{Payloads: payloads, TS: ts, Mark: mark})
+}
+
+// Batch is what one append writes: records with contiguous offsets, all
+// with timestamp TS, in one segment.
+type Batch struct {
+	Payloads [][]byte
+	TS       int64
+	// Mark, when set, marks the batch as an idempotent producer's (v3).
+	Mark *BatchMark
+	// Publisher, when not nil, is stored with every record (v6): at most
+	// MaxPublisherBytes.
+	Publisher []byte
+	// Headers, when not nil, holds one header block per payload, nil for
+	// a payload without one (FormatVersionHeaders): each at most
+	// MaxHeadersBytes.
+	Headers [][]byte
+}
+
+func (b *Batch) body(i int) body {
+	bd := body{payload: b.Payloads[i], publisher: b.Publisher}
+	if b.Headers != nil {
+		bd.headers = b.Headers[i]
+	}
+	return bd
+}
+
+// version is the lowest segment version that holds the batch.
+func (b *Batch) version() uint16 {
+	for _, h := range b.Headers {
+		if h != nil {
+			return FormatVersionHeaders
+		}
+	}
+	switch {
+	case b.Publisher != nil:
+		return FormatVersionPublisher
+	case b.Mark != nil:
+		return FormatVersion
+	}
+	return FormatVersionV2
+}
+
+// check validates the batch for a segment of version and returns its size
+// in bytes.
+func (b *Batch) check(version uint16) (int64, error) {
+	if len(b.Payloads) == 0 {
 		return 0, ErrEmptyBatch
 	}
+	if len(b.Publisher) > MaxPublisherBytes {
+		return 0, fmt.Errorf("%w: publisher of %d bytes over %d", ErrRecordTooLarge, len(b.Publisher), MaxPublisherBytes)
+	}
+	if b.Headers != nil && len(b.Headers) != len(b.Payloads) {
+		return 0, fmt.Errorf("segment: %d header blocks for %d payloads", len(b.Headers), len(b.Payloads))
+	}
 	size := int64(0)
-	if mark != nil {
+	if b.Mark != nil {
 		size = TagBytes
 	}
-	for _, p := range payloads {
-		if len(p) > MaxPayloadBytes {
-			return 0, fmt.Errorf("%w: %d bytes over %d", ErrRecordTooLarge, len(p), MaxPayloadBytes)
+	for i := range b.Payloads {
+		bd := b.body(i)
+		if len(bd.headers) > MaxHeadersBytes || int64(bd.len()) > maxBody(version) {
+			return 0, fmt.Errorf("%w: a record of %d bytes over %d", ErrRecordTooLarge, bd.len(), maxBody(version))
 		}
-		size += int64(RecordHeaderBytes + len(p))
+		size += int64(RecordHeaderBytes + bd.len())
 	}
+	return size, nil
+}
+
+// AppendBatch appends b and returns the offset of its first record; see
+// Append. A segment of a version that cannot hold what b carries (marks,
+// a publisher, headers) is rolled first, and every later segment keeps
+// the version the log reached, so a log alternating between plain and
+// annotated batches does not roll on each.
+func (l *Log) AppendBatch(b *Batch) (uint64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.usableLocked(); err != nil {
 		return 0, err
 	}
 	active := l.mu.segs[len(l.mu.segs)-1]
+	need := max(b.version(), active.version)
+	size, err := b.check(need)
+	if err != nil {
+		return 0, err
+	}
 	// A sealed last segment means a roll sealed it and then found no space
 	// for the next one (ErrNoSpace): try that roll again.
-	if active.sealed || active.written.Load()+size > int64(len(active.data)) || (mark != nil && active.version < FormatVersion) {
-		if err := l.rollLocked(size); err != nil {
+	if active.sealed || active.written.Load()+size > int64(len(active.data)) || active.version < need {
+		if err := l.rollLocked(size, need); err != nil {
 			return 0, err
 		}
 		active = l.mu.segs[len(l.mu.segs)-1]
@@ -117,7 +184,7 @@ func (l *Log) AppendMarked(payloads [][]byte, ts int64, mark *BatchMark) (uint64
 		}
 	}
 	first := active.next
-	stage, err := active.appendLocked(payloads, ts, mark, l.cfg.IndexSpacingBytes, l.mu.stage, l.cfg.WriteMode == WriteModeFD)
+	stage, err := active.appendLocked(b, l.cfg.IndexSpacingBytes, l.mu.stage, l.cfg.WriteMode == WriteModeFD)
 	l.mu.stage = stage
 	if err != nil {
 		// The file may now hold part of the batch past written; what the
@@ -126,7 +193,7 @@ func (l *Log) AppendMarked(payloads [][]byte, ts int64, mark *BatchMark) (uint64
 	}
 	l.next.Store(active.next)
 	l.stat.appends.Add(1)
-	l.stat.records.Add(uint64(len(payloads)))
+	l.stat.records.Add(uint64(len(b.Payloads)))
 	l.stat.bytes.Add(uint64(size))
 	return first, nil
 }

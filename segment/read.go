@@ -79,11 +79,11 @@ func (r *Reader) peek() (Record, int64, error) {
 			r.seg = nil // the record went to a later segment
 			continue
 		}
-		h, m, payload, v := decodeRecord(r.seg.data[r.pos:end], r.seg.version)
+		h, m, bd, v := decodeRecord(r.seg.data[r.pos:end], r.seg.version)
 		if v != decodeOK || h.offset != r.next {
 			return Record{}, 0, r.corrupt(h, v, end)
 		}
-		return Record{Offset: h.offset, TimestampMicros: h.ts, Payload: payload, Mark: m}, h.size(), nil
+		return h.record(m, bd), h.size(), nil
 	}
 }
 

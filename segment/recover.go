@@ -51,7 +51,7 @@ func recoverDir(fsys FS, dir string, cfg Config, st *RecoveryStats) ([]*segment,
 				return nil, fmt.Errorf("%w: new log %s: %w", ErrNoSpace, dir, err)
 			}
 		}
-		s, err := createSegment(fsys, dir, base, cfg.SegmentBytes, cfg.InitialAllocBytes, cfg.Now().UnixMicro())
+		s, err := createSegment(fsys, dir, base, FormatVersion, cfg.SegmentBytes, cfg.InitialAllocBytes, cfg.Now().UnixMicro())
 		if err != nil && cfg.Space != nil {
 			cfg.Space.Release(cfg.InitialAllocBytes)
 		}

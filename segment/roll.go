@@ -22,7 +22,9 @@ import (
 //  2. write and fsync its index (a hint: a torn index is rebuilt);
 //  3. create the next segment: preallocate, write and fsync its header;
 //  4. fsync the directory (the new entry, and the old index's entry).
-func (l *Log) rollLocked(need int64) error {
+//
+// The new segment is of version (at least FormatVersion).
+func (l *Log) rollLocked(need int64, version uint16) error {
 	old := l.mu.segs[len(l.mu.segs)-1]
 	if !old.sealed {
 		err := l.sealLocked(old)
@@ -41,7 +43,7 @@ func (l *Log) rollLocked(need int64) error {
 		return fmt.Errorf("%w: roll at offset %d: %w", ErrNoSpace, old.next, err)
 	}
 	created := l.cfg.Now().UnixMicro()
-	s, err := createSegment(l.fs, l.dir, old.next, size, alloc, created)
+	s, err := createSegment(l.fs, l.dir, old.next, max(version, FormatVersion), size, alloc, created)
 	if err != nil {
 		l.releaseSpace(alloc)
 	}

@@ -176,7 +176,8 @@ func classifyTail(data []byte, r scanResult, extent int64) tailAction {
 // validRecordAfter reports whether any position in (p, extent) holds a
 // record header with a good CRC whose offset is at least expect: evidence
 // that the damage at p is not at the tail. The header CRC does not depend
-// on the segment version, so any version's records are evidence.
+// on the segment version, so any version's records are evidence, whatever
+// their kind bits say.
 func validRecordAfter(data []byte, p, extent int64, expect uint64) bool {
 	maxRecords := uint64(extent-p)/RecordHeaderBytes + 1
 	for q := p + 1; q+RecordHeaderBytes <= extent; q++ {
@@ -184,7 +185,7 @@ func validRecordAfter(data []byte, p, extent int64, expect uint64) bool {
 		if off < expect || off-expect > maxRecords {
 			continue // cheap filter before the CRC
 		}
-		if _, v := decodeRecordHeader(data[q:], FormatVersion); v == decodeOK {
+		if _, v := decodeRecordHeader(data[q:], FormatVersion); v != decodeHeaderCRC && v != decodeShortHeader {
 			return true
 		}
 	}

@@ -20,7 +20,7 @@ type segment struct {
 	path      string
 	indexPath string
 	base      uint64
-	version   uint16 // of the header: FormatVersion, or FormatVersionV2 read back
+	version   uint16 // of the header: FormatVersion or a later one, or FormatVersionV2 read back
 	file      File
 	mapping   Mapping
 	data      []byte // the whole mapping
@@ -58,13 +58,13 @@ func segmentNames(dir string, base uint64) (string, string) {
 // createSegment makes a new segment mapped at size, of which alloc bytes
 // are preallocated, whose header is written and synced. The caller syncs
 // the directory.
-func createSegment(fsys FS, dir string, base uint64, size, alloc int64, createdMicros int64) (*segment, error) {
+func createSegment(fsys FS, dir string, base uint64, version uint16, size, alloc int64, createdMicros int64) (*segment, error) {
 	path, indexPath := segmentNames(dir, base)
 	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("create segment: %w", err)
 	}
-	s := &segment{path: path, indexPath: indexPath, base: base, version: FormatVersion, file: f, next: base}
+	s := &segment{path: path, indexPath: indexPath, base: base, version: version, file: f, next: base}
 	fail := func(err error) (*segment, error) {
 		s.closeFiles()
 		_ = fsys.Remove(path)
@@ -75,7 +75,7 @@ func createSegment(fsys FS, dir string, base uint64, size, alloc int64, createdM
 	}
 	s.allocated = alloc
 	var hdr [SegmentHeaderBytes]byte
-	putSegmentHeader(hdr[:], SegmentHeader{BaseOffset: base, CreatedAtMicros: createdMicros})
+	putSegmentHeader(hdr[:], SegmentHeader{Version: version, BaseOffset: base, CreatedAtMicros: createdMicros})
 	if err := writeFull(f, hdr[:], 0); err != nil {
 		return fail(fmt.Errorf("write header %s: %w", path, err))
 	}
@@ -163,17 +163,19 @@ func (s *segment) addIndexLocked(off uint64, pos, spacing int64) {
 }
 
 // appendLocked writes one batch at the end of the contents, as records with
-// offsets s.next, s.next+1, ..., marked as mark's batch when it is set
-// (the caller rolled a v2 segment first). The caller checked that it fits.
-// In mapped mode the records are built directly in the mapping; in fd mode
-// they are staged and written with one WriteAt. written is published last.
-func (s *segment) appendLocked(payloads [][]byte, ts int64, mark *BatchMark, spacing int64, stage []byte, fd bool) ([]byte, error) {
+// offsets s.next, s.next+1, ..., marked as its mark's batch when it is set
+// (the caller rolled the segment to a version that holds what the batch
+// carries first). The caller checked that it fits. In mapped mode the
+// records are built directly in the mapping; in fd mode they are staged and
+// written with one WriteAt. written is published last.
+func (s *segment) appendLocked(b *Batch, spacing int64, stage []byte, fd bool) ([]byte, error) {
 	pos := s.written.Load()
 	off := s.next
+	n := len(b.Payloads)
 	if fd {
 		stage = stage[:0]
-		for i, p := range payloads {
-			stage = AppendMarkedRecord(stage, off, ts, recordMark(mark, i, len(payloads)), p)
+		for i := range b.Payloads {
+			stage = appendRecord(stage, off, b.TS, recordMark(b.Mark, i, n), b.body(i))
 			off++
 		}
 		if err := writeFull(s.file, stage, pos); err != nil {
@@ -181,23 +183,22 @@ func (s *segment) appendLocked(payloads [][]byte, ts int64, mark *BatchMark, spa
 		}
 	} else {
 		q := pos
-		for i, p := range payloads {
-			m := recordMark(mark, i, len(payloads))
-			n := int64(RecordHeaderBytes + m.tagLen())
-			putRecordHeader(s.data[q:q+n], off, ts, m, p)
-			copy(s.data[q+n:], p)
-			q += n + int64(len(p))
+		for i := range b.Payloads {
+			m, bd := recordMark(b.Mark, i, n), b.body(i)
+			size := int64(RecordHeaderBytes + m.tagLen() + bd.len())
+			putRecord(s.data[q:q+size], off, b.TS, m, bd)
+			q += size
 			off++
 		}
 	}
 	off = s.next
-	for i, p := range payloads {
+	for i := range b.Payloads {
 		s.addIndexLocked(off, pos, spacing)
-		pos += int64(RecordHeaderBytes + recordMark(mark, i, 0).tagLen() + len(p))
+		pos += int64(RecordHeaderBytes + recordMark(b.Mark, i, 0).tagLen() + b.body(i).len())
 		off++
 	}
 	s.next = off
-	s.lastTS = ts
+	s.lastTS = b.TS
 	s.written.Store(pos)
 	return stage, nil
 }

@@ -193,7 +193,10 @@ func TestDecodeEventBatchErrors(t *testing.T) {
 	}{
 		{"json flags", 0, nil, wire.ErrInvalidFlags},
 		{"publish flags", wire.FlagBinaryPublishBatch, nil, wire.ErrInvalidFlags},
-		{"unknown flags", 0x4004, nil, wire.ErrUnknownFlags},
+		{"unknown flags", 0x0804, nil, wire.ErrUnknownFlags},
+		{"timestamp past end", wire.FlagBinaryEventBatchShared | wire.FlagEventTimestamps, []byte{0, 0, 0, 1, 0, 0, 0}, wire.ErrCountTooLarge},
+		{"publisher past end", wire.FlagBinaryEventBatchShared | wire.FlagEventPublisher, []byte{3, 'a'}, wire.ErrTruncated},
+		{"bad header block", wire.FlagBinaryEventBatchShared | wire.FlagHeaders, []byte{0, 0, 0, 1, 0xff, 0, 0, 0, 0}, wire.ErrBadHeaders},
 		{"offsets alone", wire.FlagEventBatchOffsets, nil, wire.ErrInvalidFlags},
 		{"legacy no id", wire.FlagBinaryEventBatch, []byte{0, 0, 0}, wire.ErrTruncated},
 		{"legacy no offset", 0x22, make([]byte, 12), wire.ErrTruncated},

@@ -61,6 +61,16 @@ const (
 	// refuses queue_consume on a stream of more than one shard to a peer
 	// without it: such a client would drop the shard and could never ack.
 	CapQueueShards Flags = 0x2000 << capsShift
+	// CapHeaders: the peer speaks event headers: FlagHeaders on publishes
+	// and event batches, and the "headers" field of queue_message and of
+	// group_records' records (eventheaders.go). A broker sends them only to a
+	// client that offered this bit, and a client sends FlagHeaders only to
+	// a broker that advertised it.
+	CapHeaders Flags = 0x0400 << capsShift
+	// CapGroupMaxAttempts: the broker honours "max_attempts" on
+	// group_poll and queue_consume (a group's bound on deliveries, kept
+	// with its state) and reports it in group_info.
+	CapGroupMaxAttempts Flags = 0x0800 << capsShift
 
 	// CapOwner is FlagAckOwner offered: the peer decodes owner-naming acks
 	// (binary 0x0090, the owner fields of publish_ok / publish_error /
@@ -73,7 +83,8 @@ const (
 
 // KnownCapabilities is every frame flag and Felix-Go capability this
 // package understands.
-const KnownCapabilities = KnownFlags | CapGapNotices | CapCache | CapRoster | CapQueue | CapQueueShards
+const KnownCapabilities = KnownFlags | CapGapNotices | CapCache | CapRoster | CapQueue | CapQueueShards |
+	CapHeaders | CapGroupMaxAttempts
 
 // FrameFlags is the client_flags / server_flags word of f.
 func (f Flags) FrameFlags() uint16 { return uint16(f) }
@@ -120,6 +131,12 @@ type Features uint32
 
 // Feature bits this package implements (the published numbering).
 const (
+	// FeatureConsumerGroup: group_poll, group_ack, group_nack
+	// (message_group.go).
+	FeatureConsumerGroup Features = 0x8
+	// FeatureGroupDeadLetters: group_dead_letters, group_discard,
+	// group_redrive.
+	FeatureGroupDeadLetters Features = 0x10
 	// FeatureStreamShards: stream_shards → stream_shards_view (a stream's
 	// width and routing, for clients that hash keys themselves).
 	FeatureStreamShards Features = 0x20
@@ -133,12 +150,35 @@ const (
 	// data is refused sequence_reused; without it, it is answered
 	// publish_ok and not written, as the published broker does.
 	FeatureSequenceReused Features = 0x4000
+	// FeatureGroupConsumer: "consumer" and "reclaim" on group_poll.
+	FeatureGroupConsumer Features = 0x10_0000
+	// FeatureGroupPublisher: offered by a client that reads "publisher"
+	// on a group record.
+	FeatureGroupPublisher Features = 0x80_0000
+	// FeatureGroupAdmin: group_seek, group_describe, group_delete.
+	FeatureGroupAdmin Features = 0x100_0000
+	// FeatureCacheConditional: cache_put_if, cache_delete_if; offered by
+	// a client that reads "version" on cache_value.
+	FeatureCacheConditional Features = 0x200_0000
+	// FeatureRecordTimestamps: offset_for_time; offered by a client that
+	// reads "timestamp_micros" on a group record.
+	FeatureRecordTimestamps Features = 0x400_0000
+	// FeatureGroupClaimControl: group_extend, group_dead_letter,
+	// "delay_ms" and "attempts" on group_nack, "visibility_ms" on
+	// group_poll.
+	FeatureGroupClaimControl Features = 0x800_0000
 	// FeatureExtended marks that client_features_hi / server_features_hi
 	// follow; this package sends neither.
 	FeatureExtended Features = 0x8000_0000
 
+	// GroupFeatures are the consumer-group features, which a broker
+	// advertises only when it has durable storage.
+	GroupFeatures = FeatureConsumerGroup | FeatureGroupDeadLetters | FeatureGroupConsumer | FeatureGroupPublisher |
+		FeatureGroupAdmin | FeatureGroupClaimControl
+
 	// KnownFeatures is every feature this package implements.
-	KnownFeatures = FeatureStreamShards | FeatureIdempotentProducer | FeatureErrorCodes | FeatureSequenceReused
+	KnownFeatures = FeatureStreamShards | FeatureIdempotentProducer | FeatureErrorCodes | FeatureSequenceReused |
+		GroupFeatures | FeatureCacheConditional | FeatureRecordTimestamps
 )
 
 // Has reports whether every bit of bit is set; a zero bit never is.

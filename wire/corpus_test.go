@@ -67,6 +67,15 @@ func fuzzSeeds(t *testing.T) map[string]string {
 		if target == "FuzzJSON" {
 			seeds["FuzzSplitObject/"+v.Name] = corpusFile(payload)
 		}
+		for i, pairs := range v.Headers {
+			hs := make([]wire.EventHeader, 0, len(pairs))
+			for _, p := range pairs {
+				hs = append(hs, wire.EventHeader{Key: p[0], Value: p[1]})
+			}
+			block, err := wire.AppendHeaders(nil, hs)
+			require.NoError(t, err)
+			seeds[fmt.Sprintf("FuzzHeaderBlock/%s_%d", v.Name, i)] = corpusFile(block)
+		}
 	}
 	return seeds
 }

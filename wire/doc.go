@@ -40,11 +40,13 @@
 //
 // The header's u16 flags select a layout (KindFromFlags): 0 (JSON); a
 // publish 0x0001 with at most one of keyed (0x0040) or shard-addressed
-// (0x8000, Felix-Go), plain, acked (0x0008) or idempotent (0x0108); an ack
-// 0x0010 with any of owner (0x0080), code (0x0200, with detail 0x0400),
-// offset (0x1000) and shard (0x8000); and the event batches 0x0002,
-// 0x0022, 0x0004, 0x0024. The bit numbers are the published Felix 0.6's. A
-// bit outside KnownFlags (0x97FF) rejects the frame with ErrUnknownFlags;
+// (0x8000, Felix-Go), plain, acked (0x0008) or idempotent (0x0108), with or
+// without headers (0x0080, Felix-Go); an ack 0x0010 with any of owner
+// (0x0080), code (0x0200, with detail 0x0400), offset (0x1000) and shard
+// (0x8000); and the event batches 0x0002 and 0x0004 with any of offsets
+// (0x0020), publisher (0x2000), timestamps (0x4000) and headers (0x0080,
+// Felix-Go). The bit numbers are the published Felix 0.6's. A bit outside
+// KnownFlags (0xF7FF) rejects the frame with ErrUnknownFlags;
 // it is never masked, because a bit we do not know may change the layout.
 // Known bits in another combination are ErrInvalidFlags. Both are
 // recoverable: ParseHeader still returns the length so the stream can skip

@@ -54,19 +54,35 @@ const (
 	// offset of the batch's first record, always after the owner block.
 	// Offered by a client, it also adds "offset" to JSON publish_ok.
 	FlagAckOffset Flags = 0x1000
+	// FlagEventPublisher: modifier on either event batch adding the
+	// principal that published its events (u8 len, bytes) after the
+	// offset fields. Sent only to a client that offered it.
+	FlagEventPublisher Flags = 0x2000
+	// FlagEventTimestamps: modifier on either event batch adding each
+	// event's append time (u64 Unix microseconds) before its length. Sent
+	// only to a client that offered it, on batches of durable streams.
+	FlagEventTimestamps Flags = 0x4000
 	// FlagShard (Felix-Go addition): on a publish, a u32 shard the batch
 	// is addressed to (after the idempotent prefix; exclusive with
 	// FlagPublishKeyed); on a publish ack, the u32 shard the batch landed
 	// on, last. The published Felix stops at 0x4000 and refuses the bit.
 	FlagShard Flags = 0x8000
 
+	// FlagHeaders (Felix-Go addition) is bit 0x0080 on the frames where
+	// the published Felix gives it no meaning: on a publish batch (0x0001)
+	// and on either event batch (0x0002 / 0x0004) each payload is preceded
+	// by its header block (eventheaders.go). On a publish ack the same bit is
+	// FlagAckOwner. A peer sends it only to a peer that advertised
+	// CapHeaders; the published Felix refuses it on these frames.
+	FlagHeaders Flags = 0x0080
+
 	// KnownFlags is every bit that may appear in a frame header. A frame
 	// with any other bit is rejected (ErrUnknownFlags), never masked: a bit
 	// we do not know may change the layout we would misread. The published
-	// 0x0800 (skipped offsets), 0x2000 (publisher) and 0x4000 (timestamps)
-	// are event-batch modifiers this package does not implement; it never
-	// offers them, so a conforming broker never sends them.
-	KnownFlags Flags = 0x97FF
+	// 0x0800 (skipped offsets) is an event-batch modifier this package
+	// does not implement; it never offers it, so a conforming broker never
+	// sends it.
+	KnownFlags Flags = 0xF7FF
 
 	// OriginalV1Flags is the frozen set a peer that never advertised
 	// capabilities is assumed to support.
@@ -76,7 +92,10 @@ const (
 	v1Flags Flags = 0x003F
 
 	// publishModifiers are the bits a publish frame may add to 0x0001.
-	publishModifiers = FlagBinaryPublishAcked | FlagPublishIdempotent | FlagPublishKeyed | FlagShard
+	publishModifiers = FlagBinaryPublishAcked | FlagPublishIdempotent | FlagPublishKeyed | FlagShard | FlagHeaders
+	// eventModifiers are the bits an event batch may add to 0x0002 or
+	// 0x0004, in any combination.
+	eventModifiers = FlagEventBatchOffsets | FlagEventPublisher | FlagEventTimestamps | FlagHeaders
 	// ackModifiers are the bits a publish ack may add to 0x0010.
 	ackModifiers = FlagAckOwner | FlagAckCode | FlagAckDetail | FlagAckOffset | FlagShard
 )
@@ -88,11 +107,11 @@ type Kind uint8
 // that the kind's decoder reads as the flags say.
 const (
 	KindJSON              Kind = iota // flags 0
-	KindPublishBatch                  // 0x0001 (+0x0040 or 0x8000)
-	KindAckedPublishBatch             // 0x0009 (+0x0100, +0x0040 or 0x8000)
+	KindPublishBatch                  // 0x0001 (+0x0040 or 0x8000, +0x0080)
+	KindAckedPublishBatch             // 0x0009 (+0x0100, +0x0040 or 0x8000, +0x0080)
 	KindPublishAck                    // 0x0010 (+0x0080, 0x0200, 0x0400, 0x1000, 0x8000)
-	KindEventBatch                    // 0x0002, 0x0022
-	KindEventBatchShared              // 0x0004, 0x0024
+	KindEventBatch                    // 0x0002 (+0x0020, 0x0080, 0x2000, 0x4000)
+	KindEventBatchShared              // 0x0004 (+0x0020, 0x0080, 0x2000, 0x4000)
 	numKinds
 )
 
@@ -126,9 +145,10 @@ func ParseKind(s string) (Kind, bool) {
 // KindFromFlags maps header flags to a layout. Unknown bits give
 // ErrUnknownFlags; known bits in a combination no layout uses give
 // ErrInvalidFlags. The layouts: 0 (JSON); 0x0001 with at most one of
-// 0x0040 / 0x8000 and optionally 0x0008 (acked) or 0x0108 (idempotent);
-// 0x0010 with any of 0x0080, 0x0200, 0x1000, 0x8000 (0x0400 only with
-// 0x0200); 0x0002, 0x0022, 0x0004, 0x0024.
+// 0x0040 / 0x8000, optionally 0x0080 (headers) and optionally 0x0008
+// (acked) or 0x0108 (idempotent); 0x0010 with any of 0x0080, 0x0200,
+// 0x1000, 0x8000 (0x0400 only with 0x0200); 0x0002 or 0x0004 with any of
+// 0x0020, 0x0080, 0x2000, 0x4000.
 func KindFromFlags(f Flags) (Kind, error) {
 	if f&^KnownFlags != 0 {
 		return 0, &FlagsError{Flags: f}
@@ -151,9 +171,9 @@ func KindFromFlags(f Flags) (Kind, error) {
 			break
 		}
 		return KindPublishAck, nil
-	case f == FlagBinaryEventBatch, f == FlagBinaryEventBatch|FlagEventBatchOffsets:
+	case f&^eventModifiers == FlagBinaryEventBatch:
 		return KindEventBatch, nil
-	case f == FlagBinaryEventBatchShared, f == FlagBinaryEventBatchShared|FlagEventBatchOffsets:
+	case f&^eventModifiers == FlagBinaryEventBatchShared:
 		return KindEventBatchShared, nil
 	}
 	return 0, &FlagsError{Flags: f}

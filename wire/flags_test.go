@@ -9,19 +9,27 @@ import (
 )
 
 func TestKindFromFlagsExhaustive(t *testing.T) {
-	layouts := map[wire.Flags]wire.Kind{
-		0x0000: wire.KindJSON,
-		0x0002: wire.KindEventBatch,
-		0x0022: wire.KindEventBatch,
-		0x0004: wire.KindEventBatchShared,
-		0x0024: wire.KindEventBatchShared,
+	layouts := map[wire.Flags]wire.Kind{0x0000: wire.KindJSON}
+	// Event batches: any of offsets, publisher, timestamps, headers.
+	mods := []wire.Flags{wire.FlagEventBatchOffsets, wire.FlagEventPublisher, wire.FlagEventTimestamps, wire.FlagHeaders}
+	for set := range 1 << len(mods) {
+		var m wire.Flags
+		for i, bit := range mods {
+			if set&(1<<i) != 0 {
+				m |= bit
+			}
+		}
+		layouts[0x0002|m] = wire.KindEventBatch
+		layouts[0x0004|m] = wire.KindEventBatchShared
 	}
 	// Publishes: no address, a key or a shard; unacked, acked or
-	// idempotent.
+	// idempotent; with or without headers.
 	for _, addr := range []wire.Flags{0, wire.FlagPublishKeyed, wire.FlagShard} {
-		layouts[0x0001|addr] = wire.KindPublishBatch
-		layouts[0x0009|addr] = wire.KindAckedPublishBatch
-		layouts[0x0109|addr] = wire.KindAckedPublishBatch
+		for _, h := range []wire.Flags{0, wire.FlagHeaders} {
+			layouts[0x0001|addr|h] = wire.KindPublishBatch
+			layouts[0x0009|addr|h] = wire.KindAckedPublishBatch
+			layouts[0x0109|addr|h] = wire.KindAckedPublishBatch
+		}
 	}
 	// Acks: any of owner, code (with or without detail), offset, shard.
 	for _, owner := range []wire.Flags{0, wire.FlagAckOwner} {
@@ -33,7 +41,7 @@ func TestKindFromFlagsExhaustive(t *testing.T) {
 			}
 		}
 	}
-	require.Len(t, layouts, 5+9+24)
+	require.Len(t, layouts, 1+32+18+24)
 	for f := 0; f <= 0xFFFF; f++ {
 		flags := wire.Flags(f)
 		k, err := wire.KindFromFlags(flags)
@@ -78,8 +86,8 @@ func TestCapabilities(t *testing.T) {
 
 	// The published 0.6 client offers 0x7FFF: the bits we do not
 	// implement are dropped from the usable set.
-	require.Equal(t, wire.Flags(0x17FF), wire.Negotiate(wire.KnownCapabilities, 0x7FFF))
-	require.Equal(t, wire.Flags(0x97FF), wire.KnownFlags)
+	require.Equal(t, wire.Flags(0x77FF), wire.Negotiate(wire.KnownCapabilities, 0x7FFF))
+	require.Equal(t, wire.Flags(0xF7FF), wire.KnownFlags)
 
 	// Felix-Go capabilities ride in their own word, with their old values.
 	caps := uint32(0x23C0)
@@ -89,8 +97,8 @@ func TestCapabilities(t *testing.T) {
 	require.Equal(t, uint16(0x19), peer.FrameFlags())
 	require.Equal(t, caps, peer.Caps())
 	require.Equal(t, wire.Flags(0x19), wire.PeerSet(&v, nil), "no caps word: no capabilities")
-	require.Equal(t, uint32(0x23C0), wire.KnownCapabilities.Caps())
-	require.Equal(t, uint16(0x97FF), wire.KnownCapabilities.FrameFlags())
+	require.Equal(t, uint32(0x2FC0), wire.KnownCapabilities.Caps())
+	require.Equal(t, uint16(0xF7FF), wire.KnownCapabilities.FrameFlags())
 	require.False(t, wire.Supports(wire.KnownCapabilities, wire.CapForwarded), "no ordinary client claims forwarding")
 
 	require.True(t, wire.KnownFeatures.Has(wire.FeatureIdempotentProducer|wire.FeatureErrorCodes))

@@ -17,7 +17,7 @@ var sentinelErrors = []error{
 	wire.ErrShortHeader, wire.ErrBadMagic, wire.ErrUnsupportedVersion, wire.ErrUnknownFlags,
 	wire.ErrInvalidFlags, wire.ErrFrameTooLarge, wire.ErrTruncated, wire.ErrCountTooLarge,
 	wire.ErrTrailingBytes, wire.ErrInvalidUTF8, wire.ErrBadAckMode, wire.ErrBadAckStatus,
-	wire.ErrUnknownMessageType, wire.ErrMissingField, wire.ErrMalformedJSON,
+	wire.ErrUnknownMessageType, wire.ErrMissingField, wire.ErrMalformedJSON, wire.ErrBadHeaders,
 }
 
 // requireSentinel fails unless err matches a package sentinel.
@@ -88,6 +88,24 @@ func FuzzPublishAck(f *testing.F) {
 
 func FuzzEventBatch(f *testing.F) {
 	f.Fuzz(func(t *testing.T, flags uint16, payload []byte) { checkEventBatch(t, wire.Flags(flags), payload, nil) })
+}
+
+// FuzzHeaderBlock: a block that parses re-encodes to exactly its bytes, and
+// its length is what HeaderBlockLen says.
+func FuzzHeaderBlock(f *testing.F) {
+	f.Fuzz(func(t *testing.T, block []byte) {
+		hs, err := wire.ParseHeaders(block)
+		if err != nil {
+			require.ErrorIs(t, err, wire.ErrBadHeaders)
+			return
+		}
+		enc, err := wire.AppendHeaders(nil, hs)
+		require.NoError(t, err)
+		require.Equal(t, block, enc)
+		n, err := wire.HeaderBlockLen(append(enc, 0xff))
+		require.NoError(t, err)
+		require.Equal(t, len(block), n)
+	})
 }
 
 func FuzzJSON(f *testing.F) {

@@ -33,8 +33,8 @@ func TestParseHeader(t *testing.T) {
 		{"bad magic", hdr(0x464C5832, 1, 0, 0), 0, wire.Header{}, wire.ErrBadMagic},
 		{"version 0", hdr(wire.Magic, 0, 0, 0), 0, wire.Header{}, wire.ErrUnsupportedVersion},
 		{"version 2", hdr(wire.Magic, 2, 0, 0), 0, wire.Header{}, wire.ErrUnsupportedVersion},
-		{"unknown bit 0x4000", hdr(wire.Magic, 1, 0x4000, 5), 0, wire.Header{Flags: 0x4000, Length: 5}, wire.ErrUnknownFlags},
-		{"unknown bit on a layout", hdr(wire.Magic, 1, 0x2001, 5), 0, wire.Header{Flags: 0x2001, Length: 5}, wire.ErrUnknownFlags},
+		{"unknown bit 0x0800", hdr(wire.Magic, 1, 0x0800, 5), 0, wire.Header{Flags: 0x0800, Length: 5}, wire.ErrUnknownFlags},
+		{"unknown bit on a layout", hdr(wire.Magic, 1, 0x0801, 5), 0, wire.Header{Flags: 0x0801, Length: 5}, wire.ErrUnknownFlags},
 		{"invalid 0x03", hdr(wire.Magic, 1, 0x03, 5), 0, wire.Header{Flags: 0x03, Length: 5}, wire.ErrInvalidFlags},
 		{"invalid 0x08 alone", hdr(wire.Magic, 1, 0x08, 0), 0, wire.Header{Flags: 0x08}, wire.ErrInvalidFlags},
 		{"invalid 0x20 alone", hdr(wire.Magic, 1, 0x20, 0), 0, wire.Header{Flags: 0x20}, wire.ErrInvalidFlags},
@@ -84,10 +84,10 @@ func TestSplitFrame(t *testing.T) {
 	require.ErrorIs(t, err, wire.ErrShortHeader)
 
 	// An unknown-flags frame is reported but can be skipped.
-	bad := append(hdr(wire.Magic, 1, 0x4000, 2), 0xde, 0xad)
+	bad := append(hdr(wire.Magic, 1, 0x0800, 2), 0xde, 0xad)
 	h, payload, rest, err = wire.SplitFrame(append(bad, ok...), 0)
 	require.ErrorIs(t, err, wire.ErrUnknownFlags)
-	require.Equal(t, wire.Header{Flags: 0x4000, Length: 2}, h)
+	require.Equal(t, wire.Header{Flags: 0x0800, Length: 2}, h)
 	require.Equal(t, []byte{0xde, 0xad}, payload)
 	require.Equal(t, ok, rest)
 }

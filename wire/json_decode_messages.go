@@ -97,7 +97,7 @@ func decodeCacheValue(f *fields) Message {
 		m.Value = f.b64Value("value", v)
 		m.Found = f.err == nil
 	}
-	m.RequestID = f.optU64("request_id")
+	m.RequestID, m.Version = f.optU64("request_id"), f.optU64("version")
 	return m
 }
 

@@ -36,10 +36,12 @@ func init() {
 			TenantID: f.str("tenant_id"), Namespace: f.str("namespace"), Stream: f.str("stream"),
 			Group: f.str("group"), Member: f.str("member"),
 			MaxInflight: f.optU64("max_inflight"), VisibilityTimeoutMs: f.optU64("visibility_timeout_ms"),
+			MaxAttempts: f.optU32("max_attempts"),
 		}
 	}
 	jsonDecoders[TypeQueueMessage] = func(f *fields) Message {
-		return &QueueMessage{Shard: f.shard(), Offset: f.u64("offset"), Redeliveries: f.u64("redeliveries"), Payload: f.bytes("payload")}
+		return &QueueMessage{Shard: f.shard(), Offset: f.u64("offset"), Redeliveries: f.u64("redeliveries"), Payload: f.bytes("payload"),
+			Headers: f.headers()}
 	}
 	jsonDecoders[TypeQueueAck] = func(f *fields) Message {
 		return &QueueAck{

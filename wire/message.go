@@ -67,6 +67,30 @@ const (
 	TypePublishRefused
 	TypeStreamShards
 	TypeStreamShardsView
+	// The published Felix's consumer groups (message_group.go), conditional
+	// cache writes and reads by time (message_conditional.go).
+	TypeGroupPoll
+	TypeGroupRecords
+	TypeGroupAck
+	TypeGroupNack
+	TypeGroupDeadLetters
+	TypeGroupDeadLetterList
+	TypeGroupDiscard
+	TypeGroupRedrive
+	TypeGroupDeadLetter
+	TypeGroupExtend
+	TypeGroupExtended
+	TypeGroupSeek
+	TypeGroupPosition
+	TypeGroupDescribe
+	TypeGroupInfo
+	TypeGroupDelete
+	TypeGroupDeleted
+	TypeCachePutIf
+	TypeCacheDeleteIf
+	TypeCacheConditionResult
+	TypeOffsetForTime
+	TypeOffsetValue
 	numTypes
 )
 
@@ -115,6 +139,28 @@ var typeNames = [numTypes]string{
 	TypePublishRefused:       "publish_refused",
 	TypeStreamShards:         "stream_shards",
 	TypeStreamShardsView:     "stream_shards_view",
+	TypeGroupPoll:            "group_poll",
+	TypeGroupRecords:         "group_records",
+	TypeGroupAck:             "group_ack",
+	TypeGroupNack:            "group_nack",
+	TypeGroupDeadLetters:     "group_dead_letters",
+	TypeGroupDeadLetterList:  "group_dead_letter_list",
+	TypeGroupDiscard:         "group_discard",
+	TypeGroupRedrive:         "group_redrive",
+	TypeGroupDeadLetter:      "group_dead_letter",
+	TypeGroupExtend:          "group_extend",
+	TypeGroupExtended:        "group_extended",
+	TypeGroupSeek:            "group_seek",
+	TypeGroupPosition:        "group_position",
+	TypeGroupDescribe:        "group_describe",
+	TypeGroupInfo:            "group_info",
+	TypeGroupDelete:          "group_delete",
+	TypeGroupDeleted:         "group_deleted",
+	TypeCachePutIf:           "cache_put_if",
+	TypeCacheDeleteIf:        "cache_delete_if",
+	TypeCacheConditionResult: "cache_condition_result",
+	TypeOffsetForTime:        "offset_for_time",
+	TypeOffsetValue:          "offset_value",
 }
 
 // String returns the wire tag ("auth", "publish_batch", ...).

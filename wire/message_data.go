@@ -90,6 +90,10 @@ type CacheValue struct {
 	Found     bool
 	Value     []byte
 	RequestID *uint64
+	// Version is the value's version (the published 0.6 field), sent on a
+	// hit to a client that offered FeatureCacheConditional (written last,
+	// omitted when nil).
+	Version *uint64
 }
 
 // CacheOK answers a CachePut that carried a request_id.
@@ -228,6 +232,7 @@ func (m *CacheValue) AppendJSON(dst []byte) []byte {
 		dst = append(dst, `,"value":null`...)
 	}
 	dst = appendOptUint(dst, `,"request_id":`, m.RequestID)
+	dst = appendOptUint(dst, `,"version":`, m.Version)
 	return append(dst, '}')
 }
 

@@ -232,7 +232,9 @@ func (f *fields) refusal() Refusal {
 		if !f.unmarshal("reason."+k, body, &fieldsOf) {
 			return Refusal{}
 		}
-		r.Addr = fieldsOf.Addr
+		if r.Kind == RefusedNotLeader {
+			r.Addr = fieldsOf.Addr // no other reason carries one, nor writes it back
+		}
 		switch {
 		case r.Kind == RefusedSequenceGap && fieldsOf.Expected != nil:
 			r.Expected = *fieldsOf.Expected

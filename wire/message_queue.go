@@ -19,6 +19,9 @@ type QueueConsume struct {
 	Member              string
 	MaxInflight         *uint64
 	VisibilityTimeoutMs *uint64
+	// MaxAttempts sets the group's bound on deliveries of a record, kept
+	// with its state (under CapGroupMaxAttempts; 0 means none).
+	MaxAttempts *uint32
 }
 
 // QueueMessage is one delivery. Shard is the stream shard the record is
@@ -30,6 +33,9 @@ type QueueMessage struct {
 	Offset       uint64
 	Redeliveries uint64
 	Payload      []byte
+	// Headers are the record's event headers, sent only to a client that
+	// offered CapHeaders (omitted when none).
+	Headers []EventHeader
 }
 
 // QueueAck acknowledges Offsets of Shard for Group: they will not be
@@ -102,6 +108,7 @@ func (m *QueueConsume) AppendJSON(dst []byte) []byte {
 	dst = appendStrField(dst, `,"member":`, m.Member)
 	dst = appendOptUint(dst, `,"max_inflight":`, m.MaxInflight)
 	dst = appendOptUint(dst, `,"visibility_timeout_ms":`, m.VisibilityTimeoutMs)
+	dst = appendOptU32(dst, `,"max_attempts":`, m.MaxAttempts)
 	return append(dst, '}')
 }
 
@@ -112,6 +119,7 @@ func (m *QueueMessage) AppendJSON(dst []byte) []byte {
 	dst = appendUintField(dst, `,"redeliveries":`, m.Redeliveries)
 	dst = append(dst, `,"payload":`...)
 	dst = appendBase64(dst, m.Payload)
+	dst = appendHeadersJSON(dst, m.Headers)
 	return append(dst, '}')
 }
 

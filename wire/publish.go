@@ -58,6 +58,9 @@ type PublishBatch struct {
 	// broker hashes it to a shard (routing.go). An empty key is a key.
 	Key    []byte
 	HasKey bool
+	// Headers (FlagHeaders, Felix-Go, when not nil) holds one header
+	// block per payload (eventheaders.go), written before its length.
+	Headers [][]byte
 }
 
 // AckedPublish is a decoded acked binary publish batch (layout 0x0009 and
@@ -82,6 +85,9 @@ func (p *PublishBatch) flags() Flags {
 	if p.HasKey {
 		f |= FlagPublishKeyed
 	}
+	if p.Headers != nil {
+		f |= FlagHeaders
+	}
 	return f
 }
 
@@ -101,6 +107,12 @@ func (p *PublishBatch) check() error {
 	if p.HasKey && len(p.Key) > math.MaxUint16 {
 		return &LengthError{Field: "key", Len: len(p.Key), Max: math.MaxUint16, Err: ErrNameTooLong}
 	}
+	if p.Headers != nil {
+		eb := EventBatch{Payloads: p.Payloads, Headers: p.Headers}
+		if err := eb.check(); err != nil {
+			return err
+		}
+	}
 	return checkPublishBody(p.TenantID, p.Namespace, p.Stream, p.Payloads)
 }
 
@@ -112,6 +124,9 @@ func (p *PublishBatch) headSize() int {
 	}
 	if p.HasKey {
 		n += 2 + len(p.Key)
+	}
+	for _, h := range p.Headers {
+		n += len(h)
 	}
 	return n + publishBodySize(p.TenantID, p.Namespace, p.Stream, p.Payloads)
 }
@@ -125,7 +140,19 @@ func (p *PublishBatch) appendAddressed(dst []byte) []byte {
 		dst = binary.BigEndian.AppendUint16(dst, uint16(len(p.Key)))
 		dst = append(dst, p.Key...)
 	}
-	return appendPublishBody(dst, p.TenantID, p.Namespace, p.Stream, p.Payloads)
+	if p.Headers == nil {
+		return appendPublishBody(dst, p.TenantID, p.Namespace, p.Stream, p.Payloads)
+	}
+	dst = appendName(dst, p.TenantID)
+	dst = appendName(dst, p.Namespace)
+	dst = appendName(dst, p.Stream)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(p.Payloads)))
+	for i, pl := range p.Payloads {
+		dst = append(dst, p.Headers[i]...)
+		dst = binary.BigEndian.AppendUint32(dst, uint32(len(pl)))
+		dst = append(dst, pl...)
+	}
+	return dst
 }
 
 // AppendPublish appends an unacked binary publish: 0x0001, keyed 0x0041 or
@@ -277,10 +304,10 @@ func decodeAddressed(r *reader, flags Flags, into *PublishBatch) error {
 			return err
 		}
 	}
-	return decodePublishBody(r, into)
+	return decodePublishBody(r, into, flags&FlagHeaders != 0)
 }
 
-func decodePublishBody(r *reader, into *PublishBatch) error {
+func decodePublishBody(r *reader, into *PublishBatch, headed bool) error {
 	if err := r.str("tenant_id", &into.TenantID); err != nil {
 		into.Payloads = into.Payloads[:0]
 		return err
@@ -291,6 +318,14 @@ func decodePublishBody(r *reader, into *PublishBatch) error {
 	}
 	if err := r.str("stream", &into.Stream); err != nil {
 		into.Payloads = into.Payloads[:0]
+		return err
+	}
+	into.Headers = nil
+	if headed {
+		var eb EventBatch
+		eb.Payloads = into.Payloads
+		err := r.annotatedPayloads(&eb, false, true)
+		into.Payloads, into.Headers = eb.Payloads, eb.Headers
 		return err
 	}
 	var err error

@@ -135,7 +135,57 @@ var vectorMessages = map[string]wire.Message{
 		Err: &wire.TypedError{Code: wire.CodeInvalidRequest, Retry: wire.Fatal}},
 	"stream_shards":      &wire.StreamShards{TenantID: "t1", Namespace: "default", Stream: "demo", RequestID: 4},
 	"stream_shards_view": &wire.StreamShardsView{Shards: 8, RequestID: 4, Routing: strp("jump_hash")},
+	// Consumer groups, conditional cache writes and reads by time (the
+	// published 0.6 messages; max_attempts and headers are ours).
+	"group_poll": &wire.GroupPoll{GroupRef: jobs, MaxRecords: 10, WaitMs: 5000, RequestID: 11},
+	"group_poll_consumer": &wire.GroupPoll{GroupRef: jobs, MaxRecords: 10, WaitMs: 0, RequestID: 12,
+		Consumer: strp("worker-1"), Reclaim: boolp(true), VisibilityMs: u64p(60000), MaxAttempts: u32p(5)},
+	"group_records": &wire.GroupRecords{RequestID: 11, Records: []wire.GroupRecord{
+		{Offset: 40, Payload: []byte("job"), Attempts: 1},
+		{Offset: 41, Payload: []byte("job2"), Attempts: 3, SkippedBefore: u64p(1), Publisher: strp("alice"),
+			TimestampMicros: u64p(1767225600000000), Headers: []wire.EventHeader{{Key: "traceparent", Value: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}}}},
+	"group_records_empty":    &wire.GroupRecords{RequestID: 13, Records: []wire.GroupRecord{}},
+	"group_ack":              &wire.GroupAck{GroupRef: jobs, Offset: 40, RequestID: 14},
+	"group_nack":             &wire.GroupNack{GroupRef: jobs, Offset: 41, RequestID: 15},
+	"group_nack_delay":       &wire.GroupNack{GroupRef: jobs, Offset: 41, RequestID: 16, DelayMs: u64p(2000), Attempts: u64p(3)},
+	"group_dead_letters":     &wire.GroupDeadLetters{GroupRef: jobs, RequestID: 17},
+	"group_dead_letter_list": &wire.GroupDeadLetterList{Offsets: []uint64{41, 97}, RequestID: 17},
+	"group_discard":          &wire.GroupDiscard{GroupOffsetOp: wire.GroupOffsetOp{GroupRef: jobs, Offset: 97, RequestID: 18}},
+	"group_redrive":          &wire.GroupRedrive{GroupOffsetOp: wire.GroupOffsetOp{GroupRef: jobs, Offset: 41, RequestID: 19}},
+	"group_dead_letter":      &wire.GroupDeadLetter{GroupOffsetOp: wire.GroupOffsetOp{GroupRef: jobs, Offset: 42, RequestID: 20}},
+	"group_extend":           &wire.GroupExtend{GroupRef: jobs, Offset: 43, Attempts: 2, ExtendMs: 30000, RequestID: 21},
+	"group_extended":         &wire.GroupExtended{VisibleMs: 30000, RequestID: 21},
+	"group_seek": &wire.GroupSeek{GroupRef: jobs, Start: wire.Start{Kind: wire.StartOffset, Offset: 100},
+		RequestID: 22},
+	"group_seek_if_new": &wire.GroupSeek{GroupRef: jobs, Start: wire.Start{Kind: wire.StartLatest}, IfNew: boolp(true),
+		RequestID: 23},
+	"group_position": &wire.GroupPosition{Offset: 100, Moved: true, RequestID: 22},
+	"group_describe": &wire.GroupDescribe{GroupRef: jobs, RequestID: 24},
+	"group_info":     &wire.GroupInfo{Committed: u64p(40), Tail: 120, InFlight: 3, Owed: 1, DeadLetters: 2, RequestID: 24, MaxAttempts: u32p(5)},
+	"group_info_new": &wire.GroupInfo{Tail: 120, RequestID: 25},
+	"group_delete":   &wire.GroupDelete{GroupRef: jobs, RequestID: 26},
+	"group_deleted":  &wire.GroupDeleted{Existed: true, RequestID: 26},
+	"cache_put_if": &wire.CachePutIf{TenantID: "t1", Namespace: "default", Cache: "demo", Key: "lease",
+		Value: []byte("owner-a"), TTLMs: u64p(10000), Condition: wire.Condition{Kind: wire.ConditionAbsent}, RequestID: 27},
+	"cache_put_if_version": &wire.CachePutIf{TenantID: "t1", Namespace: "default", Cache: "demo", Key: "count",
+		Value: []byte("8"), Condition: wire.Condition{Kind: wire.ConditionVersion, Version: 41}, RequestID: 28},
+	"cache_delete_if": &wire.CacheDeleteIf{TenantID: "t1", Namespace: "default", Cache: "demo", Key: "lease",
+		Version: 42, RequestID: 29},
+	"cache_condition_result":         &wire.CacheConditionResult{Applied: true, Version: u64p(43), RequestID: 28},
+	"cache_condition_result_refused": &wire.CacheConditionResult{Applied: false, RequestID: 27},
+	"cache_value_version": &wire.CacheValue{TenantID: "t1", Namespace: "default", Cache: "demo", Key: "count",
+		Found: true, Value: []byte("7"), RequestID: u64p(30), Version: u64p(41)},
+	"offset_for_time": &wire.OffsetForTime{TenantID: "t1", Namespace: "default", Stream: "demo", Shard: 0,
+		AtMicros: 1767225600000000, RequestID: 31},
+	"offset_value":      &wire.OffsetValue{Offset: u64p(1234), RequestID: 31},
+	"offset_value_none": &wire.OffsetValue{RequestID: 32},
+	"queue_consume_max_attempts": &wire.QueueConsume{TenantID: "t1", Namespace: "default", Stream: "jobs", Group: "workers",
+		Member: "w1", MaxAttempts: u32p(5)},
+	"queue_message_headers": &wire.QueueMessage{Shard: 0, Offset: 42, Redeliveries: 0, Payload: []byte("job"),
+		Headers: []wire.EventHeader{{Key: "content-type", Value: "text/plain"}, {Key: "traceparent", Value: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}},
 }
+
+var jobs = wire.GroupRef{TenantID: "t1", Namespace: "default", Stream: "jobs", Shard: 0, Group: "workers"}
 
 func loadVectors(t *testing.T) []wirevector.Vector {
 	t.Helper()
@@ -176,11 +226,12 @@ func TestVectors(t *testing.T) {
 			require.Equal(t, m, got)
 		})
 	}
-	for typ := wire.TypeAuth; typ <= wire.TypeStreamShardsView; typ++ {
+	for typ := wire.TypeAuth; typ <= wire.TypeOffsetValue; typ++ {
 		require.True(t, types[typ], "no vector for message type %s", typ)
 	}
 	for _, f := range []uint16{0x01, 0x09, 0x10, 0x02, 0x22, 0x04, 0x24,
-		0x41, 0x49, 0x149, 0x109, 0x8001, 0x8009, 0x8109, 0x1010, 0x1090, 0x0610, 0x0210, 0x9010, 0x0090} {
+		0x41, 0x49, 0x149, 0x109, 0x8001, 0x8009, 0x8109, 0x1010, 0x1090, 0x0610, 0x0210, 0x9010, 0x0090,
+		0x0081, 0x0089, 0x2004, 0x4024, 0x6024, 0x00a4, 0x60a4, 0x60a2} {
 		require.True(t, layouts[f], "no vector for layout 0x%04x", f)
 	}
 }

@@ -3,12 +3,16 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/felixmq/felix/client"
 )
 
 // docs/design.md, "Semantics", durability for caches: an on_commit put's ack means it
@@ -70,4 +74,60 @@ func TestDurableCacheKill9KeepsEveryAckedPut(t *testing.T) {
 		require.Equal(t, key, string(v))
 	}
 	t.Logf("%d acknowledged puts survived kill -9", len(acked))
+}
+
+// docs/design.md, "Semantics", cache, with a real broker process: two
+// writers on two connections do read-modify-write on one key with
+// cache_put_if for FELIX_CAS_SECONDS (1 s by default, 10 in make
+// reliability); the final value is the number of writes that applied, so
+// no update was lost.
+func TestCacheConditionalNoLostUpdate(t *testing.T) {
+	d := time.Second
+	if s := os.Getenv("FELIX_CAS_SECONDS"); s != "" {
+		secs, err := strconv.Atoi(s)
+		require.NoError(t, err)
+		d = time.Duration(secs) * time.Second
+	}
+	bp := startBrokerProcess(t, "FELIX_DATA_DIR="+t.TempDir(), "FELIX_CACHES=t1/default/d:on_commit")
+	ctx, cancel := context.WithTimeout(context.Background(), d+30*time.Second)
+	defer cancel()
+	var (
+		mu               sync.Mutex
+		applied, refused int
+		wg               sync.WaitGroup
+	)
+	deadline := time.Now().Add(d)
+	for range 2 {
+		k, err := bp.dial(t).OpenCache(ctx, "default", "d")
+		require.NoError(t, err)
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				val, ver, found, err := k.GetVersion(ctx, "n")
+				require.NoError(t, err)
+				next, cond := 1, client.IfAbsent
+				if found {
+					cur, err := strconv.Atoi(string(val))
+					require.NoError(t, err)
+					next, cond = cur+1, client.IfVersion(ver)
+				}
+				ok, _, _, err := k.PutIf(ctx, "n", []byte(strconv.Itoa(next)), 0, cond)
+				require.NoError(t, err)
+				mu.Lock()
+				if ok {
+					applied++
+				} else {
+					refused++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	k, err := bp.dial(t).OpenCache(ctx, "default", "d")
+	require.NoError(t, err)
+	val, _, _, err := k.GetVersion(ctx, "n")
+	require.NoError(t, err)
+	require.Equal(t, strconv.Itoa(applied), string(val))
+	require.Positive(t, refused, "the writers raced")
+	t.Logf("%s: %d read-modify-writes applied, %d refused as stale, none lost", d, applied, refused)
 }

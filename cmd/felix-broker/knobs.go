@@ -95,6 +95,22 @@ var (
 		"appends through pwrite+fdatasync (measured faster) or copies into the mapping+msync")
 )
 
+// Consumer groups.
+var (
+	knobGroupMaxAttempts = registry.Int("FELIX_GROUP_MAX_ATTEMPTS", 0, 0, 1<<20,
+		"deliveries of a record before it becomes a dead letter of its group, for groups that set no max_attempts of their own; 0 = no bound (redelivered until acked)")
+	knobGroupMaxInFlight = registry.Int("FELIX_GROUP_MAX_IN_FLIGHT", 10000, 1, 1<<24,
+		"records a consumer group may have claimed (or nacked with a delay) on one shard; a poll at the bound is answered empty")
+	knobGroupVisibility = registry.Duration("FELIX_GROUP_VISIBILITY_TIMEOUT_MS", 30000, 1, 43200000, time.Millisecond,
+		"how long a group_poll's claims stand when it asks for no visibility_ms")
+	knobGroupMaxVisibility = registry.Duration("FELIX_GROUP_MAX_VISIBILITY_MS", 43200000, 1, 604800000, time.Millisecond,
+		"cap on visibility_ms, extend_ms and a nack's delay_ms")
+	knobGroupMaxWait = registry.Duration("FELIX_GROUP_MAX_WAIT_MS", 30000, 1, 600000, time.Millisecond,
+		"cap on how long a group_poll may wait for records (wait_ms)")
+	knobRecordPublishers = registry.Bool("FELIX_RECORD_PUBLISHERS", false,
+		"store with each durable record the principal that published it (storage format v6: a build that predates it cannot open the log)")
+)
+
 // Publish ingress.
 var (
 	knobIngressPolicy = registry.Enum("FELIX_INGRESS_POLICY", "backpressure", []string{"backpressure", "drop"},

@@ -17,14 +17,19 @@ import (
 	"github.com/felixmq/felix/wire"
 )
 
-const cacheUsage = `usage: felix cache put KEY VALUE [--cache C] [--ttl 5m]
-       felix cache get KEY [--cache C]     prints the value; exit 1 when absent
+const cacheUsage = `usage: felix cache put KEY VALUE [--cache C] [--ttl 5m] [--if-version N | --if-absent]
+       felix cache get KEY [--cache C] [--version]  prints the value (after its version); exit 1 when absent
        felix cache del KEY [--cache C]     prints "deleted", or "absent" (then nothing changed)
        felix counter add KEY DELTA [--cache C]   prints the new value
        felix counter get KEY [--cache C]         prints the value (absent = 0)
---json prints one JSON object instead: {"key":K,"value":V} (get, counter),
-{"key":K,"found":false} (get of an absent key), {"key":K,"existed":B} (del),
-{"key":K,"ok":true} (put). The cache defaults to demo.`
+A conditional put (--if-version N: only over version N; --if-absent: only
+where the key has no live value) prints "applied VERSION", or "refused
+VERSION" ("refused absent") and exits 1 when the key did not meet it.
+--json prints one JSON object instead: {"key":K,"value":V} (get, counter;
+"version":N with --version), {"key":K,"found":false} (get of an absent key),
+{"key":K,"existed":B} (del), {"key":K,"ok":true} (put),
+{"key":K,"applied":B,"version":N} (conditional put; null when absent).
+The cache defaults to demo.`
 
 const watchUsage = `usage: felix watch KEY [--cache C] [--current] [--count N] [--json]
 Prints one line per change of KEY: "REVISION put VALUE", "REVISION counter
@@ -46,6 +51,28 @@ type cacheFlags struct {
 	current bool
 	count   int
 	json    bool
+	// cache put's condition and cache get's --version.
+	ifVersion   string
+	ifAbsent    bool
+	withVersion bool
+}
+
+// condition is cache put's condition, nil for an unconditional put.
+func (f *cacheFlags) condition() (*client.Condition, error) {
+	switch {
+	case f.ifVersion != "" && f.ifAbsent:
+		return nil, errors.New("--if-version and --if-absent exclude each other")
+	case f.ifAbsent:
+		return &client.IfAbsent, nil
+	case f.ifVersion != "":
+		v, err := strconv.ParseUint(f.ifVersion, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("--if-version %q is not a version", f.ifVersion)
+		}
+		c := client.IfVersion(v)
+		return &c, nil
+	}
+	return nil, nil
 }
 
 // newCacheFlags is the flag set of op ("cache put", "counter get", "watch").
@@ -57,6 +84,10 @@ func newCacheFlags(op string) (*flag.FlagSet, *cacheFlags) {
 	switch op {
 	case "cache put":
 		set.DurationVar(&f.ttl, "ttl", 0, "expire the value after `D` (5s, 10m, 2h; 0: never)")
+		set.StringVar(&f.ifVersion, "if-version", "", "put only if the key's live value has version `N`")
+		set.BoolVar(&f.ifAbsent, "if-absent", false, "put only if the key has no live value")
+	case "cache get":
+		set.BoolVar(&f.withVersion, "version", false, "print the value's version before it")
 	case "watch":
 		set.BoolVar(&f.current, "current", false, "print the key's current state first")
 		set.IntVar(&f.count, "count", 0, "exit after `N` changes (0: until interrupted)")
@@ -106,11 +137,14 @@ func cacheCmd(ctx context.Context, group string, args []string, stdout, stderr i
 	if err == nil && f.ttl < 0 {
 		err = errors.New("--ttl must not be negative")
 	}
-	var delta int64
+	a := cacheArgsOf{ttl: f.ttl, version: f.withVersion}
 	if err == nil && op == "counter add" {
-		if delta, err = strconv.ParseInt(pos[1], 10, 64); err != nil {
+		if a.delta, err = strconv.ParseInt(pos[1], 10, 64); err != nil {
 			err = fmt.Errorf("DELTA %q is not an integer", pos[1])
 		}
+	}
+	if err == nil {
+		a.cond, err = f.condition()
 	}
 	if err != nil {
 		return cli.Fail(err, "felix "+op, cacheUsage, set, stdout, stderr)
@@ -126,7 +160,10 @@ func cacheCmd(ctx context.Context, group string, args []string, stdout, stderr i
 	k, err := c.OpenCache(ctx, f.conn.namespace, f.cache)
 	if err == nil {
 		defer k.Close(ctx)
-		err = cacheOp(ctx, k, op, pos, f, delta, stdout)
+		err = cacheOp(ctx, k, op, pos, f.json, a, stdout)
+	}
+	if errors.Is(err, errRefused) {
+		return exitFail
 	}
 	if errors.Is(err, errAbsent) {
 		if f.json {
@@ -142,14 +179,26 @@ func cacheCmd(ctx context.Context, group string, args []string, stdout, stderr i
 	return exitOK
 }
 
-// errAbsent makes `felix cache get` exit 1 for a missing key.
-var errAbsent = errors.New("not found")
+// errAbsent makes `felix cache get` exit 1 for a missing key; errRefused
+// does for a conditional put whose condition did not hold (said on stdout).
+var (
+	errAbsent  = errors.New("not found")
+	errRefused = errors.New("refused")
+)
 
-func cacheOp(ctx context.Context, k *client.Cache, op string, pos []string, f *cacheFlags, delta int64, stdout io.Writer) error {
+// cacheArgsOf are an operation's flag values.
+type cacheArgsOf struct {
+	ttl     time.Duration
+	delta   int64
+	cond    *client.Condition
+	version bool
+}
+
+func cacheOp(ctx context.Context, k *client.Cache, op string, pos []string, asJSON bool, a cacheArgsOf, stdout io.Writer) error {
 	key := pos[0]
 	// out prints the text line, or the JSON object with the key.
 	out := func(text string, obj map[string]any) error {
-		if f.json {
+		if asJSON {
 			obj["key"] = key
 			return writeJSONLine(stdout, obj)
 		}
@@ -161,17 +210,23 @@ func cacheOp(ctx context.Context, k *client.Cache, op string, pos []string, f *c
 	}
 	switch op {
 	case "cache put":
-		if err := k.Put(ctx, key, []byte(pos[1]), f.ttl); err != nil {
+		if a.cond != nil {
+			return conditionalPut(ctx, k, key, []byte(pos[1]), a, out)
+		}
+		if err := k.Put(ctx, key, []byte(pos[1]), a.ttl); err != nil {
 			return err
 		}
 		return out("", map[string]any{"ok": true})
 	case "cache get":
-		v, found, err := k.Get(ctx, key)
+		v, version, found, err := getMaybeVersion(ctx, k, key, a.version)
 		if err == nil && !found {
 			return fmt.Errorf("key %q: %w", key, errAbsent)
 		}
 		if err != nil {
 			return err
+		}
+		if a.version {
+			return out(strconv.FormatUint(version, 10)+" "+printable(v), payloadFields(map[string]any{"version": version}, "value", v))
 		}
 		return out(printable(v), payloadFields(map[string]any{}, "value", v))
 	case "cache del":
@@ -184,7 +239,7 @@ func cacheOp(ctx context.Context, k *client.Cache, op string, pos []string, f *c
 		var n int64
 		var err error
 		if op == "counter add" {
-			n, err = k.CounterAdd(ctx, key, delta)
+			n, err = k.CounterAdd(ctx, key, a.delta)
 		} else {
 			n, err = k.CounterGet(ctx, key)
 		}
@@ -194,6 +249,36 @@ func cacheOp(ctx context.Context, k *client.Cache, op string, pos []string, f *c
 		return out(strconv.FormatInt(n, 10), map[string]any{"value": n})
 	}
 	return fmt.Errorf("unknown operation %s", op)
+}
+
+func getMaybeVersion(ctx context.Context, k *client.Cache, key string, version bool) ([]byte, uint64, bool, error) {
+	if version {
+		return k.GetVersion(ctx, key)
+	}
+	v, found, err := k.Get(ctx, key)
+	return v, 0, found, err
+}
+
+// conditionalPut prints "applied VERSION" or "refused VERSION|absent"
+// (errRefused) through out.
+func conditionalPut(ctx context.Context, k *client.Cache, key string, value []byte, a cacheArgsOf,
+	out func(string, map[string]any) error) error {
+	applied, version, found, err := k.PutIf(ctx, key, value, a.ttl, *a.cond)
+	if err != nil {
+		return err
+	}
+	v, jv := "absent", any(nil)
+	if found {
+		v, jv = strconv.FormatUint(version, 10), version
+	}
+	word := map[bool]string{true: "applied", false: "refused"}[applied]
+	if err := out(word+" "+v, map[string]any{"applied": applied, "version": jv}); err != nil {
+		return err
+	}
+	if !applied {
+		return errRefused
+	}
+	return nil
 }
 
 // runWatch is `felix watch`; SIGINT and SIGTERM end it cleanly (exit 0).

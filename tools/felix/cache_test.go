@@ -116,3 +116,39 @@ func TestCacheCLIUsage(t *testing.T) {
 	require.Equal(t, exitUsage, code)
 	require.Contains(t, stderr, "(felix watch --help prints the usage)")
 }
+
+// felix cache put --if-absent / --if-version N: applied prints the version
+// written; a condition that does not hold prints the key's current version
+// and exits 1; cache get --version prints the version before the value.
+func TestCacheConditionalPutCLI(t *testing.T) {
+	tb := startBroker(t)
+	put := func(extra ...string) result {
+		return runT(t, append([]string{"cache", "put"}, tb.args(extra...)...)...)
+	}
+	r := put("lease", "a", "--if-absent")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	fields := strings.Fields(r.stdout)
+	require.Len(t, fields, 2)
+	require.Equal(t, "applied", fields[0])
+	v1 := fields[1]
+
+	r = put("lease", "b", "--if-absent")
+	require.Equal(t, exitFail, r.code)
+	require.Equal(t, "refused "+v1+"\n", r.stdout)
+	r = runT(t, append([]string{"cache", "get"}, tb.args("lease", "--version")...)...)
+	require.Equal(t, v1+" a\n", r.stdout, r.stderr)
+
+	r = put("lease", "c", "--if-version", v1)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.True(t, strings.HasPrefix(r.stdout, "applied "))
+	r = put("lease", "d", "--if-version", v1)
+	require.Equal(t, exitFail, r.code)
+	require.Contains(t, r.stdout, "refused ")
+	r = put("other", "d", "--if-version", v1)
+	require.Equal(t, "refused absent\n", r.stdout)
+
+	r = put("lease", "e", "--if-version", "x")
+	require.Equal(t, exitUsage, r.code)
+	r = put("lease", "e", "--if-version", "1", "--if-absent")
+	require.Equal(t, exitUsage, r.code)
+}

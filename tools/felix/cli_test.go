@@ -19,7 +19,7 @@ func TestHelpAndVersionExitZero(t *testing.T) {
 	for _, args := range [][]string{
 		{"--help"}, {"help"}, {"-h"}, {"help", "pub"}, {"pub", "--help"}, {"sub", "-h"}, {"cache", "--help"},
 		{"cache", "put", "--help"}, {"counter", "add", "--help"}, {"watch", "--help"}, {"roster", "--help"},
-		{"roster", "join", "--help"}, {"queue", "consume", "--help"}, {"admin", "--help"}, {"admin", "stream", "create", "--help"},
+		{"roster", "join", "--help"}, {"queue", "consume", "--help"}, {"queue", "--help"}, {"queue", "seek", "--help"}, {"admin", "--help"}, {"admin", "stream", "create", "--help"},
 		{"context", "--help"}, {"token", "--help"}, {"token", "mint", "--help"}, {"cert", "--help"}, {"probe", "--help"},
 		{"log", "--help"}, {"log", "dump", "--help"}, {"wire", "--help"}, {"completion", "--help"},
 	} {

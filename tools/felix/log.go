@@ -18,6 +18,7 @@ import (
 
 	"github.com/felixmq/felix/internal/cli"
 	"github.com/felixmq/felix/segment"
+	"github.com/felixmq/felix/wire"
 )
 
 const logUsage = `usage:
@@ -185,17 +186,31 @@ func logDump(args []string, stdout, stderr io.Writer) int {
 // microseconds, payload length, the producer mark of a record of an
 // idempotent producer's batch (producer, sequence and the record's place in
 // the batch; "batch=continues" for a batch whose opening record was not
-// read), and the payload as `felix sub` prints it (text when printable
-// UTF-8, else 0x and hex), last so spaces are safe.
+// read), the publisher and the event headers when the record has them,
+// and the payload as `felix sub` prints it (text when printable UTF-8, else
+// 0x and hex), last so spaces are safe.
 func appendRecordLine(b []byte, rec segment.Record, mark string) []byte {
-	return fmt.Appendf(b, "offset=%d time=%s len=%d %spayload=%s\n", rec.Offset,
-		time.UnixMicro(rec.TimestampMicros).UTC().Format("2006-01-02T15:04:05.000000Z07:00"),
-		len(rec.Payload), mark, printable(rec.Payload))
+	b = fmt.Appendf(b, "offset=%d time=%s len=%d %s", rec.Offset,
+		time.UnixMicro(rec.TimestampMicros).UTC().Format("2006-01-02T15:04:05.000000Z07:00"), len(rec.Payload), mark)
+	if rec.Publisher != nil {
+		b = fmt.Appendf(b, "publisher=%s ", printable(rec.Publisher))
+	}
+	if rec.Headers != nil {
+		hs, err := wire.ParseHeaders(rec.Headers)
+		if err != nil {
+			b = fmt.Appendf(b, "headers=invalid(%s) ", printable(rec.Headers))
+		} else {
+			b = fmt.Appendf(b, "headers=[%s] ", wire.FormatHeaders(hs))
+		}
+	}
+	return fmt.Appendf(b, "payload=%s\n", printable(rec.Payload))
 }
 
 // appendRecordJSON is appendRecordLine as one JSON object: offset, time,
 // len, producer, sequence and batch ("AT/LEN", or "continues") when marked,
-// and payload (or payload_base64).
+// publisher and headers ([{"key":K,"value":V},...], or "headers_invalid"
+// with the block's bytes) when the record has them, and payload (or
+// payload_base64).
 func appendRecordJSON(b []byte, rec segment.Record, batch *batchPos) []byte {
 	obj := map[string]any{"offset": rec.Offset, "len": len(rec.Payload),
 		"time": time.UnixMicro(rec.TimestampMicros).UTC().Format("2006-01-02T15:04:05.000000Z07:00")}
@@ -204,6 +219,16 @@ func appendRecordJSON(b []byte, rec segment.Record, batch *batchPos) []byte {
 			obj["batch"] = "continues"
 		} else {
 			obj["producer"], obj["sequence"], obj["batch"] = batch.producer, batch.sequence, fmt.Sprintf("%d/%d", batch.at, batch.len)
+		}
+	}
+	if rec.Publisher != nil {
+		payloadFields(obj, "publisher", rec.Publisher)
+	}
+	if rec.Headers != nil {
+		if hs, err := wire.ParseHeaders(rec.Headers); err != nil {
+			payloadFields(obj, "headers_invalid", rec.Headers)
+		} else {
+			obj["headers"] = headerObjects(hs)
 		}
 	}
 	raw, _ := json.Marshal(payloadFields(obj, "payload", rec.Payload)) // maps of plain values always marshal
@@ -312,7 +337,7 @@ type statFile struct {
 func (r *statReport) print(w io.Writer) {
 	fmt.Fprintf(w, "%-24s %7s %20s %12s %10s  %s\n", "segment", "version", "base", "file_bytes", "records", "index")
 	for _, f := range r.Files {
-		fmt.Fprintf(w, "%-24s %7d %20d %12d %10d  %s\n", f.Segment, f.Version, f.Base, f.FileBytes, f.Records, f.Index)
+		fmt.Fprintf(w, "%-24s %7s %20d %12d %10d  %s\n", f.Segment, versionName(f.Version), f.Base, f.FileBytes, f.Records, f.Index)
 	}
 	fmt.Fprintf(w, "first %d\nnext %d\nsegments %d\ncontent_bytes %d\ndisk_bytes %d\nindexes_rebuilt %d\n",
 		r.First, r.Next, r.Segments, r.ContentBytes, r.DiskBytes, r.IndexesRebuilt)
@@ -356,6 +381,15 @@ func segmentFiles(dir string) ([]segmentFile, error) {
 	}
 	slices.SortFunc(out, func(a, b segmentFile) int { return compare(a.base, b.base) })
 	return out, nil
+}
+
+// versionName is a segment version as the storage format writes it: the
+// published ones in decimal, ours (the high bit set) in hex.
+func versionName(v uint16) string {
+	if v&0x8000 != 0 {
+		return fmt.Sprintf("%#04x", v)
+	}
+	return strconv.Itoa(int(v))
 }
 
 // headerVersion reads the version field of a segment header, 0 when the

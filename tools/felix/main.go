@@ -42,13 +42,18 @@ func init() {
 	commands = []command{
 		{name: "pub", summary: "publish messages to a stream", flags: func() *flag.FlagSet { s, _ := newPubFlags(); return s }, run: runPub},
 		{name: "sub", summary: "print a stream's events (every shard, or --shard)", flags: func() *flag.FlagSet { s, _ := newSubFlags(); return s }, run: runSub},
-		{name: "cache", summary: "put, get and delete cache keys", verbs: []string{"put", "get", "del"}, flags: cacheFlagSet("cache put"), run: runCache},
+		{name: "cache", summary: "put, get and delete cache keys", verbs: []string{"put", "get", "del"},
+			flags: func() *flag.FlagSet { return unionFlags(cacheFlagSet("cache put")(), cacheFlagSet("cache get")()) }, run: runCache},
 		{name: "counter", summary: "add to and read counters", verbs: []string{"add", "get"}, flags: cacheFlagSet("counter add"), run: runCounter},
 		{name: "watch", summary: "print every change of a cache key", flags: cacheFlagSet("watch"), run: runWatch},
 		{name: "roster", summary: "join a roster (until interrupted) or watch its members", verbs: []string{"join", "watch"},
 			flags: func() *flag.FlagSet { s, _ := newRosterFlags(""); return s }, run: runRoster},
-		{name: "queue", summary: "consume a durable stream as a member of a consumer group", verbs: []string{"consume"},
-			flags: func() *flag.FlagSet { s, _ := newQueueFlags(); return s }, run: runQueue},
+		{name: "queue", summary: "consume a durable stream in a consumer group; describe, seek, redrive the group",
+			verbs: append([]string{"consume"}, queueAdminOps...), flags: func() *flag.FlagSet {
+				s, _ := newQueueFlags()
+				a, _ := newQueueAdminFlags("")
+				return unionFlags(s, a)
+			}, run: runQueue},
 		{name: "admin", summary: "create, list, describe and delete tenants, namespaces, streams and caches",
 			verbs: []string{"tenant", "namespace", "stream", "cache"}, flags: func() *flag.FlagSet { s, _ := newAdminFlags(); return s }, run: runAdmin},
 		{name: "context", summary: "save, select and show named broker addresses and credentials",
@@ -64,6 +69,21 @@ func init() {
 		{name: "completion", summary: "print a bash or zsh completion script", verbs: []string{"bash", "zsh"}, run: runCompletion},
 		{name: "version", summary: "print the version", run: runVersion},
 	}
+}
+
+// unionFlags is every flag of sets, the first declaration of a name
+// winning (shell completion of a command whose verbs have flags of their
+// own).
+func unionFlags(sets ...*flag.FlagSet) *flag.FlagSet {
+	out := flag.NewFlagSet("", flag.ContinueOnError)
+	for _, set := range sets {
+		set.VisitAll(func(fl *flag.Flag) {
+			if out.Lookup(fl.Name) == nil {
+				out.Var(fl.Value, fl.Name, fl.Usage)
+			}
+		})
+	}
+	return out
 }
 
 func main() {

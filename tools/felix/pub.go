@@ -8,13 +8,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/felixmq/felix/client"
 	"github.com/felixmq/felix/internal/cli"
+	"github.com/felixmq/felix/wire"
 )
 
-const pubUsage = `usage: felix pub [MESSAGE] [--count N] [--size B] [--batch K] [--ack] [--key K | --shard S] [--json]
+const pubUsage = `usage: felix pub [MESSAGE] [--count N] [--size B] [--batch K] [--ack] [--key K | --shard S] [--header K=V]... [--json]
 Publishes MESSAGE, or a B-byte payload with --size, N times, K per batch.
 With neither, publishes each line of stdin as one message.
 
@@ -28,6 +30,9 @@ holds OFFSET..OFFSET+K-1). Acked batches go through an idempotent producer
 (unless --idempotent=false): a batch whose connection fails is sent again
 under the same sequence and the broker writes it once, so every message is
 in the stream exactly once. Without --ack publishes are fire-and-forget.
+
+--header K=V (repeatable) gives every message that header; felix sub prints
+them. With --key or --shard it needs the idempotent producer (--ack).
 
 The summary goes to stderr. --json prints one JSON object per line on
 stdout instead: {"shard":S,"offset":O,"count":K} per acked batch, then
@@ -54,8 +59,36 @@ type pubFlags struct {
 	idempotent bool
 	shard      int64 // -1: not given
 	key        string
+	headers    headerFlag
 	json       bool
 	given      map[string]bool
+}
+
+// headerFlag collects --header K=V.
+type headerFlag []wire.EventHeader
+
+func (h *headerFlag) String() string { return wire.FormatHeaders(*h) }
+
+func (h *headerFlag) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok {
+		return errors.New("want KEY=VALUE")
+	}
+	next := append(*h, wire.EventHeader{Key: k, Value: v})
+	if err := wire.CheckHeaders(next); err != nil {
+		return err
+	}
+	*h = next
+	return nil
+}
+
+// messages are a batch's payloads with the command's headers.
+func (f *pubFlags) messages(batch [][]byte) []client.Message {
+	msgs := make([]client.Message, len(batch))
+	for i, p := range batch {
+		msgs[i] = client.Message{Payload: p, Headers: f.headers}
+	}
+	return msgs
 }
 
 func newPubFlags() (*flag.FlagSet, *pubFlags) {
@@ -68,6 +101,7 @@ func newPubFlags() (*flag.FlagSet, *pubFlags) {
 	set.BoolVar(&f.idempotent, "idempotent", true, "with --ack: publish through an idempotent producer (exactly once, re-sent after failures)")
 	set.Int64Var(&f.shard, "shard", -1, "publish to shard `S` (default: by --key, else the broker picks)")
 	set.StringVar(&f.key, "key", "", "route by the key `K`: one key, one shard")
+	set.Var(&f.headers, "header", "`KEY=VALUE` header on every message (repeatable)")
 	set.BoolVar(&f.json, "json", false, "print JSON lines on stdout (see above)")
 	return set, f
 }
@@ -96,6 +130,8 @@ func parsePubFlags(args []string) (*flag.FlagSet, *pubFlags, []string, error) {
 		return set, nil, nil, errors.New("pass --key or --shard, not both")
 	case f.given["shard"] && (f.shard < 0 || f.shard > 1<<32-1):
 		return set, nil, nil, fmt.Errorf("--shard %d: want a shard number from 0", f.shard)
+	case len(f.headers) > 0 && (f.given["shard"] || f.given["key"]) && !(f.ack && f.idempotent):
+		return set, nil, nil, errors.New("--header with --key or --shard needs --ack (the idempotent producer)")
 	}
 	return set, f, pos, nil
 }
@@ -214,7 +250,12 @@ func pubIdempotent(ctx context.Context, c *client.Client, f *pubFlags, next batc
 	if f.given["key"] {
 		key = []byte(f.key)
 	}
-	st, err := pipeline(ctx, 64, next, out, func(batch [][]byte) *client.PendingAck { return p.PublishAsync(ctx, key, batch) })
+	st, err := pipeline(ctx, 64, next, out, func(batch [][]byte) *client.PendingAck {
+		if len(f.headers) > 0 {
+			return p.PublishMessagesAsync(ctx, key, f.messages(batch))
+		}
+		return p.PublishAsync(ctx, key, batch)
+	})
 	if cerr := p.Close(ctx); err == nil {
 		err = cerr
 	}
@@ -238,6 +279,8 @@ func publishAcked(ctx context.Context, p *client.Publisher, f *pubFlags, next ba
 			return p.PublishShardAsync(uint32(f.shard), batch)
 		case f.given["key"]:
 			return p.PublishKeyAsync([]byte(f.key), batch)
+		case len(f.headers) > 0:
+			return p.PublishMessagesAsync(f.messages(batch))
 		}
 		return p.PublishAsync(batch)
 	})
@@ -297,6 +340,8 @@ func sendAll(p *client.Publisher, f *pubFlags, next batches) (pubStats, error) {
 			err = p.SendShard(uint32(f.shard), batch)
 		case f.given["key"]:
 			err = p.SendKey([]byte(f.key), batch)
+		case len(f.headers) > 0:
+			err = p.SendMessages(f.messages(batch))
 		default:
 			err = p.Send(batch)
 		}

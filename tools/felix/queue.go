@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -73,15 +74,19 @@ func parseQueueFlags(args []string) (*flag.FlagSet, *queueFlags, error) {
 }
 
 func queue(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && isQueueAdmin(args[0]) {
+		return queueAdmin(ctx, args[0], args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "consume" {
+		both := queueUsage + "\n\n" + queueAdminUsage
 		if len(args) > 0 && cli.IsHelp(args[0]) {
-			return cli.Fail(cli.ErrHelp, "felix queue", queueUsage, nil, stdout, stderr)
+			return cli.Fail(cli.ErrHelp, "felix queue", both, nil, stdout, stderr)
 		}
 		if len(args) == 0 {
-			cli.PrintUsage(stderr, queueUsage, nil)
+			cli.PrintUsage(stderr, both, nil)
 			return exitUsage
 		}
-		return cli.Fail(errors.New("want consume"), "felix queue", queueUsage, nil, stdout, stderr)
+		return cli.Fail(fmt.Errorf("want consume, %s", strings.Join(queueAdminOps, ", ")), "felix queue", both, nil, stdout, stderr)
 	}
 	set, f, err := parseQueueFlags(args[1:])
 	if err != nil {

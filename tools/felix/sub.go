@@ -11,15 +11,18 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/felixmq/felix/client"
 	"github.com/felixmq/felix/internal/cli"
+	"github.com/felixmq/felix/wire"
 )
 
-const subUsage = `usage: felix sub [--count N] [--from latest|earliest|OFFSET] [--shard S] [--json]
+const subUsage = `usage: felix sub [--count N] [--from latest|earliest|OFFSET | --from-time RFC3339] [--shard S] [--json]
 Follows every shard of the stream (or --shard S only) and prints one line per
 event, "SHARD OFFSET PAYLOAD" (PAYLOAD as text, or 0x + hex when it is not
-printable UTF-8); order holds within a shard. "GAP shard=S dropped=N" goes to
+printable UTF-8; an event with headers prints them before it as
+[k=v ...]); order holds within a shard. "GAP shard=S dropped=N" goes to
 stderr when the broker dropped events for this subscriber (an ephemeral
 stream's slow subscriber; a durable stream's subscriber catches up from the
 log instead). --count N stops once N events have arrived or been reported
@@ -29,13 +32,16 @@ lost, over all shards. Once subscribed it says so on stderr.
 retained log of a durable stream, but on an ephemeral stream only what its
 memory ring keeps (the last FELIX_STREAM_RING_EVENTS events, 1,024 by
 default). An OFFSET is per shard: give --shard with it on a stream of
-several shards.
+several shards. --from-time starts each shard at its first event appended at
+or after the time (durable streams; at the live tail when none is that
+recent yet).
 
 A cluster broker that does not own a shard answers not_owner naming its
 owner; felix sub then subscribes there.
 
 --json prints {"shard":S,"offset":O,"payload":"..."} per event ("payload_base64"
-when it is not UTF-8) and {"shard":S,"dropped":N} per gap, on stdout.
+when it is not UTF-8; "headers":[{"key":K,"value":V},...] when it has any)
+and {"shard":S,"dropped":N} per gap, on stdout.
 
 Exit status: 0 when every event counted arrived (or on SIGINT/SIGTERM with
 nothing lost), 1 on an error, 2 on bad arguments, 3 when the broker reported
@@ -49,11 +55,12 @@ func runSub(args []string, stdout, stderr io.Writer) int {
 }
 
 type subFlags struct {
-	conn  *connFlags
-	count int
-	from  string
-	shard int64 // -1: every shard
-	json  bool
+	conn     *connFlags
+	count    int
+	from     string
+	fromTime string
+	shard    int64 // -1: every shard
+	json     bool
 }
 
 func newSubFlags() (*flag.FlagSet, *subFlags) {
@@ -61,13 +68,26 @@ func newSubFlags() (*flag.FlagSet, *subFlags) {
 	f := &subFlags{conn: addConnFlags(set)}
 	set.IntVar(&f.count, "count", 0, "exit after `N` events over all shards (0: until interrupted)")
 	set.StringVar(&f.from, "from", "latest", "where to start: latest, earliest (an ephemeral stream: its ring, see above) or an `OFFSET`")
+	set.StringVar(&f.fromTime, "from-time", "", "start at the first event appended at or after `RFC3339` (e.g. 2026-01-01T10:00:00Z)")
 	set.Int64Var(&f.shard, "shard", -1, "follow shard `S` only (default: every shard)")
 	set.BoolVar(&f.json, "json", false, "print JSON lines on stdout (see above)")
 	return set, f
 }
 
-// start is --from as a client.From.
-func (f *subFlags) start() (client.From, bool, error) {
+// start is --from or --from-time as a client.From; isOffset: --from OFFSET.
+func (f *subFlags) start(set *flag.FlagSet) (from client.From, isOffset bool, err error) {
+	if f.fromTime != "" {
+		explicit := false
+		set.Visit(func(fl *flag.Flag) { explicit = explicit || fl.Name == "from" })
+		t, err := time.Parse(time.RFC3339Nano, f.fromTime)
+		switch {
+		case explicit:
+			return client.From{}, false, errors.New("--from and --from-time exclude each other")
+		case err != nil:
+			return client.From{}, false, fmt.Errorf("--from-time %q: want RFC 3339, e.g. 2026-01-01T10:00:00Z", f.fromTime)
+		}
+		return client.At(t), false, nil
+	}
 	switch f.from {
 	case "latest":
 		return client.Latest(), false, nil
@@ -95,7 +115,7 @@ func sub(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == nil && (f.count < 0 || f.shard < -1 || f.shard > 1<<32-1) {
 		err = errors.New("--count must be at least 0 and --shard a shard number")
 	}
-	from, isOffset, ferr := f.start()
+	from, isOffset, ferr := f.start(set)
 	if err == nil {
 		err = ferr
 	}
@@ -125,8 +145,16 @@ func sub(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "felix sub: %v\n", err)
 		return exitFail
 	}
-	fmt.Fprintf(stderr, "felix sub: following %s/%s/%s %s from %s\n", f.conn.tenant, f.conn.namespace, f.conn.stream, shardList(shards), f.from)
+	fmt.Fprintf(stderr, "felix sub: following %s/%s/%s %s from %s\n", f.conn.tenant, f.conn.namespace, f.conn.stream, shardList(shards), f.startName())
 	return follow(ctx, subs, uint64(f.count), f.json, stdout, stderr)
+}
+
+// startName is where the subscription starts, as the flags said it.
+func (f *subFlags) startName() string {
+	if f.fromTime != "" {
+		return f.fromTime
+	}
+	return f.from
 }
 
 var errOffsetNeedsShard = errors.New("an OFFSET is per shard: give --shard with --from OFFSET on a stream of several shards")
@@ -282,13 +310,16 @@ func printEvents(ctx context.Context, events <-chan shardEvent, count uint64, as
 			if ev.HasOffset {
 				obj["offset"] = ev.Offset
 			}
+			if len(ev.Headers) > 0 {
+				obj["headers"] = headerObjects(ev.Headers)
+			}
 			err = writeJSONLine(stdout, payloadFields(obj, "payload", ev.Payload))
 		default:
 			offset := "-" // only a broker without offsets leaves it out
 			if ev.HasOffset {
 				offset = strconv.FormatUint(ev.Offset, 10)
 			}
-			_, err = fmt.Fprintf(stdout, "%d %s %s\n", se.shard, offset, printable(ev.Payload))
+			_, err = fmt.Fprintf(stdout, "%d %s %s%s\n", se.shard, offset, headerText(ev.Headers), printable(ev.Payload))
 		}
 		if err != nil {
 			return exitFail // stdout is gone
@@ -300,4 +331,21 @@ func printEvents(ctx context.Context, events <-chan shardEvent, count uint64, as
 		}
 	}
 	return exitOK
+}
+
+// headerText is an event's headers as "[k=v ...] ", "" for none.
+func headerText(hs []wire.EventHeader) string {
+	if len(hs) == 0 {
+		return ""
+	}
+	return "[" + wire.FormatHeaders(hs) + "] "
+}
+
+// headerObjects are an event's headers for --json, in their order.
+func headerObjects(hs []wire.EventHeader) []map[string]string {
+	out := make([]map[string]string, len(hs))
+	for i, h := range hs {
+		out[i] = map[string]string{"key": h.Key, "value": h.Value}
+	}
+	return out
 }

@@ -131,10 +131,67 @@ func fromVector(v Vector) (binaryMsg, error) {
 		b.event.SubscriptionID = deref(v.SubscriptionID)
 		b.event.BaseOffset = deref(v.BaseOffset)
 		if b.event.HasBaseOffset != (v.BaseOffset != nil) {
-			err = errors.New("base_offset must be set exactly when flags have 0x0020")
+			return b, errors.New("base_offset must be set exactly when flags have 0x0020")
 		}
+		err = b.eventExtrasFromVector(v, len(payloads))
 	}
 	return b, err
+}
+
+func (b *binaryMsg) eventExtrasFromVector(v Vector, n int) error {
+	e := &b.event
+	if e.HasPublisher = b.flags&wire.FlagEventPublisher != 0; e.HasPublisher != (v.Publisher != nil) {
+		return errors.New("publisher must be set exactly when flags have 0x2000")
+	}
+	if v.Publisher != nil {
+		e.Publisher = []byte(*v.Publisher)
+	}
+	if (b.flags&wire.FlagEventTimestamps != 0) != (v.Timestamps != nil) || (v.Timestamps != nil && len(v.Timestamps) != n) {
+		return errors.New("timestamps (one per payload) must be set exactly when flags have 0x4000")
+	}
+	e.Timestamps = v.Timestamps
+	var err error
+	e.Headers, err = headersOf(v, n, b.flags)
+	return err
+}
+
+// headersOf encodes the vector's headers, one block per payload.
+func headersOf(v Vector, n int, flags wire.Flags) ([][]byte, error) {
+	if (flags&wire.FlagHeaders != 0) != (v.Headers != nil) || (v.Headers != nil && len(v.Headers) != n) {
+		return nil, errors.New("headers (one list per payload) must be set exactly when flags have 0x0080")
+	}
+	if v.Headers == nil {
+		return nil, nil
+	}
+	out := make([][]byte, n)
+	for i, pairs := range v.Headers {
+		hs := make([]wire.EventHeader, 0, len(pairs))
+		for _, p := range pairs {
+			hs = append(hs, wire.EventHeader{Key: p[0], Value: p[1]})
+		}
+		block, err := wire.AppendHeaders(nil, hs)
+		if err != nil {
+			return nil, fmt.Errorf("headers[%d]: %w", i, err)
+		}
+		out[i] = block
+	}
+	return out, nil
+}
+
+// headersToVector renders header blocks as vector pairs.
+func headersToVector(blocks [][]byte) [][][2]string {
+	if blocks == nil {
+		return nil
+	}
+	out := make([][][2]string, len(blocks))
+	for i, b := range blocks {
+		hs, _ := wire.ParseHeaders(b)
+		out[i] = [][2]string{}
+		for _, h := range hs {
+			out[i] = append(out[i], [2]string{h.Key, h.Value})
+		}
+	}
+	return out
 }
 
 func (b *binaryMsg) batchFromVector(v Vector, payloads [][]byte) error {
@@ -149,6 +206,9 @@ func (b *binaryMsg) batchFromVector(v Vector, payloads [][]byte) error {
 		return err
 	}
 	p.Key, p.HasKey = key, hasKey
+	if p.Headers, err = headersOf(v, len(payloads), b.flags); err != nil {
+		return err
+	}
 	if b.kind == wire.KindPublishBatch {
 		return nil
 	}
@@ -251,6 +311,7 @@ func (b *binaryMsg) toVector() Vector {
 		if b.batch.HasKey {
 			v.setKey(b.batch.Key)
 		}
+		v.Headers = headersToVector(b.batch.Headers)
 	case wire.KindPublishAck:
 		b.ackToVector(&v)
 	default:
@@ -260,6 +321,11 @@ func (b *binaryMsg) toVector() Vector {
 		if b.event.HasBaseOffset {
 			v.BaseOffset = ptr(b.event.BaseOffset)
 		}
+		if b.event.HasPublisher {
+			v.Publisher = ptr(string(b.event.Publisher))
+		}
+		v.Timestamps = b.event.Timestamps
+		v.Headers = headersToVector(b.event.Headers)
 		v.setPayloads(b.event.Payloads)
 	}
 	return v

@@ -16,8 +16,12 @@
 //	                            code, retry (0x0200), reason, retry_after_ms (0x0400),
 //	                            owner_node_id, owner_addr, owner_generation (0x0080),
 //	                            offset (0x1000), shard (0x8000)
-//	binary_event_batch          flags, subscription_id, base_offset (number|null), payloads_*
-//	binary_event_batch_shared   flags, base_offset (number|null), payloads_*
+//	binary_event_batch          flags, subscription_id, base_offset (number|null), payloads_*,
+//	                            publisher (0x2000), timestamps (0x4000), headers (0x0080)
+//	binary_event_batch_shared   the same without subscription_id
+//
+// headers (publish batches with 0x0080 as well) is one list per payload of
+// [key, value] pairs, in order.
 //
 // The optional fields are present exactly when flags have their bit.
 //
@@ -72,6 +76,10 @@ type Vector struct {
 	OwnerAddr       *string `json:"owner_addr,omitempty"`
 	OwnerGeneration *uint64 `json:"owner_generation,omitempty"`
 	Offset          *uint64 `json:"offset,omitempty"`
+
+	Publisher  *string       `json:"publisher,omitempty"`
+	Timestamps []uint64      `json:"timestamps,omitempty"`
+	Headers    [][][2]string `json:"headers,omitempty"`
 
 	PayloadHex string `json:"payload_hex,omitempty"`
 	FrameHex   string `json:"frame_hex,omitempty"`
