@@ -151,8 +151,10 @@ the intended send time in unix ns (8); smaller payloads carry nothing, so
 delivery latency is n/a for them (messages are still counted). Latency is
 measured from the intended send time: with --rate that is the paced slot, so
 a stalled broker shows up as latency instead of a slower sender (no
-coordinated omission). Delivery latency compares clocks of the publishing and
-the subscribing host: both are this process.
+coordinated omission); unpaced, the moment a publish could go (fewer than
+--inflight outstanding). With --inflight 1 the publisher waits for each ack
+itself. Delivery latency compares clocks of the publishing and the
+subscribing host: both are this process.
 
 Every subscriber follows every shard of one stream and is subscribed before
 the first publish. --warmup traffic is excluded from rates and latencies by
