@@ -21,13 +21,13 @@ import (
 	"github.com/felixmq/felix/wire"
 )
 
-// Request is the frame an acked publish of payload sends (a binary acked
-// batch of one payload to a stream named like a benchmark's), and Reply
-// the ack the broker answers it with (offset and shard): the bytes the
-// bare round trip carries each way.
-func Request(payload []byte) []byte {
+// Request is the frame an acked publish of payloads sends (a binary acked
+// batch to a stream named like a benchmark's), and Reply the ack the
+// broker answers it with (offset and shard): the bytes the bare round trip
+// carries each way.
+func Request(payloads ...[]byte) []byte {
 	b, err := wire.AppendAckedPublish(nil, &wire.AckedPublish{RequestID: 1 << 40, Mode: wire.AckPerBatch,
-		PublishBatch: wire.PublishBatch{TenantID: "t1", Namespace: "floor", Stream: "ephemeral", Payloads: [][]byte{payload}}})
+		PublishBatch: wire.PublishBatch{TenantID: "t1", Namespace: "floor", Stream: "ephemeral", Payloads: payloads}})
 	if err != nil {
 		panic("floor: " + err.Error())
 	}
