@@ -183,11 +183,11 @@ var (
 func (ct *control) loop() bool {
 	for {
 		h, payload, err := ct.fr.Next()
-		var flagsErr *wire.FlagsError
 		switch {
+		case err == nil:
 		case errors.Is(err, io.EOF):
 			return true
-		case errors.As(err, &flagsErr):
+		case wire.IsFlagsError(err):
 			// The payload was consumed: report and go on, as the published
 			// broker does.
 			ct.fail(refusal(wire.CodeInvalidRequest, "unsupported frame flags"))
@@ -197,7 +197,7 @@ func (ct *control) loop() bool {
 		case errors.Is(err, frameio.ErrBudget):
 			ct.fail(fmt.Errorf("%w: %w", ErrLimitExceeded, err))
 			return false
-		case err != nil:
+		default:
 			ct.fail(fmt.Errorf("malformed frame: %w", err))
 			return false
 		}

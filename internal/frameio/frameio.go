@@ -90,8 +90,7 @@ func (f *Reader) Next() (wire.Header, []byte, error) {
 		}
 		f.hdrN = 0
 		h, err := wire.ParseHeader(f.hdr[:], f.max)
-		var flagsErr *wire.FlagsError
-		if err != nil && !errors.As(err, &flagsErr) {
+		if err != nil && !wire.IsFlagsError(err) {
 			return h, nil, err
 		}
 		if cap(f.payload) > keepBytes {
