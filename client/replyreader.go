@@ -42,6 +42,11 @@ type replyReader struct {
 	turn chan struct{} // holds the token while nobody reads
 	kick chan struct{} // cap 1: the reader goroutine should look at wanted
 	done chan struct{} // closed once reading stopped for good
+
+	// interruptFn is interrupt, bound once; fired is done once it ran.
+	// Both are the turn holder's.
+	interruptFn func()
+	fired       sync.WaitGroup
 }
 
 // deadliner interrupts a read: a caller whose context ended while it read
@@ -55,7 +60,14 @@ func newReplyReader(fr *frameio.Reader, str deadliner, conn, sending <-chan stru
 	r := &replyReader{fr: fr, str: str, ending: [2]<-chan struct{}{conn, sending}, frame: frame, wanted: wanted, end: end,
 		turn: make(chan struct{}, 1), kick: make(chan struct{}, 1), done: make(chan struct{})}
 	r.turn <- struct{}{}
+	r.interruptFn = r.interrupt
 	return r
+}
+
+// interrupt stops the turn holder's read: its context ended.
+func (r *replyReader) interrupt() {
+	r.str.SetReadDeadline(time.Now())
+	r.fired.Done()
 }
 
 // start runs the reader goroutine, counted in wg, until reading stops.
@@ -111,14 +123,10 @@ func (r *replyReader) await(ctx context.Context, done <-chan struct{}) error {
 // reading stops; it reports whether ctx interrupted it (the turn is given
 // back then, and when done was closed).
 func (r *replyReader) readUntil(ctx context.Context, done <-chan struct{}) (interrupted bool) {
-	var fired chan struct{}
-	stop := func() bool { return true }
+	var stop func() bool
 	if ctx.Done() != nil {
-		fired = make(chan struct{})
-		stop = context.AfterFunc(ctx, func() {
-			r.str.SetReadDeadline(time.Now())
-			close(fired)
-		})
+		r.fired.Add(1)
+		stop = context.AfterFunc(ctx, r.interruptFn)
 	}
 	ended := false
 	for !closed(done) && ctx.Err() == nil {
@@ -126,11 +134,15 @@ func (r *replyReader) readUntil(ctx context.Context, done <-chan struct{}) (inte
 			break
 		}
 	}
-	if !stop() {
-		// The deadline was set, or is being set: clear it before anyone
-		// reads again (ctx ended, so no read of ours is due).
-		<-fired
-		r.str.SetReadDeadline(time.Time{})
+	if stop != nil {
+		if stop() {
+			r.fired.Done() // interrupt never runs
+		} else {
+			// The deadline was set, or is being set: clear it before
+			// anyone reads again (ctx ended, so no read of ours is due).
+			r.fired.Wait()
+			r.str.SetReadDeadline(time.Time{})
+		}
 	}
 	if ended {
 		return false
