@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime/metrics"
 	"strings"
 	"time"
 
@@ -29,12 +30,23 @@ type Counts struct {
 	Wakeups    uint64 `json:"wakeups"`
 	PacketsIn  uint64 `json:"packets_in"`
 	PacketsOut uint64 `json:"packets_out"`
+	// Allocs counts heap allocations (objects), GCs garbage collections.
+	Allocs uint64 `json:"allocs"`
+	GCs    uint64 `json:"gcs"`
 }
 
 // Sub is c - o, field by field.
 func (c Counts) Sub(o Counts) Counts {
 	return Counts{CPU: c.CPU - o.CPU, Wakeups: c.Wakeups - o.Wakeups,
-		PacketsIn: c.PacketsIn - o.PacketsIn, PacketsOut: c.PacketsOut - o.PacketsOut}
+		PacketsIn: c.PacketsIn - o.PacketsIn, PacketsOut: c.PacketsOut - o.PacketsOut,
+		Allocs: c.Allocs - o.Allocs, GCs: c.GCs - o.GCs}
+}
+
+// Add is c + o, field by field.
+func (c Counts) Add(o Counts) Counts {
+	return Counts{CPU: c.CPU + o.CPU, Wakeups: c.Wakeups + o.Wakeups,
+		PacketsIn: c.PacketsIn + o.PacketsIn, PacketsOut: c.PacketsOut + o.PacketsOut,
+		Allocs: c.Allocs + o.Allocs, GCs: c.GCs + o.GCs}
 }
 
 // Own is this process's counts, with the packets packets reports (nil:
@@ -45,6 +57,9 @@ func Own(packets func() (in, out uint64)) Counts {
 		c.CPU = p.User + p.System
 	}
 	c.Wakeups = wakeups()
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}, {Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(s)
+	c.Allocs, c.GCs = s[0].Value.Uint64(), s[1].Value.Uint64()
 	if packets != nil {
 		c.PacketsIn, c.PacketsOut = packets()
 	}

@@ -103,8 +103,8 @@ func (p *phase) run(b *testing.B, d time.Duration, measure bool) {
 	}
 	if measure {
 		s1, c1 := p.serverCounts(b), p.client()
-		p.srv = add(p.srv, s1.Sub(s0))
-		p.cli = add(p.cli, c1.Sub(c0))
+		p.srv = p.srv.Add(s1.Sub(s0))
+		p.cli = p.cli.Add(c1.Sub(c0))
 	}
 }
 
@@ -115,11 +115,6 @@ func (p *phase) serverCounts(b *testing.B) floor.Counts {
 	c, err := p.server.Stats()
 	require.NoError(b, err)
 	return c
-}
-
-func add(a, b floor.Counts) floor.Counts {
-	return floor.Counts{CPU: a.CPU + b.CPU, Wakeups: a.Wakeups + b.Wakeups,
-		PacketsIn: a.PacketsIn + b.PacketsIn, PacketsOut: a.PacketsOut + b.PacketsOut}
 }
 
 func (p *phase) pct(q float64) float64 {
@@ -218,6 +213,7 @@ func report(b *testing.B, phases []*phase) {
 		if p.server != nil {
 			b.ReportMetric(p.per(float64(p.srv.CPU.Nanoseconds()))/1e3, p.name+"_srv_cpu_us")
 			b.ReportMetric(p.per(float64(p.srv.Wakeups)), p.name+"_srv_wakeups")
+			b.ReportMetric(p.per(float64(p.srv.Allocs)), p.name+"_srv_allocs")
 			b.ReportMetric(p.per(float64(p.srv.PacketsIn)), p.name+"_srv_pkts_in")
 			b.ReportMetric(p.per(float64(p.srv.PacketsOut)), p.name+"_srv_pkts_out")
 			b.ReportMetric(p.per(float64(p.cli.PacketsOut)), p.name+"_cli_pkts_out")
@@ -225,6 +221,7 @@ func report(b *testing.B, phases []*phase) {
 		}
 		b.ReportMetric(p.per(float64(p.cli.CPU.Nanoseconds()))/1e3, p.name+"_cli_cpu_us")
 		b.ReportMetric(p.per(float64(p.cli.Wakeups)), p.name+"_cli_wakeups")
+		b.ReportMetric(p.per(float64(p.cli.Allocs)), p.name+"_cli_allocs")
 	}
 	bare, ack, fsync, dur := byName["bare"], byName["ack"], byName["fsync"], byName["on_commit"]
 	b.ReportMetric(ack.pct(0.50)/bare.pct(0.50), "ack_p50/bare")
