@@ -33,7 +33,6 @@ import (
 // waits in end.
 type replyReader struct {
 	fr     *frameio.Reader
-	str    deadliner
 	frame  func(wire.Header, []byte) error
 	wanted func() bool
 	end    func(error)
@@ -43,31 +42,22 @@ type replyReader struct {
 	kick chan struct{} // cap 1: the reader goroutine should look at wanted
 	done chan struct{} // closed once reading stopped for good
 
-	// interruptFn is interrupt, bound once; fired is done once it ran.
-	// Both are the turn holder's.
-	interruptFn func()
-	fired       sync.WaitGroup
+	intr readInterrupt // the turn holder's
 }
 
 // deadliner interrupts a read: a caller whose context ended while it read
-// gives the turn back.
+// gives up (readInterrupt).
 type deadliner interface{ SetReadDeadline(time.Time) error }
 
 // newReplyReader reads fr, which reads str; conn and sending are closed
 // when the connection and when the stream's sending side end (nil: never).
 func newReplyReader(fr *frameio.Reader, str deadliner, conn, sending <-chan struct{}, frame func(wire.Header, []byte) error,
 	wanted func() bool, end func(error)) *replyReader {
-	r := &replyReader{fr: fr, str: str, ending: [2]<-chan struct{}{conn, sending}, frame: frame, wanted: wanted, end: end,
+	r := &replyReader{fr: fr, ending: [2]<-chan struct{}{conn, sending}, frame: frame, wanted: wanted, end: end,
 		turn: make(chan struct{}, 1), kick: make(chan struct{}, 1), done: make(chan struct{})}
 	r.turn <- struct{}{}
-	r.interruptFn = r.interrupt
+	r.intr.init(str)
 	return r
-}
-
-// interrupt stops the turn holder's read: its context ended.
-func (r *replyReader) interrupt() {
-	r.str.SetReadDeadline(time.Now())
-	r.fired.Done()
 }
 
 // start runs the reader goroutine, counted in wg, until reading stops.
@@ -123,27 +113,14 @@ func (r *replyReader) await(ctx context.Context, done <-chan struct{}) error {
 // reading stops; it reports whether ctx interrupted it (the turn is given
 // back then, and when done was closed).
 func (r *replyReader) readUntil(ctx context.Context, done <-chan struct{}) (interrupted bool) {
-	var stop func() bool
-	if ctx.Done() != nil {
-		r.fired.Add(1)
-		stop = context.AfterFunc(ctx, r.interruptFn)
-	}
+	stop := r.intr.arm(ctx)
 	ended := false
 	for !closed(done) && ctx.Err() == nil {
 		if ended = !r.readOne(); ended {
 			break
 		}
 	}
-	if stop != nil {
-		if stop() {
-			r.fired.Done() // interrupt never runs
-		} else {
-			// The deadline was set, or is being set: clear it before
-			// anyone reads again (ctx ended, so no read of ours is due).
-			r.fired.Wait()
-			r.str.SetReadDeadline(time.Time{})
-		}
-	}
+	r.intr.disarm(stop)
 	if ended {
 		return false
 	}
