@@ -33,25 +33,29 @@ type Counts struct {
 	// Allocs counts heap allocations (objects), GCs garbage collections.
 	Allocs uint64 `json:"allocs"`
 	GCs    uint64 `json:"gcs"`
+	// Syncs and SyncTime are the log syncs a broker made and their total
+	// duration (zero elsewhere).
+	Syncs    uint64        `json:"syncs,omitempty"`
+	SyncTime time.Duration `json:"sync_ns,omitempty"`
 }
 
 // Sub is c - o, field by field.
 func (c Counts) Sub(o Counts) Counts {
 	return Counts{CPU: c.CPU - o.CPU, Wakeups: c.Wakeups - o.Wakeups,
 		PacketsIn: c.PacketsIn - o.PacketsIn, PacketsOut: c.PacketsOut - o.PacketsOut,
-		Allocs: c.Allocs - o.Allocs, GCs: c.GCs - o.GCs}
+		Allocs: c.Allocs - o.Allocs, GCs: c.GCs - o.GCs, Syncs: c.Syncs - o.Syncs, SyncTime: c.SyncTime - o.SyncTime}
 }
 
 // Add is c + o, field by field.
 func (c Counts) Add(o Counts) Counts {
 	return Counts{CPU: c.CPU + o.CPU, Wakeups: c.Wakeups + o.Wakeups,
 		PacketsIn: c.PacketsIn + o.PacketsIn, PacketsOut: c.PacketsOut + o.PacketsOut,
-		Allocs: c.Allocs + o.Allocs, GCs: c.GCs + o.GCs}
+		Allocs: c.Allocs + o.Allocs, GCs: c.GCs + o.GCs, Syncs: c.Syncs + o.Syncs, SyncTime: c.SyncTime + o.SyncTime}
 }
 
-// Own is this process's counts, with the packets packets reports (nil:
-// none).
-func Own(packets func() (in, out uint64)) Counts {
+// Own is this process's counts; fill (nil: none) adds what only its
+// caller knows (packets, syncs).
+func Own(fill func(*Counts)) Counts {
 	var c Counts
 	if p, err := cpuprofile.Process(0); err == nil {
 		c.CPU = p.User + p.System
@@ -60,24 +64,24 @@ func Own(packets func() (in, out uint64)) Counts {
 	s := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}, {Name: "/gc/cycles/total:gc-cycles"}}
 	metrics.Read(s)
 	c.Allocs, c.GCs = s[0].Value.Uint64(), s[1].Value.Uint64()
-	if packets != nil {
-		c.PacketsIn, c.PacketsOut = packets()
+	if fill != nil {
+		fill(&c)
 	}
 	return c
 }
 
-// SocketPackets reports a udp conn's packets, for Own.
-func SocketPackets(c *udp.Conn) func() (in, out uint64) {
-	return func() (uint64, uint64) {
-		s := c.Stats()
-		return s.PacketsIn, s.PacketsOut
+// SocketPackets fills in a udp conn's packets, for Own.
+func SocketPackets(pc *udp.Conn) func(*Counts) {
+	return func(c *Counts) {
+		s := pc.Stats()
+		c.PacketsIn, c.PacketsOut = s.PacketsIn, s.PacketsOut
 	}
 }
 
 // RunChild is a child's side of the protocol: it reports addr and the
 // certificate's fingerprint on out, then answers each "stats" line on in
-// with its Counts (as JSON), until in ends.
-func RunChild(in io.Reader, out io.Writer, addr, fingerprint string, packets func() (in, out uint64)) error {
+// with its Counts (as JSON, Own(fill)), until in ends.
+func RunChild(in io.Reader, out io.Writer, addr, fingerprint string, fill func(*Counts)) error {
 	if _, err := fmt.Fprintf(out, "ready %s %s\n", addr, fingerprint); err != nil {
 		return err
 	}
@@ -86,7 +90,7 @@ func RunChild(in io.Reader, out io.Writer, addr, fingerprint string, packets fun
 		if sc.Text() != "stats" {
 			return fmt.Errorf("floor: child: unknown request %q", sc.Text())
 		}
-		b, _ := json.Marshal(Own(packets))
+		b, _ := json.Marshal(Own(fill))
 		if _, err := fmt.Fprintf(out, "%s\n", b); err != nil {
 			return err
 		}

@@ -4,8 +4,12 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,10 +76,32 @@ func serveBrokerChild() error {
 	served := make(chan error, 1)
 	go func() { served <- b.Serve(pc) }()
 	<-b.Listening()
-	err = floor.RunChild(os.Stdin, os.Stdout, pc.LocalAddr().String(), cert.Fingerprint, floor.SocketPackets(pc))
+	packets := floor.SocketPackets(pc)
+	err = floor.RunChild(os.Stdin, os.Stdout, pc.LocalAddr().String(), cert.Fingerprint, func(c *floor.Counts) {
+		packets(c)
+		c.Syncs, c.SyncTime = brokerSyncs(b)
+	})
 	b.Close()
 	<-served
 	return err
+}
+
+// brokerSyncs reads the broker's sync count and total sync time from its
+// /metrics, as an operator would.
+func brokerSyncs(b *broker.Broker) (uint64, time.Duration) {
+	rec := httptest.NewRecorder()
+	b.AdminHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	var n uint64
+	var sum float64
+	for _, line := range strings.Split(rec.Body.String(), "\n") {
+		if v, ok := strings.CutPrefix(line, "felix_commit_sync_latency_seconds_count "); ok {
+			n, _ = strconv.ParseUint(v, 10, 64)
+		}
+		if v, ok := strings.CutPrefix(line, "felix_commit_sync_latency_seconds_sum "); ok {
+			sum, _ = strconv.ParseFloat(v, 64)
+		}
+	}
+	return n, time.Duration(sum * 1e9)
 }
 
 // phase is one yardstick or the broker operation measured next to it.
@@ -123,6 +149,15 @@ func (p *phase) pct(q float64) float64 {
 }
 
 func (p *phase) per(v float64) float64 { return v / float64(len(p.lat)) }
+
+// mean is the mean latency, µs.
+func (p *phase) mean() float64 {
+	var sum time.Duration
+	for _, l := range p.lat {
+		sum += l
+	}
+	return float64(sum.Nanoseconds()) / float64(len(p.lat)) / 1e3
+}
 
 // BenchmarkFloor puts an acked publish next to the transport's floor, in
 // one run, interleaved: a bare quic-go request/response (bare: a child
@@ -173,11 +208,11 @@ func BenchmarkFloor(b *testing.B) {
 			return time.Since(t0), err
 		}
 	}
-	quicPackets := func() (uint64, uint64) {
+	quicPackets := func(n *floor.Counts) {
 		st := c.Conn().ConnectionStats()
-		return st.PacketsReceived, st.PacketsSent
+		n.PacketsIn, n.PacketsOut = st.PacketsReceived, st.PacketsSent
 	}
-	barePackets := func() (uint64, uint64) { out, in := bare.Packets(); return in, out }
+	barePackets := func(n *floor.Counts) { n.PacketsOut, n.PacketsIn = bare.Packets() }
 	phases := []*phase{
 		{name: "bare", op: func() (time.Duration, error) { return bare.RoundTrip(req) }, server: echo,
 			client: func() floor.Counts { return floor.Own(barePackets) }},
@@ -219,6 +254,9 @@ func report(b *testing.B, phases []*phase) {
 			b.ReportMetric(p.per(float64(p.cli.PacketsOut)), p.name+"_cli_pkts_out")
 			b.ReportMetric(p.per(float64(p.cli.PacketsIn)), p.name+"_cli_pkts_in")
 		}
+		if p.srv.Syncs > 0 {
+			b.ReportMetric(float64(p.srv.SyncTime.Nanoseconds())/float64(p.srv.Syncs)/1e3, p.name+"_srv_sync_mean_us")
+		}
 		b.ReportMetric(p.per(float64(p.cli.CPU.Nanoseconds()))/1e3, p.name+"_cli_cpu_us")
 		b.ReportMetric(p.per(float64(p.cli.Wakeups)), p.name+"_cli_wakeups")
 		b.ReportMetric(p.per(float64(p.cli.Allocs)), p.name+"_cli_allocs")
@@ -228,6 +266,7 @@ func report(b *testing.B, phases []*phase) {
 	b.ReportMetric(ack.pct(0.99)/bare.pct(0.99), "ack_p99/bare")
 	b.ReportMetric(float64(ack.srv.CPU)/float64(len(ack.lat))/(float64(bare.srv.CPU)/float64(len(bare.lat))), "ack_cpu/bare")
 	b.ReportMetric((dur.pct(0.50)-bare.pct(0.50))/fsync.pct(0.50), "on_commit_extra/fsync")
+	b.ReportMetric(fsync.mean(), "fsync_mean_us")
 	b.ReportMetric(ack.pct(0.50)*1e3, "ns/op")
 }
 
