@@ -93,7 +93,10 @@ func (r *replyReader) run() {
 }
 
 // await waits until done is closed (nil) or ctx ends (its error), reading
-// the stream itself while nobody else does.
+// the stream itself while nobody else does. Reading may stop (the stream
+// ended) before done is closed: the owner's end fails what waits, or
+// something else answers it (an idempotent batch sent again on another
+// connection); await then just waits.
 func (r *replyReader) await(ctx context.Context, done <-chan struct{}) error {
 	for {
 		select {
@@ -103,16 +106,13 @@ func (r *replyReader) await(ctx context.Context, done <-chan struct{}) error {
 			return ctx.Err()
 		case <-r.turn:
 		}
-		if interrupted := r.readUntil(ctx, done); !interrupted {
-			return nil
-		}
+		r.readUntil(ctx, done)
 	}
 }
 
 // readUntil reads with the turn held until done is closed, ctx ends or
-// reading stops; it reports whether ctx interrupted it (the turn is given
-// back then, and when done was closed).
-func (r *replyReader) readUntil(ctx context.Context, done <-chan struct{}) (interrupted bool) {
+// reading stops; it gives the turn back unless reading stopped.
+func (r *replyReader) readUntil(ctx context.Context, done <-chan struct{}) {
 	stop := r.intr.arm(ctx)
 	ended := false
 	for !closed(done) && ctx.Err() == nil {
@@ -121,11 +121,9 @@ func (r *replyReader) readUntil(ctx context.Context, done <-chan struct{}) (inte
 		}
 	}
 	r.intr.disarm(stop)
-	if ended {
-		return false
+	if !ended {
+		r.release()
 	}
-	r.release()
-	return !closed(done)
 }
 
 // readOne reads and handles one reply; false when reading stopped (the

@@ -123,3 +123,21 @@ func TestTheReaderGoroutineReadsWhatNobodyWaitsFor(t *testing.T) {
 	wg.Wait()
 	require.True(t, closed(pr.rr.done))
 }
+
+// A caller whose stream ends before its reply came keeps waiting for the
+// reply (an idempotent batch is answered on the connection it is sent
+// again on), never returning as if answered.
+func TestAWaitingCallerOutlivesTheStreamItRead(t *testing.T) {
+	pr := newPipeReplies(t)
+	pr.w.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	require.ErrorIs(t, pr.rr.await(ctx, pr.wait(9)), context.DeadlineExceeded)
+	require.ErrorIs(t, <-pr.ended, io.EOF)
+	go func() {
+		pr.mu.Lock()
+		close(pr.doneLocked(9)) // answered elsewhere
+		pr.mu.Unlock()
+	}()
+	require.NoError(t, pr.rr.await(t.Context(), pr.wait(9)))
+}
