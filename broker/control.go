@@ -205,11 +205,11 @@ var (
 func (ct *control) loop() bool {
 	for {
 		h, payload, err := ct.fr.Next()
-		var flagsErr *wire.FlagsError
 		switch {
+		case err == nil:
 		case errors.Is(err, io.EOF):
 			return true
-		case errors.As(err, &flagsErr):
+		case wire.IsFlagsError(err):
 			// The payload was consumed: report and go on, as the published
 			// broker does.
 			ct.violate(refusal(wire.CodeInvalidRequest, "unsupported frame flags"))

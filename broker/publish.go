@@ -201,8 +201,9 @@ func (p *publisher) local(sh *shard, res publishResult, payloads [][]byte, acked
 			b.metrics.ackLatency.Observe(d)
 			st.m.ackLatency.Observe(d)
 		}
-		res.offset = base
-		done(res, err)
+		out := res // res stays unmodified, so the closure holds it by value
+		out.offset = base
+		done(out, err)
 		b.inflight.Add(-1)
 	})
 }

@@ -114,19 +114,7 @@ func listen(cfg Config, raddr *net.UDPAddr) (net.PacketConn, error) {
 func (c *Client) dial(ctx context.Context, mtu udp.MTUSettings) (*session, error) {
 	tlsConf := c.cfg.TLS.Clone()
 	tlsConf.NextProtos = []string{ALPN}
-	qconf := &quic.Config{
-		Tracer:                         udp.StatsTracer,
-		HandshakeIdleTimeout:           10 * time.Second,
-		MaxIdleTimeout:                 handshakeIdle,
-		KeepAlivePeriod:                10 * time.Second,
-		InitialStreamReceiveWindow:     c.cfg.StreamReceiveWindow,
-		MaxStreamReceiveWindow:         c.cfg.StreamReceiveWindow,
-		InitialConnectionReceiveWindow: c.cfg.ConnectionReceiveWindow,
-		MaxConnectionReceiveWindow:     c.cfg.ConnectionReceiveWindow,
-		MaxIncomingUniStreams:          c.cfg.MaxSubscriptions,
-		EnableDatagrams:                true, // liveness probes (session.probe)
-	}
-	mtu.Apply(qconf)
+	qconf := quicConfig(c.cfg, mtu)
 	stats := udp.NewConnStats(mtu.InitialPacketSize)
 	qc, err := c.tr.Dial(udp.WithConnStats(ctx, stats), c.raddr, tlsConf, qconf)
 	if err != nil {
@@ -137,6 +125,30 @@ func (c *Client) dial(ctx context.Context, mtu udp.MTUSettings) (*session, error
 	c.wg.Add(1)
 	go func() { defer c.wg.Done(); s.router.run() }()
 	return s, nil
+}
+
+// QUICConfig is the QUIC configuration Dial uses with cfg and the MTU
+// settings mtu: bare quic-go measured on the client's terms, as the floor
+// under an acked publish, uses it.
+func QUICConfig(cfg Config, mtu udp.MTUSettings) *quic.Config {
+	return quicConfig(cfg.withDefaults(), mtu)
+}
+
+func quicConfig(cfg Config, mtu udp.MTUSettings) *quic.Config {
+	qconf := &quic.Config{
+		Tracer:                         udp.StatsTracer,
+		HandshakeIdleTimeout:           10 * time.Second,
+		MaxIdleTimeout:                 handshakeIdle,
+		KeepAlivePeriod:                10 * time.Second,
+		InitialStreamReceiveWindow:     cfg.StreamReceiveWindow,
+		MaxStreamReceiveWindow:         cfg.StreamReceiveWindow,
+		InitialConnectionReceiveWindow: cfg.ConnectionReceiveWindow,
+		MaxConnectionReceiveWindow:     cfg.ConnectionReceiveWindow,
+		MaxIncomingUniStreams:          cfg.MaxSubscriptions,
+		EnableDatagrams:                true, // liveness probes (session.probe)
+	}
+	mtu.Apply(qconf)
+	return qconf
 }
 
 // session returns the current session.

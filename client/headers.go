@@ -33,7 +33,9 @@ func (p *Publisher) PublishMessagesAsync(msgs []Message) *PendingAck {
 		close(pa.done)
 		return pa
 	}
-	return p.publishHeaded(-1, nil, payloads, headers, nil)
+	pa := p.publishHeaded(-1, nil, payloads, headers, nil)
+	p.rr.ask()
+	return pa
 }
 
 // SendMessages is Send for events with headers.

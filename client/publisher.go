@@ -13,8 +13,9 @@ import (
 
 // Publisher publishes to one stream over its own control stream. Acked
 // publishes are pipelined: PublishAsync returns at once and acks (which the
-// broker may send out of order) complete them by request id. A Publisher is
-// safe for concurrent use.
+// broker may send out of order) complete them by request id. Publish and
+// PublishBatch read their own ack when no other goroutine is reading the
+// stream (replyReader). A Publisher is safe for concurrent use.
 type Publisher struct {
 	c         *Client
 	ct        *control
@@ -27,6 +28,9 @@ type Publisher struct {
 	wmu  sync.Mutex
 	wbuf []byte
 
+	rr  *replyReader
+	ack wire.PublishAck // decoded into by whoever holds rr's turn
+
 	mu struct {
 		sync.Mutex
 		nextID  uint64
@@ -34,13 +38,16 @@ type Publisher struct {
 		err     error // terminal: the stream failed or was closed
 		closing bool  // Close finished our side
 		lastErr error // last uncorrelated broker error (fire-and-forget)
+		// sent: a fire-and-forget batch went out, whose refusal may come
+		// at any time, so the reader goroutine reads on for good.
+		sent bool
 	}
-	done chan struct{}
 }
 
 // PendingAck is an acked publish in flight.
 type PendingAck struct {
 	done chan struct{}
+	rr   *replyReader // reads the stream for Wait; nil: wait for done
 	err  error
 	sent time.Time
 	rtt  time.Duration
@@ -73,6 +80,12 @@ func (pa *PendingAck) Result() Ack { return pa.res }
 // Wait blocks until the broker acked (nil) or refused (a *BrokerError) the
 // publish, or ctx ends.
 func (pa *PendingAck) Wait(ctx context.Context) error {
+	if pa.rr != nil {
+		if err := pa.rr.await(ctx, pa.done); err != nil {
+			return err
+		}
+		return pa.err
+	}
 	select {
 	case <-pa.done:
 		return pa.err
@@ -98,12 +111,28 @@ func (c *Client) NewPublisher(ctx context.Context, namespace, stream string) (*P
 		binary: wire.Supports(ct.flags, wire.FlagBinaryPublishBatch|wire.FlagBinaryPublishAcked|wire.FlagBinaryPublishAck),
 		shards: wire.Supports(ct.flags, wire.CapShard),
 		keyed:  wire.Supports(ct.flags, wire.FlagPublishKeyed),
-		done:   make(chan struct{}),
 	}
 	p.mu.pending = map[uint64]*PendingAck{}
-	c.wg.Add(1)
-	go func() { defer c.wg.Done(); p.readReplies() }()
+	p.rr = p.replyReader(ct.sess.qc.Context().Done(), ct.str.Context().Done())
+	p.rr.start(&c.wg)
 	return p, nil
+}
+
+// replyReader reads the acks; the reader goroutine reads while acks are
+// pending, after a fire-and-forget send and to see the stream end.
+func (p *Publisher) replyReader(conn, sending <-chan struct{}) *replyReader {
+	return newReplyReader(p.ct.fr, p.ct.str, conn, sending, func(h wire.Header, payload []byte) error { return p.reply(h, payload, &p.ack) },
+		func() bool {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			return len(p.mu.pending) > 0 || p.mu.sent || p.mu.closing
+		},
+		func(err error) {
+			if errors.Is(err, io.EOF) {
+				err = ErrClosed
+			}
+			p.failAll(p.ct.sess.wrap(err))
+		})
 }
 
 // Binary reports whether publishes use the binary encoding.
@@ -111,19 +140,25 @@ func (p *Publisher) Binary() bool { return p.binary }
 
 // Publish publishes one payload and waits for its ack.
 func (p *Publisher) Publish(ctx context.Context, payload []byte) error {
-	return p.PublishAsync([][]byte{payload}).Wait(ctx)
+	var one [1][]byte
+	one[0] = payload
+	return p.PublishBatch(ctx, one[:])
 }
 
 // PublishBatch publishes payloads as one atomic batch (contiguous offsets in
 // one shard) and waits for its ack.
 func (p *Publisher) PublishBatch(ctx context.Context, payloads [][]byte) error {
-	return p.PublishAsync(payloads).Wait(ctx)
+	// Not asking the reader goroutine: Wait reads the ack itself unless
+	// another goroutine reads already.
+	return p.publishAsync(-1, nil, payloads, nil).Wait(ctx)
 }
 
 // PublishAsync sends an acked batch and returns without waiting. The
 // payloads are copied into the frame before it returns.
 func (p *Publisher) PublishAsync(payloads [][]byte) *PendingAck {
-	return p.publishAsync(-1, nil, payloads, nil)
+	pa := p.publishAsync(-1, nil, payloads, nil)
+	p.rr.ask()
+	return pa
 }
 
 // PublishKeyAsync is PublishAsync routed by key: the broker hashes it to a
@@ -131,7 +166,9 @@ func (p *Publisher) PublishAsync(payloads [][]byte) *PendingAck {
 // does), so one key's batches keep their order in one shard. The ack's
 // Result names the shard.
 func (p *Publisher) PublishKeyAsync(key []byte, payloads [][]byte) *PendingAck {
-	return p.publishAsync(-1, notNil(key), payloads, nil)
+	pa := p.publishAsync(-1, notNil(key), payloads, nil)
+	p.rr.ask()
+	return pa
 }
 
 // PublishShardAsync is PublishAsync addressed to one shard (cluster
@@ -149,7 +186,9 @@ func (p *Publisher) publishShardLearning(shard uint32, payloads [][]byte, hook f
 		close(pa.done)
 		return pa
 	}
-	return p.publishAsync(int64(shard), nil, payloads, hook)
+	pa := p.publishAsync(int64(shard), nil, payloads, hook)
+	p.rr.ask()
+	return pa
 }
 
 // publishAsync sends an acked batch; shard < 0 lets the broker pick, by
@@ -164,7 +203,7 @@ func (p *Publisher) publishAsync(shard int64, key []byte, payloads [][]byte, hoo
 func (p *Publisher) publishHeaded(shard int64, key []byte, payloads, headers [][]byte, hook func(*PendingAck)) *PendingAck {
 	// sent is set before pa is in pending: once there, the reader may
 	// complete or fail it (failAll on a broken stream) at any moment.
-	pa := &PendingAck{done: make(chan struct{}), hook: hook, sent: time.Now()}
+	pa := &PendingAck{done: make(chan struct{}), rr: p.rr, hook: hook, sent: time.Now()}
 	p.mu.Lock()
 	if p.mu.err != nil {
 		err := p.mu.err
@@ -242,6 +281,13 @@ func (p *Publisher) send(shard int64, key []byte, payloads [][]byte) error {
 }
 
 func (p *Publisher) sendHeaded(shard int64, key []byte, payloads, headers [][]byte) error {
+	p.mu.Lock()
+	ask := !p.mu.sent
+	p.mu.sent = true
+	p.mu.Unlock()
+	if ask {
+		p.rr.ask()
+	}
 	return p.write(func(b []byte) ([]byte, error) {
 		if p.binary && (key == nil || p.keyed) {
 			pb := p.batch(shard, key, payloads)
@@ -317,25 +363,6 @@ func (pa *PendingAck) finish(err error) {
 	close(pa.done)
 }
 
-// readReplies completes pending publishes from acks until the stream ends.
-func (p *Publisher) readReplies() {
-	defer close(p.done)
-	var ack wire.PublishAck
-	for {
-		h, payload, err := p.ct.fr.Next()
-		if err == nil {
-			err = p.reply(h, payload, &ack)
-		}
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				err = ErrClosed
-			}
-			p.failAll(p.ct.sess.wrap(err))
-			return
-		}
-	}
-}
-
 func (p *Publisher) reply(h wire.Header, payload []byte, ack *wire.PublishAck) error {
 	if h.Kind() == wire.KindPublishAck {
 		if err := wire.DecodePublishAckFlags(h.Flags, payload, ack); err != nil {
@@ -396,11 +423,12 @@ func (p *Publisher) Close(ctx context.Context) error {
 	p.wmu.Lock()
 	p.ct.str.Close()
 	p.wmu.Unlock()
+	p.rr.ask() // to read the last acks and the end of the stream
 	select {
-	case <-p.done:
+	case <-p.rr.done:
 	case <-ctx.Done():
 		p.ct.str.CancelRead(0)
-		<-p.done
+		<-p.rr.done
 	}
 	return nil
 }

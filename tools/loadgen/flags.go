@@ -65,6 +65,8 @@ type Config struct {
 	Batch       int
 	Ack         string // none | each | batch
 	Inflight    int    // acked publishes outstanding per publisher
+	// Floor measures the transport's floor before each round (floor.go).
+	Floor bool
 	// Idempotent publishes acked batches through an idempotent producer
 	// (client.IdempotentPublisher), each publisher to shard id mod shards.
 	Idempotent bool
@@ -145,8 +147,10 @@ the intended send time in unix ns (8); smaller payloads carry nothing, so
 delivery latency is n/a for them (messages are still counted). Latency is
 measured from the intended send time: with --rate that is the paced slot, so
 a stalled broker shows up as latency instead of a slower sender (no
-coordinated omission). Delivery latency compares clocks of the publishing and
-the subscribing host: both are this process.
+coordinated omission); unpaced, the moment a publish could go (fewer than
+--inflight outstanding). With --inflight 1 the publisher waits for each ack
+itself. Delivery latency compares clocks of the publishing and the
+subscribing host: both are this process.
 
 Every subscriber follows every shard of one stream and is subscribed before
 the first publish. --warmup traffic is excluded from rates and latencies by
@@ -217,6 +221,7 @@ func defineFlags(set *flag.FlagSet, cfg *Config, raw *rawFlags) {
 	set.IntVar(&cfg.Batch, "batch", 0, "messages per publish (profile default)")
 	set.StringVar(&cfg.Ack, "ack", "", "`mode`: none (fire-and-forget Send), each (one acked publish per message) or batch (one ack per --batch); profile default")
 	set.IntVar(&cfg.Inflight, "inflight", 0, "acked publishes outstanding per publisher (profile default; at most 64 with --idempotent)")
+	set.BoolVar(&cfg.Floor, "floor", false, "before each round, time a bare quic-go round trip (the frame of one acked publish and its ack, one at a time, to a child process on the broker's transport configuration) for --duration after --warmup, and report ack and delivery latency and the broker's CPU per publish against it")
 	set.BoolVar(&cfg.Idempotent, "idempotent", true, "acked publishes go through an idempotent producer (exactly once; publisher i to shard i mod --shards); false: plain acked publishes, the broker picking the shard")
 	set.Float64Var(&cfg.Rate, "rate", 0, "total publish rate in `msg/s`, evenly paced over publishers; latency counts from each paced slot (no coordinated omission); 0: as fast as possible")
 	set.DurationVar(&cfg.Duration, "duration", 10*time.Second, "length of the measured phase (after --warmup)")
@@ -353,6 +358,7 @@ func (c *Config) validate() error {
 		{c.Ack != "none" && c.Ack != "each" && c.Ack != "batch", fmt.Sprintf("--ack %q: want none, each or batch", c.Ack)},
 		{c.Ack == "each" && c.Batch != 1, fmt.Sprintf("--ack each acks every message, so --batch must be 1 (got %d); use --ack batch for one ack per batch", c.Batch)},
 		{c.Inflight < 1, fmt.Sprintf("--inflight %d: want at least 1", c.Inflight)},
+		{c.Floor && c.Ack == "none", "--floor compares acked publishes: not with --ack none"},
 		{c.Idempotent && c.Ack != "none" && c.Inflight > 64, fmt.Sprintf("--inflight %d: an idempotent producer keeps at most 64 batches in flight (--idempotent=false for more)", c.Inflight)},
 		{c.Rate < 0 || math.IsNaN(c.Rate) || math.IsInf(c.Rate, 0), "--rate must be 0 (unpaced) or a positive msg/s"},
 		{c.Duration < 0, "--duration must be positive"},

@@ -5,7 +5,8 @@
 // Files: flags.go (flags, profiles, validation), conn.go (TLS, dialing),
 // streams.go (admin API: create or find streams, shard stats), run.go (one
 // round: connect, publish, drain), publisher.go and subscriber.go (the
-// workers), histogram.go, transport.go (the undersized-run check),
+// workers), histogram.go, transport.go (the undersized-run check), floor.go
+// (--floor: the bare round trip each round is compared with),
 // result.go (what a run measured) and report.go (progress, table, JSON).
 // --scenario other than pubsub: scenario.go (shared clock, bounds, checks,
 // rounds), scenario_flags.go, scenario_result.go, scenario_report.go and
@@ -48,6 +49,9 @@ const (
 )
 
 func main() {
+	if code, ok := childMain(os.Stdin, os.Stdout, os.Stderr); ok {
+		os.Exit(code)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	// The first signal ends publishing and still reports; a second one
 	// kills the process.
