@@ -11,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/felixmq/felix/controlplane/api"
 	"github.com/felixmq/felix/internal/cli"
@@ -29,7 +30,8 @@ says, and a stream deleted there ends at the broker.
 --tenant and --namespace name the parent of namespaces, streams and caches.
 Create flags: tenant --idp-file FILE (a JSON idp object) --display-name;
 stream --shards --durable --fsync --retention-bytes --retention-ms; cache
---durable --fsync --max-entries --max-bytes. A durable stream or cache a
+--durable --fsync --max-entries --max-bytes. stream create waits (--wait)
+until the broker at --admin serves the stream. A durable stream or cache a
 broker cannot keep (no FELIX_DATA_DIR) is refused at creation with the
 reason.
 
@@ -47,6 +49,7 @@ type adminFlags struct {
 	idpFile, displayName, fsync     string
 	shards                          int
 	durable                         bool
+	wait                            time.Duration
 	retBytes, retMS, maxEnt, maxByt int64
 }
 
@@ -61,6 +64,7 @@ func newAdminFlags() (*flag.FlagSet, *adminFlags) {
 	set.StringVar(&f.fsync, "fsync", "", "durable stream/cache: on_commit, periodic or never")
 	set.IntVar(&f.shards, "shards", 1, "stream create: shards")
 	set.BoolVar(&f.durable, "durable", false, "stream/cache create: durable")
+	set.DurationVar(&f.wait, "wait", 10*time.Second, "stream create: wait up to `D` until the broker at --admin serves it (0: do not wait)")
 	set.Int64Var(&f.retBytes, "retention-bytes", 0, "durable stream: bytes kept per shard (0: all)")
 	set.Int64Var(&f.retMS, "retention-ms", 0, "durable stream: age kept (0: all)")
 	set.Int64Var(&f.maxEnt, "max-entries", 0, "cache: entry bound (0: none)")
@@ -142,22 +146,64 @@ func runAdmin(args []string, stdout, stderr io.Writer) int {
 	if pos[1] == "info" && pos[0] == "stream" {
 		return f.streamInfo(out, pos[2], stdout, stderr)
 	}
+	if pos[1] == "create" && pos[0] == "stream" {
+		f.awaitServed(pos[2], stderr)
+	}
 	stdout.Write(append(out, '\n'))
 	return exitOK
+}
+
+// awaitServed waits, up to --wait, until the broker at --admin serves the
+// stream just created: it learns of it from the control plane's changes
+// feed, so a publish right after create would otherwise race it. Not
+// served in time is a warning, not a failure: the record exists, and a
+// broker of a cluster that does not own the stream never serves it.
+func (f *adminFlags) awaitServed(name string, stderr io.Writer) {
+	if f.admin == "" || f.wait <= 0 {
+		return
+	}
+	cl, err := f.brokerClient()
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), f.wait)
+	defer cancel()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if cl.Do(ctx, http.MethodGet, f.streamPath(name), nil, nil) == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			fmt.Fprintf(stderr, "felix admin: created; the broker at %s does not serve it after %v\n", f.admin, f.wait)
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// brokerClient calls the admin API of the broker at --admin.
+func (f *adminFlags) brokerClient() (*api.Client, error) {
+	base := f.admin
+	if !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	return api.NewClient(api.ClientConfig{URL: base, RequestTimeout: f.cp.timeout, Token: func() string { tok, _ := f.cp.bearer(); return tok }})
+}
+
+func (f *adminFlags) streamPath(name string) string {
+	return "/v1/streams/" + f.tenant + "/" + f.namespace + "/" + name
 }
 
 // streamInfo prints the control plane's record of a stream with what the
 // broker at --admin serves of it.
 func (f *adminFlags) streamInfo(spec json.RawMessage, name string, stdout, stderr io.Writer) int {
 	info := map[string]any{"stream": spec}
-	base := f.admin
-	if !strings.Contains(base, "://") {
-		base = "http://" + base
-	}
 	var served json.RawMessage
-	cl, err := api.NewClient(api.ClientConfig{URL: base, RequestTimeout: f.cp.timeout, Token: func() string { tok, _ := f.cp.bearer(); return tok }})
+	cl, err := f.brokerClient()
 	if err == nil {
-		err = cl.Do(context.Background(), http.MethodGet, "/v1/streams/"+f.tenant+"/"+f.namespace+"/"+name, nil, &served)
+		err = cl.Do(context.Background(), http.MethodGet, f.streamPath(name), nil, &served)
 	}
 	if err != nil {
 		info["broker_error"] = fmt.Sprintf("broker %s: %v", f.admin, err)
