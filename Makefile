@@ -106,6 +106,10 @@ soak: ## mixed workload against the real binary for DURATION (default 30m); make
 .PHONY: bench-matrix
 bench-matrix: ## the loadgen matrix against fresh brokers: JSON, traces and SVG charts into out/bench/<date> (~15 min)
 	scripts/bench-matrix.sh
+.PHONY: bench-floor
+bench-floor: ## docs/BENCHMARKS.md, the floor: acked and on_commit publishes next to bare quic-go and a raw fdatasync, two processes, 5 rounds (~2 min)
+	scripts/bench-go.sh 5 tools/loadgen/floor '^BenchmarkFloor$$'
+
 .PHONY: bench-codec
 bench-codec: ## docs/BENCHMARKS.md, codec: wire encode/decode, 5 fresh processes (~1 min)
 	scripts/bench-go.sh 5 wire '64x4K$$|JSON' 2s

@@ -16,8 +16,9 @@ import (
 
 // AdminHandler serves the admin endpoints: /live, /ready (503 while starting
 // or draining), /metrics, /debug/pprof/, /debug/felix/stats, and the stream
-// and cache API (POST and GET /v1/streams, /v1/caches) used until the
-// control plane exists. Every endpoint but /live and /ready is behind
+// and cache API (POST and GET /v1/streams, /v1/caches, through
+// Config.Catalog when there is one; GET and DELETE
+// /v1/streams/{tenant}/{namespace}/{stream}). Every endpoint but /live and /ready is behind
 // Config.AdminAuth.
 func (b *Broker) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
@@ -43,6 +44,8 @@ func (b *Broker) AdminHandler() http.Handler {
 		writeJSON(w, http.StatusOK, map[string]any{"streams": b.Streams()})
 	})
 	guarded.HandleFunc("POST /v1/streams", b.postStream)
+	guarded.HandleFunc("GET /v1/streams/{tenant}/{namespace}/{stream}", b.getStream)
+	guarded.HandleFunc("DELETE /v1/streams/{tenant}/{namespace}/{stream}", b.deleteStream)
 	guarded.HandleFunc("GET /v1/caches", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"caches": b.Caches()})
 	})
@@ -99,15 +102,13 @@ func (b *Broker) postCache(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "bad request body: " + err.Error()})
 		return
 	}
-	switch err := b.CreateCache(spec); {
-	case err == nil:
+	err := b.createCache(r.Context(), spec)
+	if err == nil {
 		c, _ := b.caches.lookup(spec.CacheKey)
 		writeJSON(w, http.StatusCreated, c.spec)
-	case errors.Is(err, ErrCacheExists):
-		writeJSON(w, http.StatusConflict, map[string]string{"error": err.Error()})
-	default:
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+		return
 	}
+	writeJSON(w, createStatus(err, ErrCacheExists), map[string]string{"error": err.Error()})
 }
 
 func (b *Broker) postStream(w http.ResponseWriter, r *http.Request) {
@@ -127,14 +128,62 @@ func (b *Broker) postStream(w http.ResponseWriter, r *http.Request) {
 	if spec.Shards == 0 {
 		spec.Shards = 1
 	}
-	switch err := b.CreateStream(spec); {
-	case err == nil:
-		writeJSON(w, http.StatusCreated, spec)
-	case errors.Is(err, ErrStreamExists):
-		writeJSON(w, http.StatusConflict, map[string]string{"error": err.Error()})
-	default:
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+	if err := b.createStream(r.Context(), spec); err != nil {
+		writeJSON(w, createStatus(err, ErrStreamExists), map[string]string{"error": err.Error()})
+		return
 	}
+	writeJSON(w, http.StatusCreated, spec)
+}
+
+// getStream is GET /v1/streams/{tenant}/{namespace}/{stream}: what this
+// broker serves of the stream, its shards' offsets and subscribers, and its
+// consumer groups with their lag.
+func (b *Broker) getStream(w http.ResponseWriter, r *http.Request) {
+	k := StreamKey{Tenant: r.PathValue("tenant"), Namespace: r.PathValue("namespace"), Stream: r.PathValue("stream")}
+	st, err := b.streams.lookup(k)
+	if err != nil {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
+		return
+	}
+	info := StreamInfo{StreamStats: st.stats(), Groups: []QueueGroupStats{}}
+	for _, g := range b.groups.stats() {
+		if g.Stream == k.String() {
+			info.Groups = append(info.Groups, g)
+		}
+	}
+	writeJSON(w, http.StatusOK, info)
+}
+
+// deleteStream is DELETE /v1/streams/{tenant}/{namespace}/{stream}: 204,
+// or 404; with a catalog, 409 pointing at it (the stream is deleted there,
+// and this broker follows).
+func (b *Broker) deleteStream(w http.ResponseWriter, r *http.Request) {
+	k := StreamKey{Tenant: r.PathValue("tenant"), Namespace: r.PathValue("namespace"), Stream: r.PathValue("stream")}
+	if b.cfg.Catalog != nil {
+		writeJSON(w, http.StatusConflict, map[string]string{"error": ErrCatalogElsewhere.Error() +
+			": delete the stream there (felix admin stream delete " + k.Stream + "); this broker follows"})
+		return
+	}
+	if err := b.DeleteStream(k); err != nil {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// StreamInfo is GET /v1/streams/{tenant}/{namespace}/{stream}.
+type StreamInfo struct {
+	StreamStats
+	Groups []QueueGroupStats `json:"groups"`
+}
+
+// createStatus is the answer to a refused create: 409 for one that
+// exists or that the catalog alone may create, 400 otherwise.
+func createStatus(err, exists error) int {
+	if errors.Is(err, exists) || errors.Is(err, ErrCatalogElsewhere) {
+		return http.StatusConflict
+	}
+	return http.StatusBadRequest
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
@@ -207,10 +256,14 @@ type StreamStats struct {
 	Shards []ShardStats `json:"shard_stats"`
 }
 
-// ShardStats: next offset, oldest offset held in the ring, subscribers.
+// ShardStats: next offset, the oldest offset a subscriber may start at,
+// subscribers.
 type ShardStats struct {
-	Shard       int    `json:"shard"`
-	NextOffset  uint64 `json:"next_offset"`
+	Shard      int    `json:"shard"`
+	NextOffset uint64 `json:"next_offset"`
+	// FirstOffset is the oldest offset still readable: the log's first
+	// record for a durable shard (whatever its memory ring holds), the
+	// ring's oldest event for an ephemeral one.
 	FirstOffset uint64 `json:"first_offset"`
 	Subscribers int    `json:"subscribers"`
 	// Commit is the group-commit account of a durable shard; absent for an
@@ -268,19 +321,7 @@ func (b *Broker) Stats() Stats {
 	s := Stats{Time: time.Now(), Ready: b.Ready(), Draining: b.draining.Load(), Buffers: b.pool.Stats(), DroppedEvents: b.droppedEvents(),
 		Peers: b.peerStats(), Cluster: b.ClusterStats()}
 	for _, st := range b.streams.list() {
-		ss := StreamStats{StreamSpec: st.spec}
-		for _, sh := range st.shards {
-			next, first, subs := sh.stats()
-			shs := ShardStats{Shard: sh.id, NextOffset: next, FirstOffset: first, Subscribers: subs}
-			if d := sh.durable(); d != nil {
-				shs.Commit = commitStats(d.seq.Stats())
-			}
-			if r := sh.rep.Load(); r != nil {
-				shs.Replica = r.stats()
-			}
-			ss.Shards = append(ss.Shards, shs)
-		}
-		s.Streams = append(s.Streams, ss)
+		s.Streams = append(s.Streams, st.stats())
 	}
 	for _, c := range b.caches.list() {
 		s.Caches = append(s.Caches, c.stats())
@@ -301,6 +342,23 @@ func (b *Broker) Stats() Stats {
 	s.Features = b.metrics.features.stats(b)
 	s.Goroutines = goroutineRoles()
 	return s
+}
+
+func (st *stream) stats() StreamStats {
+	ss := StreamStats{StreamSpec: st.spec}
+	for _, sh := range st.shards {
+		next, first, subs := sh.stats()
+		shs := ShardStats{Shard: sh.id, NextOffset: next, FirstOffset: first, Subscribers: subs}
+		if d := sh.durable(); d != nil {
+			shs.Commit = commitStats(d.seq.Stats())
+			shs.FirstOffset = d.log.First()
+		}
+		if r := sh.rep.Load(); r != nil {
+			shs.Replica = r.stats()
+		}
+		ss.Shards = append(ss.Shards, shs)
+	}
+	return ss
 }
 
 func (c *conn) stats() ConnectionStats {

@@ -23,6 +23,8 @@ type QueueGroupStats struct {
 	Committed uint64 `json:"committed"`
 	Next      uint64 `json:"next"`
 	Tail      uint64 `json:"tail"`
+	// Lag is Tail - Committed: records not yet acked.
+	Lag uint64 `json:"lag"`
 	// Inflight records are out to members; Redo wait for redelivery;
 	// AckedAbove are acked above Committed.
 	Inflight   int `json:"inflight"`
@@ -62,7 +64,7 @@ func (gs *groupSet) stats() []QueueGroupStats {
 		l := g.mu.ledger
 		out = append(out, QueueGroupStats{
 			Stream: g.key.stream.String(), Shard: g.key.shard, Group: g.key.group,
-			Committed: l.committed, Next: l.next, Tail: g.sh.tail(),
+			Committed: l.committed, Next: l.next, Tail: g.sh.tail(), Lag: g.sh.tail() - min(l.committed, g.sh.tail()),
 			Inflight: len(l.inflight), Redo: l.redo.Len(), AckedAbove: len(l.acked), DeadLetters: len(l.dead),
 		})
 		g.mu.Unlock()

@@ -114,18 +114,19 @@ func TestConnectionsPerSource(t *testing.T) {
 	require.Equal(t, quic.ConnectionRefused, te.ErrorCode)
 }
 
-// TestIdleClientRedialsAfterAuthTimeout: a Client dialled and left idle
-// past the auth timeout has its connection closed by the broker (it
-// authenticated nothing); its next stream dials a new connection, so an
-// application that dials at start and publishes later is not broken by it.
-func TestIdleClientRedialsAfterAuthTimeout(t *testing.T) {
+// TestIdleClientKeepsItsConnection: a Client dialled and left idle past
+// the auth timeout keeps its connection (Dial authenticated a stream on
+// it), so an application that dials at start and publishes later is not
+// broken by it, while a raw connection dialled alongside is closed.
+func TestIdleClientKeepsItsConnection(t *testing.T) {
 	h := startBroker(t, broker.Config{AuthTimeout: 200 * time.Millisecond})
 	c := h.dial(t)
 	first := c.Conn()
-	require.EqualValues(t, wire.CloseUnauthenticated, closedWith(t, first, 5*time.Second))
+	require.EqualValues(t, wire.CloseUnauthenticated, closedWith(t, h.keepAliveConn(t), 5*time.Second))
+	require.NoError(t, first.Context().Err(), "the client's connection authenticated at Dial")
 	ctx := ctxT(t, 10*time.Second)
 	pub, err := c.NewPublisher(ctx, "default", "demo")
 	require.NoError(t, err)
-	require.NoError(t, pub.Publish(ctx, []byte("after the idle close")))
-	require.NotSame(t, first, c.Conn())
+	require.NoError(t, pub.Publish(ctx, []byte("after the idle time")))
+	require.Same(t, first, c.Conn())
 }

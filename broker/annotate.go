@@ -15,8 +15,7 @@ import (
 // subscriber pays for the copy.
 
 // annotates reports whether buf carries something this subscriber reads.
-func (w *eventWriter) annotates(buf *fanout.Buffer) bool {
-	s := w.s
+func (s *subscription) annotates(buf *fanout.Buffer) bool {
 	if s.stamps && buf.Stamp != 0 {
 		return true
 	}

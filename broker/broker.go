@@ -131,24 +131,25 @@ func (b *Broker) CreateStream(spec StreamSpec) error {
 			os.RemoveAll(d)
 		}
 	}
-	st, err := b.streams.create(spec)
-	if err != nil {
-		if !errors.Is(err, ErrStreamExists) {
-			undo()
+	st, err := b.streams.create(spec, func(st *stream) error {
+		if !st.spec.Durable {
+			return nil
 		}
-		return err
-	}
-	if st.spec.Durable {
 		c, err := loadCatalog(b.cfg.DataDir)
 		if err == nil {
 			c.Streams = append(c.Streams, st.spec)
 			err = saveCatalog(b.cfg.Storage.FS, b.cfg.DataDir, c)
 		}
 		if err != nil {
-			b.streams.remove(st)
-			undo()
 			return fmt.Errorf("broker: recording durable stream %s: %w", spec.StreamKey, err)
 		}
+		return nil
+	})
+	if err != nil {
+		if !errors.Is(err, ErrStreamExists) {
+			undo()
+		}
+		return err
 	}
 	b.openReplicasOf(st)
 	b.log.Info("stream created", "stream", spec.String(), "shards", spec.Shards, "durable", spec.Durable, "fsync", st.spec.Fsync)
@@ -165,12 +166,12 @@ func (b *Broker) reopenCatalog() error {
 	b.reopening = true
 	defer func() { b.reopening = false }()
 	for _, spec := range c.Streams {
-		if _, err := b.streams.create(spec); err != nil {
+		if _, err := b.streams.create(spec, nil); err != nil {
 			return fmt.Errorf("broker: reopening %s: %w", spec.StreamKey, err)
 		}
 	}
 	for _, spec := range c.Caches {
-		if _, err := b.caches.create(b, spec); err != nil {
+		if _, err := b.caches.create(b, spec, nil); err != nil {
 			return fmt.Errorf("broker: reopening cache %s: %w", spec.CacheKey, err)
 		}
 	}
@@ -204,22 +205,36 @@ func (b *Broker) quicConfig() *quic.Config {
 	return c
 }
 
+// QUICConfig is the QUIC configuration a broker with cfg gives a
+// connection from peer once it authenticated (its connection window may
+// grow): bare quic-go measured on the broker's terms, as the floor under
+// an acked publish, uses it.
+func QUICConfig(cfg Config, peer net.Addr) *quic.Config {
+	cfg = cfg.withDefaults()
+	c := baseQUICConfig(cfg)
+	c.AllowConnectionWindowIncrease = nil
+	udp.MTUPolicy(runtime.GOOS, peer, udp.MTUKnobs{InitialMTU: cfg.InitialMTU}).Apply(c)
+	return c
+}
+
 func (b *Broker) mtuFor(peer net.Addr) udp.MTUSettings {
 	return b.stalls.settings(peer, udp.MTUPolicy(runtime.GOOS, peer, udp.MTUKnobs{InitialMTU: b.cfg.InitialMTU}))
 }
 
-func (b *Broker) baseQUICConfig() *quic.Config {
+func (b *Broker) baseQUICConfig() *quic.Config { return baseQUICConfig(b.cfg) }
+
+func baseQUICConfig(cfg Config) *quic.Config {
 	return &quic.Config{
 		Tracer:                         udp.StatsTracer,
 		MaxIdleTimeout:                 30 * time.Second,
 		KeepAlivePeriod:                10 * time.Second,
-		InitialStreamReceiveWindow:     uint64(b.cfg.StreamReceiveWindow),
-		MaxStreamReceiveWindow:         uint64(b.cfg.StreamReceiveWindow),
-		InitialConnectionReceiveWindow: b.cfg.preAuthWindow(),
-		MaxConnectionReceiveWindow:     uint64(b.cfg.ConnectionReceiveWindow),
+		InitialStreamReceiveWindow:     uint64(cfg.StreamReceiveWindow),
+		MaxStreamReceiveWindow:         uint64(cfg.StreamReceiveWindow),
+		InitialConnectionReceiveWindow: cfg.preAuthWindow(),
+		MaxConnectionReceiveWindow:     uint64(cfg.ConnectionReceiveWindow),
 		AllowConnectionWindowIncrease:  allowWindowIncrease,
-		MaxIncomingStreams:             b.cfg.MaxIncomingStreams,
-		MaxIncomingUniStreams:          b.cfg.MaxIncomingStreams,
+		MaxIncomingStreams:             cfg.MaxIncomingStreams,
+		MaxIncomingUniStreams:          cfg.MaxIncomingStreams,
 		// Only so clients may send liveness probes (DATAGRAM frames, see
 		// client's session.probe); the broker never reads them, and
 		// quic-go drops what exceeds its small receive queue.

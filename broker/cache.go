@@ -167,16 +167,23 @@ func (c *cache) get(key string) ([]byte, uint64, bool, error) {
 	return e.value, e.rev, true, nil
 }
 
-// delete removes key; done gets whether a live value was there.
+// delete removes key; done gets whether a live value was there. Deleting
+// an absent (or expired) key changes nothing: no record, no revision, no
+// watcher event, and the answer is existed=false, so what the writer is
+// told and what watchers see agree.
 func (c *cache) delete(key string, done func(existed bool, err error)) error {
 	if err := checkKey(key); err != nil {
 		return err
 	}
 	now := nowMs()
 	c.mu.Lock()
-	_, existed := c.mu.store.get(key, now)
+	if _, existed := c.mu.store.get(key, now); !existed {
+		c.mu.Unlock()
+		done(false, nil)
+		return nil
+	}
 	recs := []wire.CacheRecord{{Op: wire.CacheOpDelete, Key: []byte(key)}}
-	ack, err := c.changeLocked(recs, now, func(err error) { done(existed, err) })
+	ack, err := c.changeLocked(recs, now, func(err error) { done(true, err) })
 	c.mu.Unlock()
 	if err == nil {
 		ack()

@@ -106,20 +106,30 @@ func newCacheRegistry() *cacheRegistry {
 
 // create opens (rebuilding a durable one from its log) and registers a
 // cache.
-func (r *cacheRegistry) create(b *Broker, spec CacheSpec) (*cache, error) {
+// create opens a new cache and then serves it, once record (nil: nothing
+// to do) succeeded, as registry.create does for streams: a durable cache
+// is in the catalog before a change to it can be acked. The caller
+// serialises creations (Broker.catalogMu).
+func (r *cacheRegistry) create(b *Broker, spec CacheSpec, record func(*cache) error) (*cache, error) {
 	spec.withDefaults()
 	if err := spec.validate(); err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, ok := r.mu.caches[spec.CacheKey]; ok {
+	if _, err := r.lookup(spec.CacheKey); err == nil {
 		return nil, fmt.Errorf("%w: %s", ErrCacheExists, spec.CacheKey)
 	}
 	c, err := openCache(b, spec)
 	if err != nil {
 		return nil, fmt.Errorf("cache %s: %w", spec.CacheKey, err)
 	}
+	if record != nil {
+		if err := record(c); err != nil {
+			c.close()
+			return nil, err
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.mu.caches[spec.CacheKey] = c
 	return c, nil
 }
@@ -184,20 +194,22 @@ func cacheErrorCode(err error) wire.CacheErrorCode {
 func (b *Broker) CreateCache(spec CacheSpec) error {
 	b.catalogMu.Lock()
 	defer b.catalogMu.Unlock()
-	c, err := b.caches.create(b, spec)
-	if err != nil {
-		return err
-	}
-	if c.spec.Durable {
+	c, err := b.caches.create(b, spec, func(c *cache) error {
+		if !c.spec.Durable {
+			return nil
+		}
 		cat, err := loadCatalog(b.cfg.DataDir)
 		if err == nil {
 			cat.Caches = append(cat.Caches, c.spec)
 			err = saveCatalog(b.cfg.Storage.FS, b.cfg.DataDir, cat)
 		}
 		if err != nil {
-			b.caches.remove(c)
 			return fmt.Errorf("broker: recording durable cache %s: %w", spec.CacheKey, err)
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	b.log.Info("cache created", "cache", c.spec.String(), "durable", c.spec.Durable, "fsync", c.spec.Fsync,
 		"max_entries", c.spec.MaxEntries, "max_bytes", c.spec.MaxBytes)

@@ -140,7 +140,8 @@ func TestWatchCurrentThenChangesNoGapNoDuplicate(t *testing.T) {
 }
 
 // A watch sees deletes and LRU evictions as deletes, counters as counters;
-// the current state of an absent key is a delete.
+// the current state of an absent key is a delete; deleting an absent key
+// is no change: the writer hears "absent" and watchers hear nothing.
 func TestWatchDeletesEvictionsAndCounters(t *testing.T) {
 	spec := cacheSpec("small")
 	spec.MaxEntries = 2
@@ -151,6 +152,7 @@ func TestWatchDeletesEvictionsAndCounters(t *testing.T) {
 	ev, err := w.Next(ctx)
 	require.NoError(t, err)
 	require.Equal(t, wire.CacheOpDelete, ev.Op, "absent key: a delete")
+	require.True(t, ev.Current)
 
 	k := openCache(t, h, "small")
 	require.NoError(t, k.Put(ctx, "a", []byte("1"), time.Hour))
@@ -158,18 +160,21 @@ func TestWatchDeletesEvictionsAndCounters(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, k.Put(ctx, "b", nil, 0))
 	require.NoError(t, k.Put(ctx, "c", nil, 0)) // evicts a
-	_, err = k.Delete(ctx, "a")
+	existed, err := k.Delete(ctx, "a")
 	require.NoError(t, err)
+	require.False(t, existed)
+	require.NoError(t, k.Put(ctx, "a", []byte("4"), time.Hour))
 	want := []struct {
 		op  wire.CacheOp
 		val string
-	}{{wire.CacheOpPut, "1"}, {wire.CacheOpCounter, "3"}, {wire.CacheOpDelete, ""}, {wire.CacheOpDelete, ""}}
+	}{{wire.CacheOpPut, "1"}, {wire.CacheOpCounter, "3"}, {wire.CacheOpDelete, ""}, {wire.CacheOpPut, "4"}}
 	for i, wnt := range want {
 		ev, err := w.Next(ctx)
 		require.NoError(t, err)
 		require.Equal(t, wnt.op, ev.Op, i)
+		require.False(t, ev.Current, i)
 		require.Equal(t, wnt.val, string(ev.Value), i)
-		if i < 2 {
+		if wnt.op != wire.CacheOpDelete {
 			require.WithinDuration(t, time.Now().Add(time.Hour), ev.ExpiresAt, time.Minute, "a counter keeps the expiry")
 		}
 	}

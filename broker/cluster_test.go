@@ -240,7 +240,7 @@ func TestClusterNodeCredential(t *testing.T) {
 	_, err = node.Subscribe(ctx, "default", "quad", client.SubscribeOptions{Shard: 3})
 	require.ErrorContains(t, err, "only forwards publishes")
 
-	_, err = nodes[1].h.dialWith(t, client.Config{Tenant: "t1", Token: "node-secret"}).NewPublisher(ctx, "default", "quad")
+	_, err = client.Dial(ctx, nodes[1].h.addr, client.Config{Tenant: "t1", Token: "node-secret", TLS: nodes[1].h.clientTLS})
 	require.ErrorIs(t, err, client.ErrAuth, "the node credential is not a client token")
 }
 
@@ -260,8 +260,8 @@ func TestForwardedStreamNeedsNodeCredential(t *testing.T) {
 	h := startBroker(t, cfg, quad)
 	h.b.SetPlacement(assign(1, []cluster.Member{{ID: "b1", QUICAddr: h.addr, Live: true}}, quad.StreamKey, false, "b1", "b1", "b1", "b1"))
 	ctx := ctxT(t, 20*time.Second)
-	fwd := client.Config{Tenant: "t1", Token: "admin-of-t2", Flags: wire.KnownCapabilities | wire.CapForwarded}
-	_, err := h.dialWith(t, fwd).NewPublisher(ctx, "default", "quad")
+	fwd := client.Config{Tenant: "t1", Token: "admin-of-t2", Flags: wire.KnownCapabilities | wire.CapForwarded, TLS: h.clientTLS}
+	_, err := client.Dial(ctx, h.addr, fwd)
 	require.ErrorIs(t, err, client.ErrAuth)
 	require.ErrorContains(t, err, "forwarded stream needs a node credential")
 

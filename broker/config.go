@@ -164,6 +164,12 @@ type Config struct {
 	// refused. nil serves everyone who reaches the listener, which
 	// felix-broker allows on loopback only.
 	AdminAuth func(r *http.Request) error
+	// Catalog, when set, owns the streams and caches (a control plane the
+	// broker follows): the admin API's POST /v1/streams and /v1/caches
+	// create them through it and answer once this broker serves them, so
+	// the catalog and the broker never disagree. nil: they are created in
+	// this broker alone.
+	Catalog Catalog
 	// MetricsStreamSeries bounds the streams with series of their own in
 	// the per-stream metric families (labels tenant, namespace, stream):
 	// the first registered get them, later ones share the series labelled

@@ -2,9 +2,11 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -214,4 +216,20 @@ func (c *conn) logStats(log *slog.Logger, every time.Duration) {
 				"bytes_sent", s.BytesSent, "bytes_received", s.BytesReceived)
 		}
 	}
+}
+
+// peerGone reports a read error that is the transport ending (the client
+// closed its connection or reset the stream, the path timed out, the broker
+// is closing), not something the peer sent: there is nobody to answer and
+// nothing to count as a violation.
+func peerGone(err error) bool {
+	var (
+		ae *quic.ApplicationError
+		se *quic.StreamError
+		ie *quic.IdleTimeoutError
+		sr *quic.StatelessResetError
+		te *quic.TransportError
+	)
+	return errors.As(err, &ae) || errors.As(err, &se) || errors.As(err, &ie) || errors.As(err, &sr) ||
+		errors.As(err, &te) || errors.Is(err, net.ErrClosed)
 }

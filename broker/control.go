@@ -104,11 +104,21 @@ func (ct *control) expire() {
 }
 
 // fail sends an error reply, with its typed code for a client that
-// negotiated them; the caller decides whether the stream ends.
+// negotiated them; the caller decides whether the stream ends. A refused
+// request (unknown stream, no rights, not the owner) is not a violation:
+// the client asked properly and got its answer.
 func (ct *control) fail(err error) {
-	ct.c.b.metrics.protocolViolation("control")
 	m := &wire.ErrorMessage{Message: err.Error(), Err: ct.typed(err)}
 	ct.out.send(func(b []byte) []byte { return wire.AppendJSONFrame(b, m) })
+}
+
+// violate is fail for frames no correct client sends (broken framing,
+// unknown kinds or flags, a message out of place): those alone count as
+// protocol violations, so an alert on the count means a broken peer.
+func (ct *control) violate(err error) {
+	ct.c.b.metrics.protocolViolation("control")
+	ct.log.Debug("protocol violation", "err", err)
+	ct.fail(err)
 }
 
 // typed is err's typed error for a client that negotiated
@@ -133,16 +143,16 @@ func (ct *control) authenticate() bool {
 			ct.c.b.metrics.authTimeouts.Inc()
 			ct.fail(refusal(wire.CodeUnauthenticated, "auth required within "+ct.c.b.cfg.AuthTimeout.String()))
 		case errors.Is(err, wire.ErrFrameTooLarge), errors.Is(err, frameio.ErrBudget):
-			ct.fail(refusal(wire.CodeUnauthenticated, "auth required: "+err.Error()))
-		case !errors.Is(err, io.EOF):
-			ct.fail(errAuthRequired)
+			ct.violate(refusal(wire.CodeUnauthenticated, "auth required: "+err.Error()))
+		case !errors.Is(err, io.EOF) && !peerGone(err):
+			ct.violate(errAuthRequired)
 		}
 		return false
 	}
 	m, err := decodeJSON(h, payload)
 	auth, ok := m.(*wire.Auth)
 	if err != nil || !ok {
-		ct.fail(errAuthRequired)
+		ct.violate(errAuthRequired)
 		return false
 	}
 	ct.features = wire.PeerFeatures(auth.ClientFeatures)
@@ -203,22 +213,24 @@ var (
 func (ct *control) loop() bool {
 	for {
 		h, payload, err := ct.fr.Next()
-		var flagsErr *wire.FlagsError
 		switch {
+		case err == nil:
 		case errors.Is(err, io.EOF):
 			return true
-		case errors.As(err, &flagsErr):
+		case wire.IsFlagsError(err):
 			// The payload was consumed: report and go on, as the published
 			// broker does.
-			ct.fail(refusal(wire.CodeInvalidRequest, "unsupported frame flags"))
+			ct.violate(refusal(wire.CodeInvalidRequest, "unsupported frame flags"))
 			continue
 		case err != nil && ct.expired.Load():
 			return false // expire already said why
 		case errors.Is(err, frameio.ErrBudget):
 			ct.fail(fmt.Errorf("%w: %w", ErrLimitExceeded, err))
 			return false
+		case peerGone(err):
+			return false // nobody is left to tell
 		case err != nil:
-			ct.fail(fmt.Errorf("malformed frame: %w", err))
+			ct.violate(fmt.Errorf("malformed frame: %w", err))
 			return false
 		}
 		if !ct.dispatch(h, payload) {
@@ -236,7 +248,7 @@ func (ct *control) dispatch(h wire.Header, payload []byte) bool {
 	case wire.KindJSON:
 		m, err := wire.DecodeJSON(payload)
 		if err != nil {
-			ct.fail(fmt.Errorf("malformed message: %w", err))
+			ct.violate(fmt.Errorf("malformed message: %w", err))
 			return true
 		}
 		return ct.handleJSON(m)
@@ -245,7 +257,7 @@ func (ct *control) dispatch(h wire.Header, payload []byte) bool {
 	case wire.KindAckedPublishBatch:
 		return ct.binaryAckedPublish(h.Flags, payload)
 	}
-	ct.fail(refusal(wire.CodeInvalidRequest, "unexpected frame kind "+h.Kind().String()))
+	ct.violate(refusal(wire.CodeInvalidRequest, "unexpected frame kind "+h.Kind().String()))
 	return true
 }
 
@@ -280,7 +292,7 @@ func (ct *control) handleJSON(m wire.Message) bool {
 	case *wire.QueueNack:
 		return ct.queueNack(m)
 	case *wire.Auth:
-		ct.fail(refusal(wire.CodeInvalidRequest, "auth already established"))
+		ct.violate(refusal(wire.CodeInvalidRequest, "auth already established"))
 		return false
 	}
 	if handled, keep := ct.handleCache(m); handled {
@@ -289,7 +301,7 @@ func (ct *control) handleJSON(m wire.Message) bool {
 	if handled, keep := ct.handleGroup(m); handled {
 		return keep
 	}
-	ct.fail(refusal(wire.CodeInvalidRequest, "unexpected message type "+m.Type().String()))
+	ct.violate(refusal(wire.CodeInvalidRequest, "unexpected message type "+m.Type().String()))
 	return true
 }
 
@@ -305,7 +317,7 @@ func (ct *control) jsonPublish(k StreamKey, key []byte, shard int, payloads [][]
 	}
 	acked := mode != wire.AckNone
 	if acked && reqID == nil {
-		ct.fail(refusal(wire.CodeInvalidRequest, "missing request_id for acked publish"))
+		ct.violate(refusal(wire.CodeInvalidRequest, "missing request_id for acked publish"))
 		return true
 	}
 	if !acked {
@@ -347,7 +359,7 @@ func (ct *control) unackedResult(err error) bool {
 
 func (ct *control) binaryPublish(flags wire.Flags, payload []byte) bool {
 	if err := wire.DecodePublishBatchFlags(flags, payload, &ct.batch); err != nil {
-		ct.fail(fmt.Errorf("malformed publish batch: %w", err))
+		ct.violate(fmt.Errorf("malformed publish batch: %w", err))
 		return true
 	}
 	b := &ct.batch
@@ -386,7 +398,7 @@ func batchKey(b *wire.PublishBatch) []byte {
 func (ct *control) binaryAckedPublish(flags wire.Flags, payload []byte) bool {
 	derr := wire.DecodeAckedPublishFlags(flags, payload, &ct.acked)
 	if derr != nil && len(payload) < 8 { // no request_id to answer
-		ct.fail(fmt.Errorf("malformed publish batch: %w", derr))
+		ct.violate(fmt.Errorf("malformed publish batch: %w", derr))
 		return true
 	}
 	id := ct.acked.RequestID

@@ -38,7 +38,12 @@ func openDurableLog(b *Broker, dir, tenant, fsync string, cfg segment.Config, lo
 	}
 	space.charge(log.Stats().Recovery.FoundBytes)
 	mode, _ := commit.ParseMode(fsync)
-	seq, err := commit.New(commit.Config{Mode: mode, Interval: b.cfg.FsyncInterval, Syncer: log, Logger: logger})
+	// Post-commit callbacks wait only for a Block subscriber's queue,
+	// which a durable log has only when the broker drops for durable
+	// subscribers under Block (cache watchers never block).
+	inline := !b.cfg.DurableDrops || b.cfg.Queue.Policy != fanout.Block
+	seq, err := commit.New(commit.Config{Mode: mode, Interval: b.cfg.FsyncInterval, Syncer: log, Logger: logger,
+		InlineCallbacks: inline})
 	if err != nil {
 		log.Close()
 		space.releaseAll()

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -634,3 +635,41 @@ type faultMapping struct {
 func (m *faultMapping) Sync(off, n int64) error {
 	return m.f.synced(opMsync, func() error { return m.Mapping.Sync(off, n) }, off, n)
 }
+
+// A durable stream or cache is recorded in the data directory's catalog
+// before it is served: a publish acked before the record, and a crash
+// before it, would leave acked records in a stream a restart does not
+// reopen.
+func TestDurableStreamIsRecordedBeforeItIsServed(t *testing.T) {
+	fsys := newFaultFS()
+	h := serveBroker(t, broker.Config{DataDir: t.TempDir(), Storage: faultStorage(fsys, segment.WriteModeFD)})
+	for _, tc := range []struct {
+		name   string
+		create func() error
+		served func() int
+	}{
+		{"stream", func() error { return h.b.CreateStream(durableSpec("jobs", "on_commit")) }, func() int { return len(h.b.Streams()) }},
+		{"cache", func() error {
+			return h.b.CreateCache(broker.CacheSpec{CacheKey: broker.CacheKey{Tenant: "t1", Namespace: "default", Cache: "c"}, Durable: true})
+		}, func() int { return len(h.b.Caches()) }},
+	} {
+		reached, release := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		fsys.setFault(func(op faultOp, path string) error {
+			if op == opRename && strings.Contains(filepath.Base(path), catalogName) {
+				once.Do(func() { close(reached); <-release })
+			}
+			return nil
+		})
+		done := make(chan error, 1)
+		go func() { done <- tc.create() }()
+		<-reached
+		require.Zero(t, tc.served(), "%s served while its catalog record is being written", tc.name)
+		close(release)
+		require.NoError(t, <-done)
+		require.Equal(t, 1, tc.served(), tc.name)
+	}
+}
+
+// catalogName is the data directory's catalog (broker's catalogFile).
+const catalogName = "streams.json"

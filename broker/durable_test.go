@@ -30,6 +30,8 @@ func TestDurableStreamSurvivesRestart(t *testing.T) {
 
 	h2 := serveBroker(t, broker.Config{DataDir: dir})
 	require.Len(t, h2.b.Streams(), 1, "the catalog reopens the durable stream")
+	shs := h2.b.Stats().Streams[0].Shards[0]
+	require.Equal(t, [2]uint64{0, 1000}, [2]uint64{shs.FirstOffset, shs.NextOffset}, "stats give the log's bounds, not the empty ring's")
 	sub, err := h2.dial(t).Subscribe(ctx, "default", "orders", client.SubscribeOptions{From: client.Earliest()})
 	require.NoError(t, err)
 	require.NoError(t, expectSequence(ctx, sub, 0, 1000))

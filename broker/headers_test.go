@@ -12,6 +12,7 @@ import (
 
 	"github.com/felixmq/felix/broker"
 	"github.com/felixmq/felix/client"
+	"github.com/felixmq/felix/fanout"
 	"github.com/felixmq/felix/internal/frameio"
 	"github.com/felixmq/felix/wire"
 )
@@ -151,6 +152,10 @@ func TestEventPublisher(t *testing.T) {
 		durable bool
 	}{
 		{"memory", broker.Config{}, broker.StreamSpec{StreamKey: broker.StreamKey{Tenant: "t1", Namespace: "default", Stream: "ev"}, Shards: 1}, "dev", false},
+		// The latency profile writes a live batch from the publishing
+		// goroutine to an idle subscriber; one that reads publishers must
+		// still get its re-encoded frame.
+		{"memory latency profile", broker.Config{Batch: fanout.BatchConfig{MaxEvents: 1, MaxDelay: fanout.NoDelay}}, broker.StreamSpec{StreamKey: broker.StreamKey{Tenant: "t1", Namespace: "default", Stream: "ev"}, Shards: 1}, "dev", false},
 		{"durable", broker.Config{DataDir: t.TempDir()}, durableSpec("ev", "periodic"), "", true},
 		{"durable recorded", broker.Config{DataDir: t.TempDir(), RecordPublishers: true}, durableSpec("ev", "periodic"), "dev", true},
 	} {

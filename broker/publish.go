@@ -202,12 +202,13 @@ func (p *publisher) local(sh *shard, res publishResult, payloads [][]byte, acked
 			b.metrics.ackLatency.Observe(d)
 			st.m.ackLatency.Observe(d)
 		}
-		res.offset = base
+		out := res // res stays unmodified, so the closure holds it by value
+		out.offset = base
 		var nl *notLeaderError
 		if errors.As(err, &nl) {
-			res.owner = nl.owner() // a replica's leadership moved under the publish
+			out.owner = nl.owner() // a replica's leadership moved under the publish
 		}
-		done(res, err)
+		done(out, err)
 		b.inflight.Add(-1)
 	})
 }

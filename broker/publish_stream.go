@@ -2,6 +2,7 @@ package broker
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"time"
@@ -14,8 +15,9 @@ import (
 
 // publishStream serves a client-opened unidirectional stream: auth, then
 // publishes only, with no replies. Anything else ends the stream silently
-// (STOP_SENDING) and is counted as a protocol violation, as in the published
-// broker; `ack` and `request_id` fields are ignored here.
+// (STOP_SENDING); broken frames and messages other than publishes are
+// counted as protocol violations, as in the published broker (a refused
+// publish is not one). `ack` and `request_id` fields are ignored here.
 type publishStream struct {
 	publisher
 	str *quic.ReceiveStream
@@ -32,11 +34,15 @@ func newPublishStream(c *conn, str *quic.ReceiveStream) *publishStream {
 
 func (ps *publishStream) serve() {
 	defer ps.fr.Release()
-	if err := ps.run(); err != nil && !errors.Is(err, io.EOF) {
-		ps.c.b.metrics.protocolViolation("uni")
-		ps.c.b.log.Debug("publish stream closed", "conn", ps.c.id, "err", err)
-		ps.str.CancelRead(streamErrProtocol)
+	err := ps.run()
+	if err == nil || errors.Is(err, io.EOF) || peerGone(err) {
+		return
 	}
+	if errors.Is(err, errUniViolation) {
+		ps.c.b.metrics.protocolViolation("uni")
+	}
+	ps.c.b.log.Debug("publish stream closed", "conn", ps.c.id, "err", err)
+	ps.str.CancelRead(streamErrProtocol)
 }
 
 var errUniViolation = errors.New("publish stream: only auth and publishes are allowed")
@@ -55,6 +61,9 @@ func (ps *publishStream) run() error {
 	defer atExpiry(ps.principal, func() { ps.str.CancelRead(streamErrAuth) })()
 	for {
 		h, payload, err := ps.fr.Next()
+		if err != nil && !errors.Is(err, io.EOF) && !peerGone(err) && !errors.Is(err, frameio.ErrBudget) {
+			return fmt.Errorf("%w: %w", errUniViolation, err)
+		}
 		if err != nil {
 			return err
 		}
@@ -70,8 +79,11 @@ func (ps *publishStream) authenticate() (*wire.Auth, error) {
 	h, payload, err := ps.fr.Next()
 	ps.str.SetReadDeadline(time.Time{})
 	if err != nil {
-		if errors.Is(err, os.ErrDeadlineExceeded) {
+		switch {
+		case errors.Is(err, os.ErrDeadlineExceeded):
 			ps.c.b.metrics.authTimeouts.Inc()
+		case !errors.Is(err, io.EOF) && !peerGone(err):
+			err = fmt.Errorf("%w: %w", errUniViolation, err)
 		}
 		return nil, err
 	}
@@ -91,14 +103,14 @@ func (ps *publishStream) dispatch(h wire.Header, payload []byte) error {
 	switch h.Kind() {
 	case wire.KindPublishBatch:
 		if err := wire.DecodePublishBatchFlags(h.Flags, payload, &ps.batch); err != nil {
-			return err
+			return fmt.Errorf("%w: %w", errUniViolation, err)
 		}
 		b := &ps.batch
 		return ps.publishUnacked(streamKey(b.TenantID, b.Namespace, b.Stream), batchKey(b), batchShard(b), b.Payloads, b.Headers)
 	case wire.KindJSON:
 		m, err := wire.DecodeJSON(payload)
 		if err != nil {
-			return err
+			return fmt.Errorf("%w: %w", errUniViolation, err)
 		}
 		switch m := m.(type) {
 		case *wire.Publish:

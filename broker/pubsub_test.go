@@ -39,6 +39,51 @@ func TestPublishReachesSubscriberInOrderWithOffsets(t *testing.T) {
 	}
 }
 
+// In the latency profile a live event goes out from the publishing
+// goroutine while the subscriber's writer waits with nothing queued, and
+// through the queue otherwise: one publish at a time (written directly),
+// then a pipelined burst (mostly queued), then one at a time again, reach
+// every subscriber complete, in order, once.
+func TestLatencyProfileDeliversInOrderWrittenDirectlyOrQueued(t *testing.T) {
+	h := startBroker(t, broker.Config{Batch: fanout.BatchConfig{MaxEvents: 1, MaxDelay: fanout.NoDelay}})
+	ctx := ctxT(t, 20*time.Second)
+	var subs []*client.Subscription
+	for range 3 {
+		sub, err := h.dial(t).Subscribe(ctx, "default", "demo", client.SubscribeOptions{})
+		require.NoError(t, err)
+		subs = append(subs, sub)
+	}
+	pub, err := h.dial(t).NewPublisher(ctx, "default", "demo")
+	require.NoError(t, err)
+	n := 0
+	one := func() {
+		require.NoError(t, pub.Publish(ctx, []byte(fmt.Sprint(n))))
+		n++
+	}
+	for range 50 {
+		one()
+	}
+	var burst []*client.PendingAck
+	for range 500 {
+		burst = append(burst, pub.PublishAsync([][]byte{[]byte(fmt.Sprint(n))}))
+		n++
+	}
+	for _, pa := range burst {
+		require.NoError(t, pa.Wait(ctx))
+	}
+	for range 50 {
+		one()
+	}
+	for _, sub := range subs {
+		for i := range n {
+			ev, err := sub.Next(ctx)
+			require.NoError(t, err)
+			require.Equal(t, uint64(i), ev.Offset)
+			require.Equal(t, fmt.Sprint(i), string(ev.Payload))
+		}
+	}
+}
+
 func TestUnknownStreamIsAnErrorNotAHang(t *testing.T) {
 	h := startBroker(t, broker.Config{})
 	c := h.dial(t)

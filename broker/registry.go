@@ -141,43 +141,46 @@ func newRegistry(newShard func(st *stream, id int) (*shard, error), series *stre
 	return r
 }
 
-func (r *registry) create(spec StreamSpec) (*stream, error) {
+// create opens the shards of a new stream and then serves it, once record
+// (nil: nothing to do) succeeded: a durable stream is in the data
+// directory's catalog before a publish to it can be acked, so a crash at
+// any point leaves no acked record in a stream a restart would not
+// reopen. The caller serialises creations (Broker.catalogMu).
+func (r *registry) create(spec StreamSpec, record func(*stream) error) (*stream, error) {
 	if spec.Durable && spec.Fsync == "" {
 		spec.Fsync = commit.Periodic.String()
 	}
 	if err := spec.validate(); err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, ok := r.mu.streams[spec.StreamKey]; ok {
+	if _, err := r.lookup(spec.StreamKey); err == nil {
 		return nil, fmt.Errorf("%w: %s", ErrStreamExists, spec.StreamKey)
 	}
 	routing, _ := wire.ParseRouting(spec.Routing) // validated
 	st := &stream{spec: spec, routing: routing, created: time.Now(), m: r.series.assign(spec)}
+	closeAll := func() {
+		for _, opened := range st.shards {
+			opened.close()
+		}
+	}
 	for i := range spec.Shards {
 		sh, err := r.newShard(st, i)
 		if err != nil {
-			for _, opened := range st.shards {
-				opened.close()
-			}
+			closeAll()
 			return nil, fmt.Errorf("%s shard %d: %w", spec.StreamKey, i, err)
 		}
 		st.shards = append(st.shards, sh)
 	}
+	if record != nil {
+		if err := record(st); err != nil {
+			closeAll()
+			return nil, err
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.mu.streams[spec.StreamKey] = st
 	return st, nil
-}
-
-// remove unregisters st and closes its shards (a creation that could not
-// be recorded).
-func (r *registry) remove(st *stream) {
-	r.mu.Lock()
-	delete(r.mu.streams, st.spec.StreamKey)
-	r.mu.Unlock()
-	for _, sh := range st.shards {
-		sh.close()
-	}
 }
 
 func (r *registry) lookup(k StreamKey) (*stream, error) {

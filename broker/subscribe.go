@@ -138,6 +138,9 @@ func (ct *control) startEventStream(sub *subscription) bool {
 		return false
 	}
 	sub.out = out
+	if d := newDirectWriter(sub, ct.c.b.cfg.Batch); d != nil {
+		sub.direct.Store(d)
+	}
 	// A client that closes its subscription stops reading the event stream
 	// (STOP_SENDING): end the subscription then, not at its next write,
 	// which on a quiet stream may never come.

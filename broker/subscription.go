@@ -16,13 +16,16 @@ import (
 // subscription is one subscriber of one shard: its bounded queue, the event
 // stream it owns, and the goroutine that drains the one onto the other.
 type subscription struct {
-	id      uint64
-	sh      *shard // nil for a keyed watch
-	watch   string // "cache/key" of a keyed watch, for stats
-	detach  func(*subscription)
-	conn    *conn
-	queue   *fanout.Queue
-	out     *quic.SendStream
+	id     uint64
+	sh     *shard // nil for a keyed watch
+	watch  string // "cache/key" of a keyed watch, for stats
+	detach func(*subscription)
+	conn   *conn
+	queue  *fanout.Queue
+	out    *quic.SendStream
+	// direct is set once the event stream is open, which can be after
+	// the first offer; nil: every live buffer goes through the queue.
+	direct  atomic.Pointer[directWriter]
 	offsets bool // the peer negotiated EVENT_BATCH_OFFSETS
 	gaps    bool // the peer negotiated gap notices
 	// What else the peer reads on its batches (annotate.go): event
@@ -55,8 +58,12 @@ type subscription struct {
 // offer hands buf to the subscriber's queue; the shard lock is held. Drop
 // policies never wait. Block waits for room (the shard admitted the publish
 // first, so this wait is short unless several publishers race) and gives up
-// only when the subscription ends.
+// only when the subscription ends. When the writer waits for the queue
+// with everything written, buf is written from here instead (directWriter).
 func (s *subscription) offer(buf *fanout.Buffer) {
+	if d := s.direct.Load(); d != nil && s.queue.Hand(buf, d.write) {
+		return
+	}
 	buf.Retain()
 	var err error
 	if s.queue.Policy() == fanout.Block {
@@ -318,7 +325,7 @@ func (w *eventWriter) catchUpToTail() error {
 // add appends buf's frame in the peer's layout, or writes it directly when
 // it is large.
 func (w *eventWriter) add(buf *fanout.Buffer) error {
-	if w.annotates(buf) {
+	if w.s.annotates(buf) {
 		b := buf.Bytes()
 		if err := wire.DecodeEventBatch(wire.FlagBinaryEventBatchShared|wire.FlagEventBatchOffsets, b[wire.HeaderLen:], &w.decoded); err != nil {
 			return err
@@ -331,14 +338,8 @@ func (w *eventWriter) add(buf *fanout.Buffer) error {
 		}
 		return nil
 	}
-	b := buf.Bytes()
-	body := b[wire.HeaderLen:]
-	flags := wire.FlagBinaryEventBatchShared | wire.FlagEventBatchOffsets
-	if !w.s.offsets {
-		body = body[8:]
-		flags = wire.FlagBinaryEventBatchShared
-	}
-	w.sent(buf.Events, eventBatchPayload(b, buf.Events))
+	flags, body := w.s.layout(buf)
+	w.sent(buf.Events, eventBatchPayload(buf.Bytes(), buf.Events))
 	w.wbuf = wire.AppendHeader(w.wbuf, flags, uint32(len(body)))
 	if len(body) <= gatherMax {
 		w.wbuf = append(w.wbuf, body...)
@@ -350,17 +351,29 @@ func (w *eventWriter) add(buf *fanout.Buffer) error {
 	return w.write(body)
 }
 
+// layout is buf's frame flags and body in the peer's layout: a shared
+// event batch, with its base offset when the peer negotiated offsets.
+func (s *subscription) layout(buf *fanout.Buffer) (wire.Flags, []byte) {
+	body := buf.Bytes()[wire.HeaderLen:]
+	if !s.offsets {
+		return wire.FlagBinaryEventBatchShared, body[8:]
+	}
+	return wire.FlagBinaryEventBatchShared | wire.FlagEventBatchOffsets, body
+}
+
 // sent counts events about to be written: the broker's delivery counters
 // and the stream's (a keyed watch's count as watch events).
-func (w *eventWriter) sent(events, payload int) {
-	m := w.s.conn.b.metrics
+func (w *eventWriter) sent(events, payload int) { w.s.sent(events, payload) }
+
+func (s *subscription) sent(events, payload int) {
+	m := s.conn.b.metrics
 	m.deliveredEvents.Add(uint64(events))
 	m.bytesOut.Add(uint64(payload))
-	if w.s.sh == nil {
+	if s.sh == nil {
 		m.features.watchEvents.Add(uint64(events))
 		return
 	}
-	st := w.s.sh.st.m
+	st := s.sh.st.m
 	st.deliveredEvents.Add(uint64(events))
 	st.deliveredBytes.Add(uint64(payload))
 }
@@ -393,4 +406,43 @@ func (w *eventWriter) flush() error {
 	err := w.write(w.wbuf)
 	w.wbuf = w.wbuf[:0]
 	return err
+}
+
+// directWriter writes a live buffer to the event stream from the goroutine
+// that offers it, while the writer goroutine waits for the queue with
+// everything written (fanout.Queue.Hand): one goroutine fewer to wake per
+// event, and the event leaves with the publish that made it. Only where
+// the writer never holds a partial batch (delivery batching that does not
+// wait: the latency profile) and keeps no position of its own (not a
+// catch-up queue), and only if the stream takes the frame at once.
+type directWriter struct {
+	s   *subscription
+	out tryWriter
+	buf []byte // the frame; guarded by the queue's lock (Hand)
+}
+
+// newDirectWriter is the direct path of s, nil where it does not apply.
+func newDirectWriter(s *subscription, batch fanout.BatchConfig) *directWriter {
+	tw, ok := any(s.out).(tryWriter)
+	if !ok || s.queue.Policy() == fanout.CatchUp || !(batch.MaxEvents == 1 || batch.MaxDelay < 0) {
+		return nil
+	}
+	return &directWriter{s: s, out: tw}
+}
+
+func (d *directWriter) write(buf *fanout.Buffer) bool {
+	if d.s.annotates(buf) {
+		return false // re-encoded for this subscriber by its writer
+	}
+	flags, body := d.s.layout(buf)
+	if len(body) > gatherMax {
+		return false
+	}
+	d.buf = append(wire.AppendHeader(d.buf[:0], flags, uint32(len(body))), body...)
+	if d.out.TryWriteAll(d.buf) != nil {
+		return false
+	}
+	d.s.sent(buf.Events, eventBatchPayload(buf.Bytes(), buf.Events))
+	d.s.conn.b.metrics.frameBytesOut.Add(uint64(len(d.buf)))
+	return true
 }

@@ -30,6 +30,13 @@ func (e *CacheError) Error() string { return fmt.Sprintf("broker: %s: %s", e.Cod
 // (wire.CacheErrorCode.Typed).
 func (e *CacheError) Typed() *wire.TypedError { return e.Code.Typed() }
 
+// Is matches the sentinels of the typed code the cache code stands for
+// (ErrNotFound for cache_not_found, ErrForbidden, ...).
+func (e *CacheError) Is(target error) bool {
+	code, ok := codeErrors[target]
+	return ok && e.Typed().Code == code
+}
+
 // OpenCache opens a handle on namespace/cache. The broker must support
 // the cache additions (CapCache).
 func (c *Client) OpenCache(ctx context.Context, namespace, cache string) (*Cache, error) {

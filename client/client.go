@@ -43,7 +43,10 @@ type Client struct {
 	}
 }
 
-// Dial connects to the broker at addr ("host:port").
+// Dial connects to the broker at addr ("host:port") and authenticates a
+// first stream, so that a token the broker refuses fails here (ErrAuth)
+// rather than at the first publish. A port nothing listens on fails at
+// once with ErrConnectionRefused where the host says so.
 func Dial(ctx context.Context, addr string, cfg Config) (*Client, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -63,16 +66,30 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Client, error) {
 		guaranteed: udp.MTUGuaranteed(raddr, udp.MTUKnobs{InitialMTU: cfg.InitialMTU}),
 		stop:       make(chan struct{}),
 	}
-	s, err := c.dial(ctx, c.normal)
+	dctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := watchRefused(raddr, cancel)
+	s, err := c.dial(dctx, c.normal)
+	stop()
 	if err != nil {
 		c.tr.Close()
 		pc.Close()
+		if cause := context.Cause(dctx); errors.Is(cause, ErrConnectionRefused) {
+			return nil, fmt.Errorf("client: dial %s: %w", addr, cause)
+		}
 		return nil, err
 	}
 	c.mu.cur = s
 	c.mu.replaced = make(chan struct{})
 	c.wg.Add(1)
 	go func() { defer c.wg.Done(); c.watch() }()
+	ct, err := c.openControl(ctx)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	ct.str.CancelRead(0)
+	ct.str.Close()
 	return c, nil
 }
 
@@ -97,19 +114,7 @@ func listen(cfg Config, raddr *net.UDPAddr) (net.PacketConn, error) {
 func (c *Client) dial(ctx context.Context, mtu udp.MTUSettings) (*session, error) {
 	tlsConf := c.cfg.TLS.Clone()
 	tlsConf.NextProtos = []string{ALPN}
-	qconf := &quic.Config{
-		Tracer:                         udp.StatsTracer,
-		HandshakeIdleTimeout:           10 * time.Second,
-		MaxIdleTimeout:                 handshakeIdle,
-		KeepAlivePeriod:                10 * time.Second,
-		InitialStreamReceiveWindow:     c.cfg.StreamReceiveWindow,
-		MaxStreamReceiveWindow:         c.cfg.StreamReceiveWindow,
-		InitialConnectionReceiveWindow: c.cfg.ConnectionReceiveWindow,
-		MaxConnectionReceiveWindow:     c.cfg.ConnectionReceiveWindow,
-		MaxIncomingUniStreams:          c.cfg.MaxSubscriptions,
-		EnableDatagrams:                true, // liveness probes (session.probe)
-	}
-	mtu.Apply(qconf)
+	qconf := quicConfig(c.cfg, mtu)
 	stats := udp.NewConnStats(mtu.InitialPacketSize)
 	qc, err := c.tr.Dial(udp.WithConnStats(ctx, stats), c.raddr, tlsConf, qconf)
 	if err != nil {
@@ -120,6 +125,30 @@ func (c *Client) dial(ctx context.Context, mtu udp.MTUSettings) (*session, error
 	c.wg.Add(1)
 	go func() { defer c.wg.Done(); s.router.run() }()
 	return s, nil
+}
+
+// QUICConfig is the QUIC configuration Dial uses with cfg and the MTU
+// settings mtu: bare quic-go measured on the client's terms, as the floor
+// under an acked publish, uses it.
+func QUICConfig(cfg Config, mtu udp.MTUSettings) *quic.Config {
+	return quicConfig(cfg.withDefaults(), mtu)
+}
+
+func quicConfig(cfg Config, mtu udp.MTUSettings) *quic.Config {
+	qconf := &quic.Config{
+		Tracer:                         udp.StatsTracer,
+		HandshakeIdleTimeout:           10 * time.Second,
+		MaxIdleTimeout:                 handshakeIdle,
+		KeepAlivePeriod:                10 * time.Second,
+		InitialStreamReceiveWindow:     cfg.StreamReceiveWindow,
+		MaxStreamReceiveWindow:         cfg.StreamReceiveWindow,
+		InitialConnectionReceiveWindow: cfg.ConnectionReceiveWindow,
+		MaxConnectionReceiveWindow:     cfg.ConnectionReceiveWindow,
+		MaxIncomingUniStreams:          cfg.MaxSubscriptions,
+		EnableDatagrams:                true, // liveness probes (session.probe)
+	}
+	mtu.Apply(qconf)
+	return qconf
 }
 
 // session returns the current session.

@@ -48,10 +48,12 @@ type Config struct {
 	// MaxSubscriptions bounds concurrent event streams the broker may open;
 	// 0 means 4096.
 	MaxSubscriptions int64
-	// SubscriptionBuffer is how many event frames a subscription reads ahead
-	// of Next; 0 means 64. When full, the reader stops reading and QUIC flow
-	// control pushes back on the broker (the broker's queue, not the client,
-	// decides what to drop, so every drop is reported).
+	// SubscriptionBuffer is how many frames a roster watch or a queue
+	// consumer reads ahead of its caller; 0 means 64. When full, the
+	// reader stops reading and QUIC flow control pushes back on the broker
+	// (the broker's queue, not the client, decides what to drop, so every
+	// drop is reported). A Subscription reads on Next's goroutine, and
+	// only QUIC flow control bounds what waits for it.
 	SubscriptionBuffer int
 	// UDP configures the client's packet conn (batched receive with GRO,
 	// GSO sends; see package udp). PlainUDP uses a stock *net.UDPConn

@@ -40,7 +40,28 @@ var (
 	ErrLimitExceeded = errors.New("client: limit_exceeded")
 	// ErrStorage matches a *StorageError.
 	ErrStorage = errors.New("client: storage")
+	// ErrNotFound matches a refusal naming something that does not exist
+	// (a stream, a cache): BrokerError code not_found, CacheError
+	// cache_not_found.
+	ErrNotFound = errors.New("client: not_found")
+	// ErrForbidden matches a refusal because the token does not grant the
+	// request (code forbidden).
+	ErrForbidden = errors.New("client: forbidden")
+	// ErrInvalidRequest matches a refusal of a request that is wrong as
+	// asked (a shard out of range, a queue on an ephemeral stream, a
+	// non-counter value added to): code invalid_request.
+	ErrInvalidRequest = errors.New("client: invalid_request")
 )
+
+// codeErrors are the sentinels a typed code matches.
+var codeErrors = map[error]wire.ErrorCode{
+	ErrNotOwner:         wire.CodeNotLeader,
+	ErrOwnerUnavailable: wire.CodeShardUnavailable,
+	ErrLimitExceeded:    wire.CodeLimitExceeded,
+	ErrNotFound:         wire.CodeNotFound,
+	ErrForbidden:        wire.CodeForbidden,
+	ErrInvalidRequest:   wire.CodeInvalidRequest,
+}
 
 // StorageError ends a subscription whose replay reached a record the
 // broker cannot read (its durable log is damaged there): every record
@@ -108,18 +129,12 @@ func (e *BrokerError) RetryAfter() time.Duration {
 }
 
 // Is maps the broker's codes to ErrNotOwner (not_leader: the shard is
-// another broker's), ErrOwnerUnavailable (shard_unavailable) and
-// ErrLimitExceeded (limit_exceeded).
+// another broker's), ErrOwnerUnavailable (shard_unavailable),
+// ErrLimitExceeded (limit_exceeded), ErrNotFound, ErrForbidden and
+// ErrInvalidRequest, so callers tell refusals apart with errors.Is.
 func (e *BrokerError) Is(target error) bool {
-	switch target {
-	case ErrNotOwner:
-		return e.Code() == wire.CodeNotLeader
-	case ErrOwnerUnavailable:
-		return e.Code() == wire.CodeShardUnavailable
-	case ErrLimitExceeded:
-		return e.Code() == wire.CodeLimitExceeded
-	}
-	return false
+	code, ok := codeErrors[target]
+	return ok && e.Code() == code
 }
 
 // brokerError is the BrokerError of an error answer's fields.

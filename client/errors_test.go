@@ -13,10 +13,9 @@ import (
 	"github.com/felixmq/felix/wire"
 )
 
-// The broker's cluster refusals lead their message with the error code;
-// BrokerError maps them onto ErrNotOwner and ErrOwnerUnavailable, and
-// nothing else onto either, through any wrapping.
-func TestBrokerErrorMapsClusterCodes(t *testing.T) {
+// BrokerError maps the broker's typed codes (never its message text) onto
+// the sentinels, through any wrapping.
+func TestBrokerErrorMapsCodes(t *testing.T) {
 	for _, tc := range []struct {
 		message string
 		code    wire.ErrorCode
@@ -24,7 +23,9 @@ func TestBrokerErrorMapsClusterCodes(t *testing.T) {
 	}{
 		{"not_owner: shard t/ns/s#1 is owned by b2 (b2:5000)", wire.CodeNotLeader, ErrNotOwner},
 		{"owner_unavailable: shard t/ns/s#0: owner b1 (b1:5000) is not live", wire.CodeShardUnavailable, ErrOwnerUnavailable},
-		{"forbidden: stream.publish on t/ns/s", wire.CodeForbidden, nil},
+		{"forbidden: stream.publish on t/ns/s", wire.CodeForbidden, ErrForbidden},
+		{"stream not found: t/ns/s", wire.CodeNotFound, ErrNotFound},
+		{"shard 3 not in [0, 2) for t/ns/s", wire.CodeInvalidRequest, ErrInvalidRequest},
 		{"not_owner: the text alone does not make it one", 0, nil},
 		{"", 0, nil},
 	} {
@@ -34,13 +35,21 @@ func TestBrokerErrorMapsClusterCodes(t *testing.T) {
 				be.Err = wire.NewTypedError(tc.code)
 			}
 			err := fmt.Errorf("publish: %w", be)
-			for _, sentinel := range []error{ErrNotOwner, ErrOwnerUnavailable} {
+			for _, sentinel := range []error{ErrNotOwner, ErrOwnerUnavailable, ErrForbidden, ErrNotFound, ErrInvalidRequest} {
 				require.Equal(t, sentinel == tc.want, errors.Is(err, sentinel), "%v", sentinel)
 			}
 			require.ErrorAs(t, err, &be)
 			require.Equal(t, "broker: "+tc.message, be.Error())
 		})
 	}
+}
+
+// A cache refusal matches the sentinel of the typed code it stands for.
+func TestCacheErrorMatchesTypedSentinels(t *testing.T) {
+	err := fmt.Errorf("get: %w", &CacheError{Code: wire.CacheErrNotFound, Message: "no cache t/ns/c"})
+	require.ErrorIs(t, err, ErrNotFound)
+	require.NotErrorIs(t, err, ErrForbidden)
+	require.ErrorIs(t, &CacheError{Code: wire.CacheErrNotCounter}, ErrInvalidRequest)
 }
 
 // A subscribe start the broker refuses says why and what is available.

@@ -6,9 +6,9 @@ import (
 	"sync/atomic"
 )
 
-// eventFeed is what every receiver of an event stream shares (a
-// Subscription, and the JSON streams of roster watches and queue
-// consumers): the router attaches the stream once, a reader goroutine
+// eventFeed is what the JSON event streams of roster watches and queue
+// consumers share (a Subscription reads on its caller's goroutine:
+// subscriptionFeed): the router attaches the stream once, a reader goroutine
 // fills a bounded channel (when it is full the reader stops and QUIC flow
 // control pushes back on the broker), and close stops the stream, or
 // refuses it if it comes after close.

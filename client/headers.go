@@ -33,7 +33,9 @@ func (p *Publisher) PublishMessagesAsync(msgs []Message) *PendingAck {
 		close(pa.done)
 		return pa
 	}
-	return p.publishHeaded(-1, payloads, headers, nil)
+	pa := p.publishHeaded(-1, nil, payloads, headers, nil)
+	p.rr.ask()
+	return pa
 }
 
 // SendMessages is Send for events with headers.
@@ -42,7 +44,7 @@ func (p *Publisher) SendMessages(msgs []Message) error {
 	if err != nil {
 		return err
 	}
-	return p.sendHeaded(-1, payloads, headers)
+	return p.sendHeaded(-1, nil, payloads, headers)
 }
 
 // headed splits msgs into payloads and header blocks (nil when no message

@@ -90,6 +90,9 @@ type idemConn struct {
 	ct     *control
 	binary bool // the broker takes binary idempotent batches (wire.FlagPublishIdempotent)
 	wmu    sync.Mutex
+	rr     *replyReader
+	head   wire.PublishOKHead // decoded into by whoever holds rr's turn
+	closed atomic.Bool        // close ran: the reader reads on to see the end
 }
 
 // NewIdempotentPublisher asks the broker for a producer id and returns a
@@ -132,9 +135,24 @@ func (p *IdempotentPublisher) open(ctx context.Context, c, own *Client) (*idemCo
 		ct.str.CancelWrite(0)
 		return nil, err
 	}
-	c.wg.Add(1)
-	go func() { defer c.wg.Done(); p.read(ic) }()
+	ic.rr = newReplyReader(ct.fr, ct.str, ct.sess.qc.Context().Done(), ct.str.Context().Done(),
+		func(h wire.Header, payload []byte) error { return p.answerFrame(ic, h, payload) },
+		func() bool { return ic.closed.Load() || p.inflight() > 0 },
+		func(err error) {
+			if !errors.Is(err, io.EOF) {
+				p.first.cfg.Logger.Debug("idempotent publisher: connection lost", "err", err)
+			}
+			p.lost(ic)
+		})
+	ic.rr.start(&c.wg)
 	return ic, nil
+}
+
+// inflight is how many batches are sent and unanswered.
+func (p *IdempotentPublisher) inflight() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.mu.w.inflight)
 }
 
 func (p *IdempotentPublisher) setUp(ctx context.Context, ic *idemConn) error {
@@ -204,9 +222,10 @@ func (p *IdempotentPublisher) Err() error {
 }
 
 // Publish publishes payloads as one batch (without a key) and waits for its
-// answer: where it landed, or why it never will.
+// answer: where it landed, or why it never will. It reads the answer itself
+// unless another goroutine reads the connection already.
 func (p *IdempotentPublisher) Publish(ctx context.Context, payloads [][]byte) (Ack, error) {
-	pa := p.PublishAsync(ctx, nil, payloads)
+	pa, _ := p.publish(ctx, nil, payloads, nil)
 	err := pa.Wait(ctx)
 	return pa.Result(), err
 }
@@ -223,12 +242,23 @@ func (p *IdempotentPublisher) PublishAsync(ctx context.Context, key []byte, payl
 // publishHeaded is PublishAsync with one header block per payload (nil:
 // none).
 func (p *IdempotentPublisher) publishHeaded(ctx context.Context, key []byte, payloads, headers [][]byte) *PendingAck {
+	pa, ic := p.publish(ctx, key, payloads, headers)
+	if ic != nil {
+		ic.rr.ask()
+	}
+	return pa
+}
+
+// publish is publishHeaded without asking a reader goroutine for the
+// answer; it returns the connection the batch went out on, nil when none
+// did yet.
+func (p *IdempotentPublisher) publish(ctx context.Context, key []byte, payloads, headers [][]byte) (*PendingAck, *idemConn) {
 	pa := &PendingAck{done: make(chan struct{}), sent: time.Now()}
 	select {
 	case p.room <- struct{}{}:
 	case <-ctx.Done():
 		pa.finish(ctx.Err())
-		return pa
+		return pa, nil
 	}
 	b, err := p.batch(key, payloads, headers, pa)
 	p.mu.Lock()
@@ -245,15 +275,16 @@ func (p *IdempotentPublisher) publishHeaded(ctx context.Context, key []byte, pay
 		p.mu.Unlock()
 		<-p.room
 		pa.finish(err)
-		return pa
+		return pa, nil
 	}
 	p.mu.w.add(b)
 	ic := p.mu.conn
 	if ic == nil {
 		p.mu.Unlock() // the pump sends it once connected again
 		notify(p.wake)
-		return pa
+		return pa, nil
 	}
+	pa.rr = ic.rr
 	ic.wmu.Lock() // taken under mu: writes go out in sequence order
 	p.mu.Unlock()
 	err = ic.write(p, b)
@@ -261,7 +292,7 @@ func (p *IdempotentPublisher) publishHeaded(ctx context.Context, key []byte, pay
 	if err != nil {
 		p.lost(ic)
 	}
-	return pa
+	return pa, ic
 }
 
 // awaitSpanLocked waits, p.mu held (let go meanwhile), until shard's
@@ -379,33 +410,22 @@ func putU64(b []byte, v uint64) {
 
 func frameFlags(frame []byte) wire.Flags { return wire.Flags(uint16(frame[6])<<8 | uint16(frame[7])) }
 
-// read takes the answers of one connection until it ends. A publish_ok,
-// nearly every answer, is read without the JSON decoder when it has the
-// canonical form.
-func (p *IdempotentPublisher) read(ic *idemConn) {
-	var head wire.PublishOKHead
-	for {
-		h, payload, err := ic.ct.fr.Next()
-		if err == nil && h.Flags != 0 {
-			err = fmt.Errorf("%w: binary frame %s on an idempotent publisher", ErrProtocol, h.Flags)
-		}
-		if err == nil && wire.DecodePublishOKHead(payload, &head) {
-			p.acked(head.RequestID, Ack{Offset: head.Offset, HasOffset: head.HasOffset, Shard: head.Shard, HasShard: head.HasShard})
-			continue
-		}
-		var m wire.Message
-		if err == nil {
-			m, err = wire.DecodeJSON(payload)
-		}
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				p.first.cfg.Logger.Debug("idempotent publisher: connection lost", "err", err)
-			}
-			p.lost(ic)
-			return
-		}
-		p.answer(m)
+// answerFrame applies one answer on ic. A publish_ok, nearly every answer,
+// is read without the JSON decoder when it has the canonical form.
+func (p *IdempotentPublisher) answerFrame(ic *idemConn, h wire.Header, payload []byte) error {
+	if h.Flags != 0 {
+		return fmt.Errorf("%w: binary frame %s on an idempotent publisher", ErrProtocol, h.Flags)
 	}
+	if head := &ic.head; wire.DecodePublishOKHead(payload, head) {
+		p.acked(head.RequestID, Ack{Offset: head.Offset, HasOffset: head.HasOffset, Shard: head.Shard, HasShard: head.HasShard})
+		return nil
+	}
+	m, err := wire.DecodeJSON(payload)
+	if err != nil {
+		return err
+	}
+	p.answer(m)
+	return nil
 }
 
 // lost drops ic after it failed; the pump dials again while batches wait.
@@ -438,8 +458,10 @@ func (p *IdempotentPublisher) waitDead() {
 }
 
 func (ic *idemConn) close() {
+	ic.closed.Store(true)
 	ic.ct.str.CancelRead(0)
 	ic.ct.str.CancelWrite(0)
+	ic.rr.ask()
 	if ic.own != nil {
 		go ic.own.Close()
 	}

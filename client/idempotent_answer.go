@@ -191,6 +191,7 @@ func (p *IdempotentPublisher) sendDue() bool {
 	if err != nil {
 		p.lost(ic)
 	}
+	ic.rr.ask()
 	return true
 }
 

@@ -13,8 +13,9 @@ import (
 
 // Publisher publishes to one stream over its own control stream. Acked
 // publishes are pipelined: PublishAsync returns at once and acks (which the
-// broker may send out of order) complete them by request id. A Publisher is
-// safe for concurrent use.
+// broker may send out of order) complete them by request id. Publish and
+// PublishBatch read their own ack when no other goroutine is reading the
+// stream (replyReader). A Publisher is safe for concurrent use.
 type Publisher struct {
 	c         *Client
 	ct        *control
@@ -22,9 +23,13 @@ type Publisher struct {
 	stream    string
 	binary    bool // broker takes binary acked batches and answers binary acks
 	shards    bool // broker takes shard-addressed publishes (wire.CapShard)
+	keyed     bool // broker takes keyed binary publishes (else keyed ones go as JSON)
 
 	wmu  sync.Mutex
 	wbuf []byte
+
+	rr  *replyReader
+	ack wire.PublishAck // decoded into by whoever holds rr's turn
 
 	mu struct {
 		sync.Mutex
@@ -33,13 +38,16 @@ type Publisher struct {
 		err     error // terminal: the stream failed or was closed
 		closing bool  // Close finished our side
 		lastErr error // last uncorrelated broker error (fire-and-forget)
+		// sent: a fire-and-forget batch went out, whose refusal may come
+		// at any time, so the reader goroutine reads on for good.
+		sent bool
 	}
-	done chan struct{}
 }
 
 // PendingAck is an acked publish in flight.
 type PendingAck struct {
 	done chan struct{}
+	rr   *replyReader // reads the stream for Wait; nil: wait for done
 	err  error
 	sent time.Time
 	rtt  time.Duration
@@ -72,6 +80,12 @@ func (pa *PendingAck) Result() Ack { return pa.res }
 // Wait blocks until the broker acked (nil) or refused (a *BrokerError) the
 // publish, or ctx ends.
 func (pa *PendingAck) Wait(ctx context.Context) error {
+	if pa.rr != nil {
+		if err := pa.rr.await(ctx, pa.done); err != nil {
+			return err
+		}
+		return pa.err
+	}
 	select {
 	case <-pa.done:
 		return pa.err
@@ -96,12 +110,29 @@ func (c *Client) NewPublisher(ctx context.Context, namespace, stream string) (*P
 		c: c, ct: ct, namespace: namespace, stream: stream,
 		binary: wire.Supports(ct.flags, wire.FlagBinaryPublishBatch|wire.FlagBinaryPublishAcked|wire.FlagBinaryPublishAck),
 		shards: wire.Supports(ct.flags, wire.CapShard),
-		done:   make(chan struct{}),
+		keyed:  wire.Supports(ct.flags, wire.FlagPublishKeyed),
 	}
 	p.mu.pending = map[uint64]*PendingAck{}
-	c.wg.Add(1)
-	go func() { defer c.wg.Done(); p.readReplies() }()
+	p.rr = p.replyReader(ct.sess.qc.Context().Done(), ct.str.Context().Done())
+	p.rr.start(&c.wg)
 	return p, nil
+}
+
+// replyReader reads the acks; the reader goroutine reads while acks are
+// pending, after a fire-and-forget send and to see the stream end.
+func (p *Publisher) replyReader(conn, sending <-chan struct{}) *replyReader {
+	return newReplyReader(p.ct.fr, p.ct.str, conn, sending, func(h wire.Header, payload []byte) error { return p.reply(h, payload, &p.ack) },
+		func() bool {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			return len(p.mu.pending) > 0 || p.mu.sent || p.mu.closing
+		},
+		func(err error) {
+			if errors.Is(err, io.EOF) {
+				err = ErrClosed
+			}
+			p.failAll(p.ct.sess.wrap(err))
+		})
 }
 
 // Binary reports whether publishes use the binary encoding.
@@ -109,19 +140,35 @@ func (p *Publisher) Binary() bool { return p.binary }
 
 // Publish publishes one payload and waits for its ack.
 func (p *Publisher) Publish(ctx context.Context, payload []byte) error {
-	return p.PublishAsync([][]byte{payload}).Wait(ctx)
+	var one [1][]byte
+	one[0] = payload
+	return p.PublishBatch(ctx, one[:])
 }
 
 // PublishBatch publishes payloads as one atomic batch (contiguous offsets in
 // one shard) and waits for its ack.
 func (p *Publisher) PublishBatch(ctx context.Context, payloads [][]byte) error {
-	return p.PublishAsync(payloads).Wait(ctx)
+	// Not asking the reader goroutine: Wait reads the ack itself unless
+	// another goroutine reads already.
+	return p.publishAsync(-1, nil, payloads, nil).Wait(ctx)
 }
 
 // PublishAsync sends an acked batch and returns without waiting. The
 // payloads are copied into the frame before it returns.
 func (p *Publisher) PublishAsync(payloads [][]byte) *PendingAck {
-	return p.publishAsync(-1, payloads, nil)
+	pa := p.publishAsync(-1, nil, payloads, nil)
+	p.rr.ask()
+	return pa
+}
+
+// PublishKeyAsync is PublishAsync routed by key: the broker hashes it to a
+// shard (FNV-1a 64 with a SplitMix64 finish, as the published Felix
+// does), so one key's batches keep their order in one shard. The ack's
+// Result names the shard.
+func (p *Publisher) PublishKeyAsync(key []byte, payloads [][]byte) *PendingAck {
+	pa := p.publishAsync(-1, notNil(key), payloads, nil)
+	p.rr.ask()
+	return pa
 }
 
 // PublishShardAsync is PublishAsync addressed to one shard (cluster
@@ -139,20 +186,24 @@ func (p *Publisher) publishShardLearning(shard uint32, payloads [][]byte, hook f
 		close(pa.done)
 		return pa
 	}
-	return p.publishAsync(int64(shard), payloads, hook)
+	pa := p.publishAsync(int64(shard), nil, payloads, hook)
+	p.rr.ask()
+	return pa
 }
 
-// publishAsync sends an acked batch; shard < 0 lets the broker pick.
-func (p *Publisher) publishAsync(shard int64, payloads [][]byte, hook func(*PendingAck)) *PendingAck {
-	return p.publishHeaded(shard, payloads, nil, hook)
+// publishAsync sends an acked batch; shard < 0 lets the broker pick, by
+// key when there is one.
+func (p *Publisher) publishAsync(shard int64, key []byte, payloads [][]byte, hook func(*PendingAck)) *PendingAck {
+	return p.publishHeaded(shard, key, payloads, nil, hook)
 }
 
 // publishHeaded is publishAsync with one header block per payload (nil:
-// none; the caller checked the broker takes them).
-func (p *Publisher) publishHeaded(shard int64, payloads, headers [][]byte, hook func(*PendingAck)) *PendingAck {
+// none; the caller checked the broker takes them, which binary publishes
+// alone carry).
+func (p *Publisher) publishHeaded(shard int64, key []byte, payloads, headers [][]byte, hook func(*PendingAck)) *PendingAck {
 	// sent is set before pa is in pending: once there, the reader may
 	// complete or fail it (failAll on a broken stream) at any moment.
-	pa := &PendingAck{done: make(chan struct{}), hook: hook, sent: time.Now()}
+	pa := &PendingAck{done: make(chan struct{}), rr: p.rr, hook: hook, sent: time.Now()}
 	p.mu.Lock()
 	if p.mu.err != nil {
 		err := p.mu.err
@@ -166,15 +217,15 @@ func (p *Publisher) publishHeaded(shard int64, payloads, headers [][]byte, hook 
 	p.mu.Unlock()
 
 	err := p.write(func(b []byte) ([]byte, error) {
-		if p.binary {
-			pb := p.batch(shard, payloads)
+		if p.binary && (key == nil || p.keyed) {
+			pb := p.batch(shard, key, payloads)
 			pb.Headers = headers
 			return wire.AppendAckedPublish(b, &wire.AckedPublish{RequestID: id, Mode: wire.AckPerBatch, PublishBatch: pb})
 		}
 		ack := wire.AckPerBatch
 		return wire.AppendJSONFrame(b, &wire.PublishBatchMessage{
 			TenantID: p.c.cfg.Tenant, Namespace: p.namespace, Stream: p.stream,
-			Payloads: payloads, RequestID: &id, Ack: &ack, Shard: shardField(shard),
+			Payloads: payloads, Key: key, RequestID: &id, Ack: &ack, Shard: shardField(shard),
 		}), nil
 	})
 	if err != nil {
@@ -183,13 +234,24 @@ func (p *Publisher) publishHeaded(shard int64, payloads, headers [][]byte, hook 
 	return pa
 }
 
-// batch is a binary publish body, addressed to shard when it is >= 0.
-func (p *Publisher) batch(shard int64, payloads [][]byte) wire.PublishBatch {
+// batch is a binary publish body, addressed to shard when it is >= 0,
+// else routed by key when it is not nil.
+func (p *Publisher) batch(shard int64, key []byte, payloads [][]byte) wire.PublishBatch {
 	b := wire.PublishBatch{TenantID: p.c.cfg.Tenant, Namespace: p.namespace, Stream: p.stream, Payloads: payloads}
 	if shard >= 0 {
 		b.Shard, b.HasShard = uint32(shard), true
+	} else if key != nil {
+		b.Key, b.HasKey = key, true
 	}
 	return b
+}
+
+// notNil makes an empty key a key: nil means none.
+func notNil(key []byte) []byte {
+	if key == nil {
+		return []byte{}
+	}
+	return key
 }
 
 // Send publishes payloads as one fire-and-forget batch. Nothing is dropped
@@ -197,7 +259,12 @@ func (p *Publisher) batch(shard int64, payloads [][]byte) wire.PublishBatch {
 // Send blocks when the broker cannot keep up. A broker-side refusal arrives
 // later as an uncorrelated error (see Err).
 func (p *Publisher) Send(payloads [][]byte) error {
-	return p.send(-1, payloads)
+	return p.send(-1, nil, payloads)
+}
+
+// SendKey is Send routed by key (see PublishKeyAsync).
+func (p *Publisher) SendKey(key []byte, payloads [][]byte) error {
+	return p.send(-1, notNil(key), payloads)
 }
 
 // SendShard is Send addressed to one shard (ErrNotNegotiated on a broker
@@ -206,23 +273,30 @@ func (p *Publisher) SendShard(shard uint32, payloads [][]byte) error {
 	if !p.shards {
 		return ErrNotNegotiated
 	}
-	return p.send(int64(shard), payloads)
+	return p.send(int64(shard), nil, payloads)
 }
 
-func (p *Publisher) send(shard int64, payloads [][]byte) error {
-	return p.sendHeaded(shard, payloads, nil)
+func (p *Publisher) send(shard int64, key []byte, payloads [][]byte) error {
+	return p.sendHeaded(shard, key, payloads, nil)
 }
 
-func (p *Publisher) sendHeaded(shard int64, payloads, headers [][]byte) error {
+func (p *Publisher) sendHeaded(shard int64, key []byte, payloads, headers [][]byte) error {
+	p.mu.Lock()
+	ask := !p.mu.sent
+	p.mu.sent = true
+	p.mu.Unlock()
+	if ask {
+		p.rr.ask()
+	}
 	return p.write(func(b []byte) ([]byte, error) {
-		if p.binary {
-			pb := p.batch(shard, payloads)
+		if p.binary && (key == nil || p.keyed) {
+			pb := p.batch(shard, key, payloads)
 			pb.Headers = headers
 			return wire.AppendPublish(b, &pb)
 		}
 		none := wire.AckNone
 		return wire.AppendJSONFrame(b, &wire.PublishBatchMessage{
-			TenantID: p.c.cfg.Tenant, Namespace: p.namespace, Stream: p.stream, Payloads: payloads, Ack: &none,
+			TenantID: p.c.cfg.Tenant, Namespace: p.namespace, Stream: p.stream, Payloads: payloads, Key: key, Ack: &none,
 			Shard: shardField(shard),
 		}), nil
 	})
@@ -289,25 +363,6 @@ func (pa *PendingAck) finish(err error) {
 	close(pa.done)
 }
 
-// readReplies completes pending publishes from acks until the stream ends.
-func (p *Publisher) readReplies() {
-	defer close(p.done)
-	var ack wire.PublishAck
-	for {
-		h, payload, err := p.ct.fr.Next()
-		if err == nil {
-			err = p.reply(h, payload, &ack)
-		}
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				err = ErrClosed
-			}
-			p.failAll(p.ct.sess.wrap(err))
-			return
-		}
-	}
-}
-
 func (p *Publisher) reply(h wire.Header, payload []byte, ack *wire.PublishAck) error {
 	if h.Kind() == wire.KindPublishAck {
 		if err := wire.DecodePublishAckFlags(h.Flags, payload, ack); err != nil {
@@ -368,11 +423,12 @@ func (p *Publisher) Close(ctx context.Context) error {
 	p.wmu.Lock()
 	p.ct.str.Close()
 	p.wmu.Unlock()
+	p.rr.ask() // to read the last acks and the end of the stream
 	select {
-	case <-p.done:
+	case <-p.rr.done:
 	case <-ctx.Done():
 		p.ct.str.CancelRead(0)
-		<-p.done
+		<-p.rr.done
 	}
 	return nil
 }

@@ -24,6 +24,14 @@ func replyStream(t *testing.T, stalled bool, frames ...[]byte) (*Client, *contro
 	return c, &control{sess: sess, fr: frameio.NewReader(bytes.NewReader(bytes.Join(frames, nil)), wire.DefaultMaxFrameBytes)}
 }
 
+// replyPublisher is a Publisher on ct whose reader runs when the test
+// calls run.
+func replyPublisher(c *Client, ct *control) *Publisher {
+	p := &Publisher{c: c, ct: ct}
+	p.rr = p.replyReader(nil, nil)
+	return p
+}
+
 func jsonFrame(m wire.Message) []byte { return wire.AppendJSONFrame(nil, m) }
 
 func ackFrame(t *testing.T, ack wire.PublishAck) []byte {
@@ -60,9 +68,10 @@ func TestPublisherRepliesCompleteByRequestID(t *testing.T) {
 			jsonFrame(&wire.ErrorMessage{Message: "bad frame"}),             // uncorrelated: kept for Err
 			ackFrame(t, wire.PublishAck{Status: wire.AckOK, RequestID: 99}), // unknown id: ignored
 		)
-		p := &Publisher{c: c, ct: ct, done: make(chan struct{})}
+		p := replyPublisher(c, ct)
 		acks := pendingAcks(p, 1, 2, 3, 4, 5)
-		p.readReplies()
+		p.rr.ask()
+		p.rr.run()
 
 		require.NoError(t, acks[3].Wait(context.Background()))
 		_, named := acks[3].Owner()
@@ -113,9 +122,10 @@ func TestPublisherRefusesWhatAPublishStreamMustNotCarry(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			c, ct := replyStream(t, false, frame, ackFrame(t, wire.PublishAck{Status: wire.AckOK, RequestID: 1}))
-			p := &Publisher{c: c, ct: ct, done: make(chan struct{})}
+			p := replyPublisher(c, ct)
 			acks := pendingAcks(p, 1)
-			p.readReplies()
+			p.rr.ask()
+			p.rr.run()
 			require.ErrorIs(t, acks[1].Wait(context.Background()), ErrProtocol)
 			require.ErrorIs(t, p.Err(), ErrProtocol)
 		})
@@ -206,7 +216,7 @@ func TestPublisherAfterItsStreamEnded(t *testing.T) {
 	p.failAll(ended)
 	p.failAll(ErrClosed)
 	var hookSaw error
-	pa := p.publishAsync(-1, [][]byte{[]byte("x")}, func(pa *PendingAck) { hookSaw = pa.err })
+	pa := p.publishAsync(-1, nil, [][]byte{[]byte("x")}, func(pa *PendingAck) { hookSaw = pa.err })
 	require.ErrorIs(t, pa.Wait(t.Context()), ended)
 	require.ErrorIs(t, hookSaw, ended, "the hook saw the outcome before Done")
 	require.ErrorIs(t, p.Err(), ended)

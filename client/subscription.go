@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/quic-go/quic-go"
 
 	"github.com/felixmq/felix/wire"
 )
@@ -90,13 +87,6 @@ type Subscription struct {
 	resumes   atomic.Uint64
 }
 
-// subscriptionFeed is one incarnation of a Subscription: the event stream
-// of one broker subscription id on one session.
-type subscriptionFeed struct {
-	eventFeed[[]Event]
-	dropped *atomic.Uint64 // the Subscription's count
-}
-
 // Subscribe asks the broker for a subscription on namespace/stream of the
 // client's tenant. Earliest and Offset need a broker that advertised
 // EVENT_BATCH_OFFSETS: an older broker would silently start at the tail, so
@@ -174,7 +164,7 @@ func (c *Client) newSubscription(sess *session, id uint64) *Subscription {
 // newSubscriptionFeed registers subscription id with the session's router,
 // which attaches its event stream when (or if already) it arrives.
 func (c *Client) newSubscriptionFeed(sess *session, id uint64, dropped *atomic.Uint64) *subscriptionFeed {
-	f := &subscriptionFeed{eventFeed: newEventFeed[[]Event](c, sess, id), dropped: dropped}
+	f := newSubscriptionFeed(c, sess, id, dropped)
 	sess.router.register(f.id, f)
 	return f
 }
@@ -198,41 +188,6 @@ func (s *Subscription) Dropped() uint64 { return s.dropped.Load() }
 
 // Resumes counts the times the subscription moved to a new connection.
 func (s *Subscription) Resumes() uint64 { return s.resumes.Load() }
-
-func (f *subscriptionFeed) attach(es eventStream) { f.eventFeed.attach(es, f.read) }
-
-// read turns event frames into Events until the stream ends.
-func (f *subscriptionFeed) read() {
-	defer close(f.readDone)
-	defer close(f.ch)
-	var batch wire.EventBatch
-	for {
-		h, payload, err := f.es.fr.Next()
-		if err != nil {
-			var se *quic.StreamError
-			switch {
-			case errors.Is(err, io.EOF):
-				err = ErrClosed
-			case errors.As(err, &se) && uint64(se.ErrorCode) == wire.StreamSlowConsumer:
-				err = fmt.Errorf("%w: %w", ErrSlowConsumer, err)
-			}
-			f.fail(f.sess.wrap(err))
-			return
-		}
-		evs, err := f.decode(h, payload, &batch)
-		if err != nil {
-			f.fail(err)
-			f.es.str.CancelRead(0)
-			return
-		}
-		select {
-		case f.ch <- evs:
-		case <-f.sess.qc.Context().Done():
-			f.fail(f.sess.wrap(ErrClosed))
-			return
-		}
-	}
-}
 
 func (f *subscriptionFeed) decode(h wire.Header, payload []byte, batch *wire.EventBatch) ([]Event, error) {
 	if h.Flags == 0 {

@@ -29,6 +29,13 @@ type WatchEvent struct {
 	// Revision orders the cache's changes: it grows with every change of
 	// the cache (for a durable cache it is the change's log offset).
 	Revision uint64
+	// Current marks the first event of a watch opened with
+	// WatchOptions.Current: the key's state when the watch began, not a
+	// change. A present key's state carries the revision of the change
+	// that made it; an absent key's (Op delete) the cache's latest
+	// revision, or 0 before its first change. Every event after it is a
+	// later change.
+	Current bool
 	// Dropped, when non-zero, makes this a gap report: that many changes
 	// were dropped for this watcher (its queue was full).
 	Dropped uint64
@@ -37,6 +44,8 @@ type WatchEvent struct {
 // Watch follows one key of a cache on an event stream of its own.
 type Watch struct {
 	sub *Subscription
+	// current: the next event is the key's current state (Next only).
+	current bool
 }
 
 // Watch asks the broker for every later put and delete of key in
@@ -65,7 +74,7 @@ func (c *Client) Watch(ctx context.Context, namespace, cache, key string, opts W
 	}
 	switch m := m.(type) {
 	case *wire.Subscribed:
-		return &Watch{sub: c.newSubscription(ct.sess, m.SubscriptionID)}, nil
+		return &Watch{sub: c.newSubscription(ct.sess, m.SubscriptionID), current: opts.Current}, nil
 	case *wire.CacheError:
 		return nil, &CacheError{Code: m.Code, Message: m.Message}
 	case *wire.ErrorMessage:
@@ -75,7 +84,7 @@ func (c *Client) Watch(ctx context.Context, namespace, cache, key string, opts W
 }
 
 // Next returns the next change or gap report, blocking until one arrives,
-// ctx ends, or the watch ends.
+// ctx ends, or the watch ends. One goroutine at a time calls it.
 func (w *Watch) Next(ctx context.Context) (WatchEvent, error) {
 	ev, err := w.sub.Next(ctx)
 	if err != nil {
@@ -88,7 +97,8 @@ func (w *Watch) Next(ctx context.Context) (WatchEvent, error) {
 	if err := wire.DecodeCacheRecord(ev.Payload, &r); err != nil {
 		return WatchEvent{}, fmt.Errorf("%w: watch event: %w", ErrProtocol, err)
 	}
-	out := WatchEvent{Op: r.Op, Key: string(r.Key), Value: r.Value, Revision: ev.Offset}
+	out := WatchEvent{Op: r.Op, Key: string(r.Key), Value: r.Value, Revision: ev.Offset, Current: w.current}
+	w.current = false
 	if r.ExpiresAt != 0 {
 		out.ExpiresAt = time.UnixMilli(int64(r.ExpiresAt))
 	}

@@ -33,6 +33,13 @@ type Config struct {
 	// records/s at 1, 8 and 64; at concurrency 1 every ack got ~1.2 ms
 	// slower, because an idle Go runtime on Linux sleeps in ~1 ms steps.
 	MaxDelay time.Duration
+	// InlineCallbacks says the callbacks never wait for long (nothing
+	// like a Block subscriber's full queue): the flusher then runs a
+	// round's callbacks itself while the completer has nothing queued, so
+	// an acknowledgement leaves as soon as the sync returns, without a
+	// goroutine to wake on the way. A callback that does wait holds up
+	// the next sync meanwhile.
+	InlineCallbacks bool
 	// Syncer is what the sequencer syncs. Required.
 	Syncer Syncer
 	// Logger receives the one error record of a failed sync. nil discards.

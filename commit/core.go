@@ -32,7 +32,8 @@ import "fmt"
 // Rejected alternative: waiters contending for a flush mutex, the winner
 // syncing for everyone (upstream disk_log/sync.rs). It needs no goroutine,
 // but callbacks would then run on whichever waiter won, and the post-commit
-// half (ring append, fanout) must run in offset order on one goroutine.
+// half (ring append, fanout) must run in offset order, one at a time (on
+// the completer, or on the flusher while the completer is idle).
 type core struct {
 	mode    Mode
 	pending []reservation   // staged since the last plan, in order

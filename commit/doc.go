@@ -22,7 +22,10 @@
 //   - The commit order: callbacks run on the completer goroutine, one at a
 //     time, in reservation order, while the flusher goes on syncing (a
 //     callback may wait for a Block subscriber's queue without stalling the
-//     disk; up to four synced batches queue behind it). The broker does its post-commit half
+//     disk; up to four synced batches queue behind it). With
+//     [Config.InlineCallbacks] (callbacks that never wait for long) the
+//     flusher runs a batch itself while nothing is queued for the
+//     completer: the acknowledgement leaves as soon as the sync returns. The broker does its post-commit half
 //     (replay-ring append, fanout, ack) in them, so disk order = cursor order
 //     = delivery order, as in the published Felix's commit sequencer.
 //   - Terminal failure: the first failed Sync is recorded before any callback

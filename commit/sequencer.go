@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"runtime/pprof"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -34,6 +35,7 @@ type Sequencer struct {
 	mode     Mode
 	interval time.Duration
 	maxDelay time.Duration
+	inline   bool // Config.InlineCallbacks
 	log      *slog.Logger
 
 	wake      chan struct{}   // capacity 1: something was staged
@@ -41,6 +43,10 @@ type Sequencer struct {
 	closing   chan struct{}   // closed by the first Close
 	exited    chan struct{}   // closed when run and the completer return
 	completed chan completion // run → completer, in round order
+	// queued counts what was sent on completed and is not done yet: the
+	// flusher runs a batch itself only when it is 0, so callbacks still
+	// run one at a time, in round order.
+	queued    atomic.Int64
 	closeOnce sync.Once
 	closeErr  error // written by run before exited is closed
 
@@ -69,6 +75,7 @@ func New(cfg Config) (*Sequencer, error) {
 		mode:      cfg.Mode,
 		interval:  cfg.Interval,
 		maxDelay:  cfg.MaxDelay,
+		inline:    cfg.InlineCallbacks,
 		log:       cfg.Logger,
 		wake:      make(chan struct{}, 1),
 		flushReq:  make(chan chan error),
@@ -89,8 +96,9 @@ func New(cfg Config) (*Sequencer, error) {
 // allocation once the staging buffers have grown to the working set.
 //
 // If Reserve returns nil, done is called exactly once, later, from the
-// completer goroutine, strictly in reservation order and never concurrently
-// with another callback of this Sequencer, so post-commit work done in it
+// completer goroutine (or the flusher's, see Config.InlineCallbacks),
+// strictly in reservation order and never concurrently with another
+// callback of this Sequencer, so post-commit work done in it
 // (replay-ring append, fanout, ack) happens in disk order. done must not call
 // Flush or Close (they wait for the completer). It may block (a full Block
 // subscriber queue): syncs go on meanwhile, and later callbacks wait. done
@@ -217,7 +225,7 @@ func (s *Sequencer) run() {
 			s.round(onTick)
 		case reply := <-s.flushReq:
 			// Answered by the completer once the round's batch completed.
-			s.completed <- completion{reply: reply, err: s.round(onFlush)}
+			s.enqueue(completion{reply: reply, err: s.round(onFlush)})
 		case <-s.closing:
 			// Reserve refuses from here on, so this round takes the last
 			// staged reservation; the deferred close drains the completer.
@@ -235,7 +243,7 @@ func (s *Sequencer) round(t trigger) error {
 	s.mu.Unlock()
 
 	if st.early && st.err == nil {
-		s.completed <- completion{batch: st.batch}
+		s.hand(completion{batch: st.batch})
 	}
 	var syncErr error
 	if st.sync {
@@ -266,9 +274,25 @@ func (s *Sequencer) round(t trigger) error {
 		s.stats.waitersPerSync.Record(uint64(waiters))
 	}
 	if !st.early || st.err != nil {
-		s.completed <- completion{batch: st.batch, err: res}
+		s.hand(completion{batch: st.batch, err: res})
 	}
 	return res
+}
+
+// hand completes c on the flusher, when its callbacks never wait for long
+// and nothing is queued for the completer (so order holds and no callback
+// runs concurrently with another), else on the completer.
+func (s *Sequencer) hand(c completion) {
+	if s.inline && s.queued.Load() == 0 {
+		s.completeOne(c)
+		return
+	}
+	s.enqueue(c)
+}
+
+func (s *Sequencer) enqueue(c completion) {
+	s.queued.Add(1)
+	s.completed <- c
 }
 
 // completerDepth is how many rounds may wait for the completer before the
@@ -289,16 +313,22 @@ type completion struct {
 func (s *Sequencer) completer(done chan<- struct{}) {
 	defer close(done)
 	for c := range s.completed {
-		if c.reply != nil {
-			c.reply <- c.err
-			continue
-		}
-		s.complete(c.batch, c.err)
-		if cap(c.batch) > 0 {
-			s.mu.Lock()
-			s.mu.core.recycle(c.batch)
-			s.mu.Unlock()
-		}
+		s.completeOne(c)
+		s.queued.Add(-1)
+	}
+}
+
+// completeOne answers a Flush, or runs a batch's callbacks and recycles it.
+func (s *Sequencer) completeOne(c completion) {
+	if c.reply != nil {
+		c.reply <- c.err
+		return
+	}
+	s.complete(c.batch, c.err)
+	if cap(c.batch) > 0 {
+		s.mu.Lock()
+		s.mu.core.recycle(c.batch)
+		s.mu.Unlock()
 	}
 }
 

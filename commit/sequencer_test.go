@@ -2,6 +2,7 @@ package commit
 
 import (
 	"errors"
+	"fmt"
 	"math/bits"
 	"sync"
 	"sync/atomic"
@@ -322,62 +323,72 @@ func TestCloseCompletesEverythingIsIdempotentAndStopsTheGoroutine(t *testing.T) 
 // append lock and wait; every done runs exactly once, in offset order, one
 // at a time, and in OnCommit only after its range is durable. Run it with
 // -race.
+//
+// With InlineCallbacks the flusher runs batches itself while the completer
+// has nothing queued, and hands them to the completer otherwise: the same
+// contract holds across the two.
 func TestConcurrentReservationsCompleteOnceInOrderNeverConcurrently(t *testing.T) {
 	for _, mode := range []Mode{OnCommit, Periodic, Never} {
-		t.Run(mode.String(), func(t *testing.T) {
-			const writers, each = 64, 160 // 10,240 reservations
-			log := &fakeLog{}
-			s := newSequencer(t, Config{Mode: mode, Syncer: log, Interval: time.Millisecond})
-			a := &appender{log: log, seq: s}
+		for _, inline := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/inline=%v", mode, inline), func(t *testing.T) {
+				concurrentReservations(t, mode, inline)
+			})
+		}
+	}
+}
 
-			var inCallback atomic.Bool
-			var next uint64 // end of the last completed range; only callbacks touch it
-			var calls, overlaps, outOfOrder, early, failures atomic.Int64
-			var wg sync.WaitGroup
-			for w := range writers {
-				wg.Go(func() {
-					ch := make(chan error, 1)
-					for i := range each {
-						n := uint64(1 + (w+i)%3)
-						err := a.appendRange(n, func(first, end uint64) func(error) {
-							return func(err error) {
-								if !inCallback.CompareAndSwap(false, true) {
-									overlaps.Add(1)
-								}
-								if first != next {
-									outOfOrder.Add(1)
-								}
-								next = end
-								if mode == OnCommit && log.durable.Load() < end {
-									early.Add(1)
-								}
-								calls.Add(1)
-								inCallback.Store(false)
-								ch <- err
-							}
-						})
-						if err == nil {
-							err = <-ch
+func concurrentReservations(t *testing.T, mode Mode, inline bool) {
+	const writers, each = 64, 160 // 10,240 reservations
+	log := &fakeLog{}
+	s := newSequencer(t, Config{Mode: mode, Syncer: log, Interval: time.Millisecond, InlineCallbacks: inline})
+	a := &appender{log: log, seq: s}
+
+	var inCallback atomic.Bool
+	var next uint64 // end of the last completed range; only callbacks touch it
+	var calls, overlaps, outOfOrder, early, failures atomic.Int64
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			ch := make(chan error, 1)
+			for i := range each {
+				n := uint64(1 + (w+i)%3)
+				err := a.appendRange(n, func(first, end uint64) func(error) {
+					return func(err error) {
+						if !inCallback.CompareAndSwap(false, true) {
+							overlaps.Add(1)
 						}
-						if err != nil {
-							failures.Add(1)
-							return
+						if first != next {
+							outOfOrder.Add(1)
 						}
+						next = end
+						if mode == OnCommit && log.durable.Load() < end {
+							early.Add(1)
+						}
+						calls.Add(1)
+						inCallback.Store(false)
+						ch <- err
 					}
 				})
+				if err == nil {
+					err = <-ch
+				}
+				if err != nil {
+					failures.Add(1)
+					return
+				}
 			}
-			wg.Wait()
-			require.NoError(t, s.Close())
-			require.Zero(t, failures.Load())
-			require.Equal(t, int64(writers*each), calls.Load())
-			require.Zero(t, overlaps.Load(), "callbacks ran concurrently")
-			require.Zero(t, outOfOrder.Load(), "callbacks ran out of reservation order")
-			require.Zero(t, early.Load(), "on_commit done before its range was durable")
-			st := s.Stats()
-			require.Equal(t, uint64(writers*each), st.Reservations)
-			require.Equal(t, log.written.Load(), st.Records)
-			t.Logf("%v: %d syncs, %.1f waiters/sync, p99 %d", mode, st.Syncs,
-				st.WaitersPerSync.Mean(), st.WaitersPerSync.Quantile(0.99))
 		})
 	}
+	wg.Wait()
+	require.NoError(t, s.Close())
+	require.Zero(t, failures.Load())
+	require.Equal(t, int64(writers*each), calls.Load())
+	require.Zero(t, overlaps.Load(), "callbacks ran concurrently")
+	require.Zero(t, outOfOrder.Load(), "callbacks ran out of reservation order")
+	require.Zero(t, early.Load(), "on_commit done before its range was durable")
+	st := s.Stats()
+	require.Equal(t, uint64(writers*each), st.Reservations)
+	require.Equal(t, log.written.Load(), st.Records)
+	t.Logf("%v: %d syncs, %.1f waiters/sync, p99 %d", mode, st.Syncs,
+		st.WaitersPerSync.Mean(), st.WaitersPerSync.Quantile(0.99))
 }

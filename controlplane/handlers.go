@@ -124,6 +124,9 @@ func create[T any, P interface {
 		if err := s.admit(r.Context(), p); err != nil {
 			return err
 		}
+		if err := s.servable(p); err != nil {
+			return err
+		}
 		value, err := json.Marshal(p)
 		if err != nil {
 			return err
@@ -302,4 +305,23 @@ func (s *Server) afterCreate(r *http.Request, ref Ref) {
 	if err := s.tokens.resetKeys(r.Context(), ref.Path); err != nil {
 		s.cfg.Logger.Warn("creating tenant keys", "request_id", requestID(r), "tenant", ref.Path, "err", err)
 	}
+}
+
+// servable asks Config.CheckStream or CheckCache whether r can be served.
+func (s *Server) servable(r resource) error {
+	var err error
+	switch r := r.(type) {
+	case *streamRes:
+		if s.cfg.CheckStream != nil {
+			err = s.cfg.CheckStream(api.Stream(*r))
+		}
+	case *cacheRes:
+		if s.cfg.CheckCache != nil {
+			err = s.cfg.CheckCache(api.Cache(*r))
+		}
+	}
+	if err != nil {
+		return invalid("%s", err.Error())
+	}
+	return nil
 }

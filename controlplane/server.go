@@ -50,6 +50,13 @@ type Config struct {
 	// GET /metrics; nil makes a registry for this Server alone. Share one
 	// between the Servers of one process.
 	Metrics *Metrics
+	// CheckStream and CheckCache, when set, may refuse a stream or cache
+	// that is valid but cannot be served (a durable one where no broker
+	// has a data directory): creation is answered 400 with the reason,
+	// before anything is stored. The broker's embedded control plane sets
+	// them.
+	CheckStream func(api.Stream) error
+	CheckCache  func(api.Cache) error
 	// Placer keeps the cluster placement and serves the membership and
 	// placement endpoints; nil makes one with defaults over Store (if it
 	// implements MemberStore) that Close closes. Share one between the

@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"errors"
 	"net/http"
 	"testing"
 
@@ -154,4 +155,34 @@ func TestBodyTooLarge(t *testing.T) {
 	r := in.do(t, "POST", "/v1/tenants", `{"tenant":"t1","display_name":"`+string(make65())+`"}`)
 	require.Equal(t, http.StatusRequestEntityTooLarge, r.status, r.body)
 	require.Contains(t, r.body, `"code": "too_large"`)
+}
+
+// Config.CheckStream and CheckCache refuse what cannot be served with 400
+// and the reason, before anything is stored.
+func TestCheckHooksRefuseUnservable(t *testing.T) {
+	boot, err := NewBootstrapAuthorizer(testToken)
+	require.NoError(t, err)
+	noDisk := errors.New("no broker has a data directory (FELIX_DATA_DIR)")
+	srv, err := New(Config{Authorizer: boot,
+		CheckStream: func(s api.Stream) error {
+			if s.Durable {
+				return noDisk
+			}
+			return nil
+		},
+		CheckCache: func(c api.Cache) error {
+			if c.Durable {
+				return noDisk
+			}
+			return nil
+		}})
+	require.NoError(t, err)
+	in := &instance{srv: srv, url: newHTTPServer(t, srv)}
+	t.Cleanup(func() { srv.Close() })
+	in.seed(t)
+	r := in.mustDo(t, http.StatusBadRequest, http.MethodPost, streamsURL, `{"stream":"orders","durable":true,"fsync":"on_commit"}`)
+	require.Contains(t, r.body, "no broker has a data directory (FELIX_DATA_DIR)")
+	in.mustDo(t, http.StatusBadRequest, http.MethodPost, "/v1/tenants/t1/namespaces/ns/caches", `{"cache":"c","durable":true}`)
+	in.mustDo(t, http.StatusNotFound, http.MethodGet, streamsURL+"/orders", "")
+	in.mustDo(t, http.StatusCreated, http.MethodPost, streamsURL, `{"stream":"orders"}`)
 }

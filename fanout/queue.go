@@ -273,6 +273,34 @@ func (q *Queue) Push(b *Buffer) (PushResult, error) {
 	return q.push(nil, nil, b)
 }
 
+// Hand gives b to take instead of queueing it, when nothing is queued and
+// the consumer is parked waiting for the queue (so it holds nothing taken
+// from it that b could overtake): the caller writes b where the consumer
+// would, with no consumer to wake. take runs under the queue's lock (no
+// consumer takes meanwhile) and reports whether it took b; Hand reports
+// the same, and b is counted as pushed, enqueued and delivered then.
+// Otherwise nothing happened and the caller pushes b as usual. The caller
+// keeps its reference to b either way.
+//
+// Only a consumer that parks with nothing in hand may be handed to: one
+// that waits for more to complete a batch (a Batcher with a delay) holds
+// what it took, which b would overtake.
+func (q *Queue) Hand(b *Buffer, take func(*Buffer) bool) bool {
+	if b.Events <= 0 {
+		return false
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.mu.n > 0 || q.mu.popWaiters == 0 || q.mu.closed || q.mu.lagging || !take(b) {
+		return false
+	}
+	ev := uint64(b.Events)
+	q.pushed.Add(ev)
+	q.enqueued.Add(ev)
+	q.delivered.Add(ev)
+	return true
+}
+
 // PushWait is Push whose Block wait also ends when ctx is done; the buffer
 // is then dropped (counted and released) and ctx.Err() returned. For the
 // other policies it is the same as Push.

@@ -435,3 +435,48 @@ func TestWaitRoomAdmitsOnlyWhenEventsFit(t *testing.T) {
 	require.NoError(t, <-waited)
 	require.Zero(t, p.Stats().BuffersOutstanding)
 }
+
+// Hand gives a buffer to the caller only while nothing is queued and the
+// consumer is parked waiting, so a handed buffer never overtakes a queued
+// one; a handed buffer counts as pushed and delivered, and the consumer
+// gets what is pushed around it, in order.
+func TestHandOnlyToAParkedConsumerOfAnEmptyQueue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &Pool{}
+		q := newTestQueue(t, Config{})
+		var handed []uint64
+		take := func(b *Buffer) bool { handed = append(handed, b.BaseOffset); return true }
+		hand := func(off uint64, take func(*Buffer) bool) bool {
+			b := newBuf(p, 1, 8, off)
+			defer b.Release()
+			return q.Hand(b, take)
+		}
+		require.False(t, hand(0, take), "no consumer waits")
+
+		got := make(chan uint64, 4)
+		go func() {
+			for {
+				b, err := q.Next(context.Background())
+				if err != nil {
+					return
+				}
+				got <- b.BaseOffset
+				b.Release()
+			}
+		}()
+		synctest.Wait()
+		require.True(t, hand(1, take), "the consumer is parked on an empty queue")
+		require.False(t, hand(2, func(*Buffer) bool { return false }), "the caller could not take it")
+		_, err := q.Push(newBuf(p, 1, 8, 2))
+		require.NoError(t, err)
+		require.Equal(t, uint64(2), <-got)
+		synctest.Wait()
+		require.True(t, hand(3, take), "parked again")
+		require.Equal(t, []uint64{1, 3}, handed)
+		st := q.Stats()
+		require.Equal(t, uint64(3), st.Pushed)
+		require.Equal(t, uint64(3), st.Delivered)
+		q.Close()
+		synctest.Wait()
+	})
+}

@@ -88,7 +88,7 @@ func AppendHeader(dst []byte, flags Flags, length uint32) []byte {
 // returned along with the error so the caller can skip the frame and go on.
 func SplitFrame(b []byte, maxFrame uint32) (h Header, payload, rest []byte, err error) {
 	h, err = ParseHeader(b, maxFrame)
-	if err != nil && !isFlagsError(err) {
+	if err != nil && !IsFlagsError(err) {
 		return Header{}, nil, nil, err
 	}
 	body := b[HeaderLen:]
@@ -98,9 +98,11 @@ func SplitFrame(b []byte, maxFrame uint32) (h Header, payload, rest []byte, err 
 	return h, body[:h.Length:h.Length], body[h.Length:], err
 }
 
-// isFlagsError is out of line so its errors.As target is only allocated on
-// the error path.
-func isFlagsError(err error) bool {
+// IsFlagsError reports whether err is a *FlagsError (ParseHeader's unknown
+// or invalid flags, after which the stream can go on). It is out of line
+// so its errors.As target is only allocated on the error path: a reader
+// that declared the target itself would allocate it for every frame.
+func IsFlagsError(err error) bool {
 	var fe *FlagsError
 	return errors.As(err, &fe)
 }

@@ -12,6 +12,7 @@ package brokertest
 
 import (
 	"crypto/tls"
+	"fmt"
 	"net"
 	"net/http/httptest"
 	"os"
@@ -67,9 +68,22 @@ type Broker struct {
 	closeOnce sync.Once
 }
 
+// TB is what Start needs of a test: testing.TB has it, and so has the
+// stand-in StartForMain gives a TestMain.
+type TB interface {
+	Helper()
+	TempDir() string
+	Cleanup(func())
+	Errorf(format string, args ...any)
+	Fatalf(format string, args ...any)
+	FailNow()
+}
+
+var _ TB = testing.TB(nil)
+
 // Start starts a broker with cfg (its TLS and listen address are filled
 // in) and serves it until the test ends.
-func Start(t testing.TB, cfg broker.Config, opts Options) *Broker {
+func Start(t TB, cfg broker.Config, opts Options) *Broker {
 	t.Helper()
 	cert := opts.Cert
 	if cert == nil {
@@ -124,7 +138,7 @@ func Start(t testing.TB, cfg broker.Config, opts Options) *Broker {
 // Options.CloseMayFail. The cleanup calls it; calling it sooner (a
 // benchmark closing its clients first, a restart) is fine, and later calls
 // do nothing.
-func (h *Broker) Close(t testing.TB) {
+func (h *Broker) Close(t TB) {
 	h.closeOnce.Do(func() {
 		if h.admin != nil {
 			h.admin.Close()
@@ -140,9 +154,53 @@ func (h *Broker) Close(t testing.TB) {
 					require.NoError(t, err)
 				}
 			case <-time.After(10 * time.Second):
-				t.Error("brokertest: Serve did not return after Close")
+				t.Errorf("brokertest: Serve did not return after Close")
 			}
 		}
 		h.PacketConn.Close()
 	})
+}
+
+// StartForMain is Start for a TestMain (examples have no *testing.T): it
+// panics where Start would fail the test, and stop closes the broker and
+// removes its files.
+func StartForMain(cfg broker.Config, opts Options) (b *Broker, stop func()) {
+	m := &mainTB{}
+	b = Start(m, cfg, opts)
+	return b, m.cleanup
+}
+
+// mainTB is a TB outside any test: failures panic.
+type mainTB struct {
+	cleanups []func()
+	dirs     []string
+}
+
+func (m *mainTB) Helper() {}
+
+func (m *mainTB) TempDir() string {
+	d, err := os.MkdirTemp("", "brokertest-")
+	if err != nil {
+		panic("brokertest: " + err.Error())
+	}
+	m.dirs = append(m.dirs, d)
+	return d
+}
+
+func (m *mainTB) Cleanup(f func()) { m.cleanups = append(m.cleanups, f) }
+func (m *mainTB) Errorf(format string, args ...any) {
+	panic(fmt.Sprintf("brokertest: "+format, args...))
+}
+func (m *mainTB) Fatalf(format string, args ...any) {
+	panic(fmt.Sprintf("brokertest: "+format, args...))
+}
+func (m *mainTB) FailNow() { panic("brokertest: failed") }
+
+func (m *mainTB) cleanup() {
+	for i := len(m.cleanups) - 1; i >= 0; i-- {
+		m.cleanups[i]()
+	}
+	for _, d := range m.dirs {
+		os.RemoveAll(d)
+	}
 }

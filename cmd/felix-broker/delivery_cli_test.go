@@ -140,8 +140,8 @@ func demoSubscribers(admin string) int {
 	return -1
 }
 
-// requireOffsetsInOrder checks that path holds lines "OFFSET PAYLOAD" for
-// offsets 0..n-1, in order.
+// requireOffsetsInOrder checks that path holds lines "SHARD OFFSET
+// PAYLOAD" for offsets 0..n-1 of shard 0, in order.
 func requireOffsetsInOrder(t *testing.T, path string, n int) {
 	t.Helper()
 	f, err := os.Open(path)
@@ -151,8 +151,9 @@ func requireOffsetsInOrder(t *testing.T, path string, n int) {
 	sc.Buffer(nil, 1<<20)
 	want := 0
 	for sc.Scan() {
-		off, _, _ := strings.Cut(sc.Text(), " ")
-		require.Equal(t, strconv.Itoa(want), off, fmt.Sprintf("line %d", want+1))
+		fields := strings.SplitN(sc.Text(), " ", 3)
+		require.Len(t, fields, 3, fmt.Sprintf("line %d", want+1))
+		require.Equal(t, []string{"0", strconv.Itoa(want)}, fields[:2], fmt.Sprintf("line %d", want+1))
 		want++
 	}
 	require.NoError(t, sc.Err())

@@ -146,9 +146,9 @@ func TestEndToEndAuth(t *testing.T) {
 	require.Contains(t, be.Message, "forbidden")
 	require.Contains(t, be.Message, "stream.publish")
 
-	// A t1 token cannot touch t2.
-	cross := dial("t2", exchange("t1", idp.token(t, "alice", "Felix.Writer")))
-	_, err = cross.NewPublisher(ctx, "default", "orders")
+	// A t1 token cannot touch t2: Dial, which authenticates, says so.
+	_, err = client.Dial(ctx, bp.addr, client.Config{Tenant: "t2", Token: exchange("t1", idp.token(t, "alice", "Felix.Writer")),
+		TLS: &tls.Config{RootCAs: pool}})
 	require.ErrorIs(t, err, client.ErrAuth)
 
 	// Rotation: tokens minted before it keep working; new ones verify too.
@@ -157,8 +157,12 @@ func TestEndToEndAuth(t *testing.T) {
 	require.Equal(t, http.StatusOK, code, body)
 	fresh := exchange("t1", idp.token(t, "carol", "Felix.Writer"))
 	for _, tok := range []string{old, fresh} {
-		c := dial("t1", tok)
 		require.Eventually(t, func() bool { // the broker refetches the JWKS for the new kid
+			c, err := client.Dial(ctx, bp.addr, client.Config{Tenant: "t1", Token: tok, TLS: &tls.Config{RootCAs: pool}})
+			if err != nil {
+				return false
+			}
+			defer c.Close()
 			p, err := c.NewPublisher(ctx, "default", "orders")
 			return err == nil && p.Publish(ctx, []byte("after rotation")) == nil
 		}, 10*time.Second, 100*time.Millisecond)
@@ -178,7 +182,7 @@ func TestEndToEndAuth(t *testing.T) {
 	var se *quic.StreamError
 	require.True(t, errors.As(err, &se), "ended by the broker: %v", err)
 	require.EqualValues(t, 0x11, se.ErrorCode)
-	_, err = dial("t1", writerToken).NewPublisher(ctx, "default", "orders")
+	_, err = client.Dial(ctx, bp.addr, client.Config{Tenant: "t1", Token: writerToken, TLS: &tls.Config{RootCAs: pool}})
 	require.ErrorIs(t, err, client.ErrAuth)
 	require.ErrorContains(t, err, "expired")
 }

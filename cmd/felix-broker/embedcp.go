@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"runtime/pprof"
 	"time"
@@ -45,9 +44,11 @@ const (
 // so that token also creates tenants with `felix admin`. The broker reads
 // the feed with a random bootstrap token that never leaves the process.
 type embeddedCP struct {
+	dataDir   string // FELIX_DATA_DIR: without one, durable streams and caches are refused at creation
 	url       string
 	feedToken string
-	dir       string
+	token     string // the dev token, written into the dev directory by publish
+	dev       *devdir.Claim
 	log       *slog.Logger
 	server    *controlplane.Server
 	http      *http.Server
@@ -85,24 +86,34 @@ func startEmbeddedCP(vals *knob.Values, log *slog.Logger) (*embeddedCP, error) {
 		log.Info("embedded control plane not started: the broker listens beyond loopback")
 		return nil, nil
 	}
-	e := &embeddedCP{feedToken: rand.Text(), dir: knobDevDir.Get(vals), log: log,
-		stop: make(chan struct{}), done: make(chan struct{})}
+	e := &embeddedCP{dataDir: knobDataDir.Get(vals), feedToken: rand.Text(), log: log, stop: make(chan struct{}), done: make(chan struct{})}
 	if err := e.open(bind); err != nil {
 		e.closeServer()
 		return nil, err
 	}
-	tok, err := e.setUp()
-	if err == nil {
-		err = e.writeFiles(tok)
-	}
-	if err != nil {
+	var err error
+	if e.token, err = e.setUp(); err != nil {
 		e.closeServer()
 		return nil, err
 	}
-	go pprof.Do(context.Background(), pprof.Labels("goroutine", "felix-embedded-cp-token"), func(context.Context) { e.refresh() })
-	log.Info("embedded control plane", "url", e.url, "tenant", devTenant,
-		"token_file", filepath.Join(e.dir, devdir.TokenFile), "url_file", filepath.Join(e.dir, devdir.ControlPlaneURLFile))
+	log.Info("embedded control plane", "url", e.url, "tenant", devTenant)
 	return e, nil
+}
+
+// publish writes the dev token (0600) and the URL into the claimed dev
+// directory, once the broker serves, and keeps the token fresh there.
+func (e *embeddedCP) publish(dev *devdir.Claim) error {
+	if err := dev.WriteFile(devdir.TokenFile, e.token+"\n", 0o600); err != nil {
+		return fmt.Errorf("%w: FELIX_DEV_DIR: %v", errConfig, err)
+	}
+	if err := dev.WriteFile(devdir.ControlPlaneURLFile, e.url+"\n", 0o644); err != nil {
+		return fmt.Errorf("%w: FELIX_DEV_DIR: %v", errConfig, err)
+	}
+	e.dev = dev
+	go pprof.Do(context.Background(), pprof.Labels("goroutine", "felix-embedded-cp-token"), func(context.Context) { e.refresh() })
+	e.log.Info("embedded control plane: dev token written", "token_file", filepath.Join(dev.Dir(), devdir.TokenFile),
+		"url_file", filepath.Join(dev.Dir(), devdir.ControlPlaneURLFile))
+	return nil
 }
 
 // open builds the control plane and serves it on bind.
@@ -124,7 +135,8 @@ func (e *embeddedCP) open(bind string) error {
 		return err
 	}
 	if e.server, err = controlplane.New(controlplane.Config{Store: st, Authorizer: controlplane.AnyOf{boot, felix},
-		Tokens: e.tokens, Logger: e.log}); err != nil {
+		Tokens: e.tokens, Logger: e.log, CheckStream: func(s api.Stream) error { return e.servable(s.Durable) },
+		CheckCache: func(c api.Cache) error { return e.servable(c.Durable) }}); err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", bind)
@@ -145,6 +157,48 @@ func (e *embeddedCP) open(bind string) error {
 	}()
 	return nil
 }
+
+// servable refuses, at creation, what the broker could not serve: its
+// control plane serves it alone.
+func (e *embeddedCP) servable(durable bool) error {
+	if durable && e.dataDir == "" {
+		return errors.New("this broker has no data directory (FELIX_DATA_DIR), so it cannot keep durable streams or caches; restart it with one")
+	}
+	return nil
+}
+
+// CreateStream is broker.Catalog: the broker's POST /v1/streams creates
+// the stream here, and serves it from the feed like any other.
+func (e *embeddedCP) CreateStream(ctx context.Context, s broker.StreamSpec) error {
+	return catalogErr(e.cp.Do(ctx, http.MethodPost, "/v1/tenants/"+s.Tenant+"/namespaces/"+s.Namespace+"/streams",
+		api.Stream{Stream: s.Stream, Shards: s.Shards, Durable: s.Durable, Fsync: s.Fsync, Routing: s.Routing}, nil), broker.ErrStreamExists)
+}
+
+// CreateCache is broker.Catalog for caches.
+func (e *embeddedCP) CreateCache(ctx context.Context, c broker.CacheSpec) error {
+	return catalogErr(e.cp.Do(ctx, http.MethodPost, "/v1/tenants/"+c.Tenant+"/namespaces/"+c.Namespace+"/caches",
+		api.Cache{Cache: c.Cache, Durable: c.Durable, Fsync: c.Fsync, MaxEntries: int64(c.MaxEntries), MaxBytes: c.MaxBytes}, nil), broker.ErrCacheExists)
+}
+
+// catalogErr maps the control plane's conflict onto the broker's exists.
+func catalogErr(err, exists error) error {
+	if errors.Is(err, api.ErrConflict) {
+		return fmt.Errorf("%w (%v)", exists, err)
+	}
+	return err
+}
+
+// elsewhere is the broker.Catalog of a broker following an external
+// control plane: streams are created there.
+type elsewhere struct{ url string }
+
+func (c elsewhere) refuse(kind string) error {
+	return fmt.Errorf("%w at %s: create the %s there (felix admin %s create NAME --controlplane %s)",
+		broker.ErrCatalogElsewhere, c.url, kind, kind, c.url)
+}
+
+func (c elsewhere) CreateStream(context.Context, broker.StreamSpec) error { return c.refuse("stream") }
+func (c elsewhere) CreateCache(context.Context, broker.CacheSpec) error   { return c.refuse("cache") }
 
 // setUp creates the dev tenant and namespace through the API and mints
 // the dev token.
@@ -187,7 +241,7 @@ func (e *embeddedCP) register(streams []broker.StreamSpec, caches []broker.Cache
 	for _, s := range streams {
 		p := scope(s.Tenant, s.Namespace) + "/streams"
 		reqs = append(reqs, [2]string{p, jsonBody(api.Stream{Tenant: s.Tenant, Namespace: s.Namespace, Stream: s.Stream,
-			Shards: s.Shards, Durable: s.Durable, Fsync: s.Fsync})})
+			Shards: s.Shards, Durable: s.Durable, Fsync: s.Fsync, Routing: s.Routing})})
 	}
 	for _, c := range caches {
 		p := scope(c.Tenant, c.Namespace) + "/caches"
@@ -215,43 +269,6 @@ func (e *embeddedCP) post(path, body string) error {
 	return e.cp.Do(context.Background(), http.MethodPost, path, json.RawMessage(body), nil)
 }
 
-// writeFiles writes the token (0600) and the URL into the dev directory.
-func (e *embeddedCP) writeFiles(token string) error {
-	if err := devdir.Ensure(e.dir); err != nil {
-		return fmt.Errorf("%w: FELIX_DEV_DIR: %v", errConfig, err)
-	}
-	if err := writeFileAtomic(filepath.Join(e.dir, devdir.TokenFile), token+"\n", 0o600); err != nil {
-		return fmt.Errorf("%w: FELIX_DEV_DIR: %v", errConfig, err)
-	}
-	if err := writeFileAtomic(filepath.Join(e.dir, devdir.ControlPlaneURLFile), e.url+"\n", 0o644); err != nil {
-		return fmt.Errorf("%w: FELIX_DEV_DIR: %v", errConfig, err)
-	}
-	return nil
-}
-
-// writeFileAtomic replaces path with data, so a reader sees the old or
-// the new content and never a partial one; the file has perm whatever an
-// earlier one had.
-func writeFileAtomic(path, data string, perm os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name()) // after a successful rename there is nothing to remove
-	if err := f.Chmod(perm); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.WriteString(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
-}
-
 // refresh rewrites the token file with a fresh token every half of its
 // lifetime, so a broker left running keeps a usable dev token.
 func (e *embeddedCP) refresh() {
@@ -266,7 +283,7 @@ func (e *embeddedCP) refresh() {
 		}
 		tok, err := e.mint()
 		if err == nil {
-			err = writeFileAtomic(filepath.Join(e.dir, devdir.TokenFile), tok+"\n", 0o600)
+			err = e.dev.WriteFile(devdir.TokenFile, tok+"\n", 0o600)
 		}
 		if err != nil {
 			e.log.Warn("embedded control plane: could not refresh the dev token", "err", err)
@@ -279,7 +296,9 @@ func (e *embeddedCP) refresh() {
 // start overwrites them.
 func (e *embeddedCP) Close() {
 	close(e.stop)
-	<-e.done
+	if e.dev != nil {
+		<-e.done
+	}
 	e.closeServer()
 }
 

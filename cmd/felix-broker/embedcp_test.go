@@ -71,7 +71,7 @@ func TestMakeRunEmbeddedControlPlane(t *testing.T) {
 	require.Contains(t, stderr, "published 2 messages")
 	code, out, stderr := felix("sub", "--addr", bp.addr, "--from", "earliest", "--count", "2")
 	require.Equal(t, 0, code, stderr)
-	require.Equal(t, "0 hello\n1 hello\n", out)
+	require.Equal(t, "0 0 hello\n0 1 hello\n", out)
 
 	code, _, stderr = felix("pub", "--addr", bp.addr, "--token", "garbage", "--ack", "x")
 	require.NotEqual(t, 0, code)
@@ -95,19 +95,50 @@ func TestMakeRunEmbeddedControlPlane(t *testing.T) {
 	}, 10*time.Second, 50*time.Millisecond, "the broker follows its embedded control plane")
 }
 
-// The token file is 0600 even where an earlier file was readable by all,
-// and a reader never sees it half written (it is replaced by a rename).
-func TestTokenFileReplacedWithMode0600(t *testing.T) {
-	path := filepath.Join(t.TempDir(), devdir.TokenFile)
-	require.NoError(t, os.WriteFile(path, []byte("old\n"), 0o644))
-	require.NoError(t, writeFileAtomic(path, "new\n", 0o600))
-	fi, err := os.Stat(path)
-	require.NoError(t, err)
-	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
-	got, err := os.ReadFile(path)
-	require.NoError(t, err)
-	require.Equal(t, "new\n", string(got))
-	left, err := filepath.Glob(filepath.Join(filepath.Dir(path), ".*"))
-	require.NoError(t, err)
-	require.Empty(t, left, "no temporary file left behind")
+// One source of truth: the embedded control plane refuses a durable
+// stream its broker cannot keep, saying why (it answered success, and
+// publishes then found no stream); after a restart it lists the durable
+// streams the data directory reopened (it listed only FELIX_STREAMS), so
+// they can be described and deleted there, and a deletion reaches the
+// broker.
+func TestEmbeddedControlPlaneIsTheCatalog(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs broker processes and the felix CLI")
+	}
+	dev, data := filepath.Join(t.TempDir(), "dev"), t.TempDir()
+	felix := felixCLI(t, dev)
+	stop := func(bp *brokerProcess) {
+		require.NoError(t, bp.cmd.Process.Signal(os.Interrupt))
+		require.NoError(t, <-bp.exited)
+	}
+	embedded := []string{"FELIX_EMBEDDED_CONTROLPLANE_BIND=127.0.0.1:0", "FELIX_DEV_DIR=" + dev}
+
+	bp := startBrokerProcess(t, embedded...)
+	code, _, stderr := felix("admin", "stream", "create", "jobs", "--durable", "--fsync", "on_commit")
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "400 bad_request: this broker has no data directory (FELIX_DATA_DIR)")
+	stop(bp)
+
+	bp = startBrokerProcess(t, append(embedded, "FELIX_DATA_DIR="+data)...)
+	code, _, stderr = felix("admin", "stream", "create", "jobs", "--durable", "--fsync", "on_commit")
+	require.Equal(t, 0, code, stderr)
+	require.Eventually(t, func() bool {
+		code, _, _ := felix("pub", "--stream", "jobs", "--ack", "x")
+		return code == 0
+	}, 10*time.Second, 20*time.Millisecond)
+	stop(bp)
+
+	startBrokerProcess(t, append(embedded, "FELIX_DATA_DIR="+data)...)
+	code, out, stderr := felix("admin", "stream", "list")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, `"jobs"`, "the reopened durable stream is in the catalog")
+	code, out, stderr = felix("admin", "stream", "info", "jobs")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, `"next_offset": 1`)
+	code, _, stderr = felix("admin", "stream", "delete", "jobs")
+	require.Equal(t, 0, code, stderr)
+	require.Eventually(t, func() bool {
+		_, _, stderr := felix("pub", "--stream", "jobs", "--ack", "x")
+		return strings.Contains(stderr, "stream not found")
+	}, 10*time.Second, 20*time.Millisecond, "the broker follows the deletion")
 }

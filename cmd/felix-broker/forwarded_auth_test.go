@@ -101,7 +101,7 @@ func TestForeignAdminCannotOpenForwardedStream(t *testing.T) {
 
 	t2, _, err := minter.Mint("t2", "intruder", []auth.Permission{{Action: auth.ActionAdmin, Resource: "t2/*/*"}})
 	require.NoError(t, err)
-	_, err = dial("t1", t2, wire.KnownCapabilities|wire.CapForwarded).NewPublisher(ctx, "default", "orders")
+	_, err = client.Dial(ctx, bp.addr, client.Config{Tenant: "t1", Token: t2, TLS: tlsConf, Flags: wire.KnownCapabilities | wire.CapForwarded})
 	require.ErrorIs(t, err, client.ErrAuth)
 	require.ErrorContains(t, err, "forwarded stream needs a node credential")
 
@@ -179,10 +179,7 @@ func TestAuthRefusalHidesInternalURLs(t *testing.T) {
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c, err := client.Dial(ctx, bp.addr, client.Config{Tenant: "t1", Token: tok, TLS: bp.clientTLS(t)})
-	require.NoError(t, err)
-	defer c.Close()
-	_, err = c.NewPublisher(ctx, "default", "orders")
+	_, err = client.Dial(ctx, bp.addr, client.Config{Tenant: "t1", Token: tok, TLS: bp.clientTLS(t)})
 	require.ErrorIs(t, err, client.ErrAuth)
 	require.ErrorContains(t, err, "unknown_key")
 	require.NotContains(t, err.Error(), "://")

@@ -32,7 +32,7 @@ var (
 	knobControlPlaneToken = registry.String("FELIX_CONTROLPLANE_TOKEN_FILE", "", "a file path, or empty",
 		"bearer token the broker reads the control plane's feed with (an operator admin's token or a node credential); read again when the file changes; empty: FELIX_NODE_TOKEN_FILE's", nil)
 	knobDevDir = registry.String("FELIX_DEV_DIR", "/tmp/felix-dev", "a directory path",
-		"where the broker writes, for local clients, cert.pem (self-signed certificate) and token and controlplane.url (embedded control plane)", nil)
+		"private directory where the broker, once serving, writes for local clients cert.pem (self-signed certificate), broker.json (its addresses) and token and controlplane.url (embedded control plane); one broker at a time: a second one on it is refused", nil)
 )
 
 // Cluster mode (docs/cluster.md).

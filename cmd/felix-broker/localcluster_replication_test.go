@@ -86,9 +86,9 @@ func replicationWalkthrough(t *testing.T, dir string, base int, token string, br
 	out, err = felix(append([]string{"sub", "--addr", other, "--shard", "0", "--from", "earliest", "--count", "5"}, client...)...)
 	require.NoError(t, err, out)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	require.Equal(t, []string{"1 hello", "2 hello", "3 hello"}, lines[:3], "offset 0 is term 1's start")
+	require.Equal(t, []string{"0 1 hello", "0 2 hello", "0 3 hello"}, lines[:3], "SHARD OFFSET PAYLOAD; offset 0 is term 1's start")
 	var a, b uint64
-	_, err = fmt.Sscanf(lines[3]+" "+lines[4], "%d again %d again", &a, &b)
+	_, err = fmt.Sscanf(lines[3]+" "+lines[4], "0 %d again 0 %d again", &a, &b)
 	require.NoError(t, err, out)
 	require.Greater(t, a, uint64(4), "the new term's start takes an offset")
 	require.Equal(t, a+1, b)

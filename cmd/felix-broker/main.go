@@ -3,14 +3,17 @@
 //	felix-broker          run the broker
 //	felix-broker env      print every knob: default, current value, allowed values, doc
 //	felix-broker env -markdown   print the README knob table
+//	felix-broker version  print the build
 package main
 
 import (
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/felixmq/felix/cmd/internal/command"
+	"github.com/felixmq/felix/internal/endpoint"
 )
 
 func main() {
@@ -26,8 +29,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}, args, stdout, stderr)
 }
 
-// controlPlaneKnob reports the knobs of felix-controlplane and of the
-// clients (FELIX_TOKEN), which an environment shared with them sets.
+// controlPlaneKnob reports the knobs of felix-controlplane and the
+// variables of the tools (FELIX_ADDR, FELIX_TOKEN, ...), which an
+// environment shared with them sets.
 func controlPlaneKnob(name string) bool {
-	return strings.HasPrefix(name, "FELIX_CP_") || name == "FELIX_TOKEN_TTL_S" || name == "FELIX_TOKEN"
+	return strings.HasPrefix(name, "FELIX_CP_") || name == "FELIX_TOKEN_TTL_S" || slices.Contains(endpoint.Vars, name)
 }

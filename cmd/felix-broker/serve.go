@@ -28,8 +28,13 @@ var errConfig = errors.New("felix-broker: configuration")
 
 // serve runs the broker until ctx ends (SIGTERM/SIGINT), then drains it
 // within FELIX_SHUTDOWN_DRAIN_TIMEOUT_MS.
+//
+// A start that fails changes nothing in the dev directory: it is claimed
+// once every listener is bound (a second broker on it is refused, so it
+// never replaces the certificate the first one's clients trust), and
+// written once the broker serves.
 func serve(ctx context.Context, vals *knob.Values, log *slog.Logger) error {
-	tlsConf, err := loadTLS(vals, log)
+	tlsConf, devCert, err := loadTLS(vals, log)
 	if err != nil {
 		return err
 	}
@@ -42,9 +47,13 @@ func serve(ctx context.Context, vals *knob.Values, log *slog.Logger) error {
 	var cps *cpSync
 	if emb != nil {
 		defer emb.Close()
+		cfg.Catalog = emb
 		cps, err = followControlPlane(emb.url, fixedCredential(emb.feedToken), &cfg, log)
 	} else {
 		cps, err = controlPlaneAuth(vals, &cfg, log)
+		if url := knobControlPlane.Get(vals); url != "" {
+			cfg.Catalog = elsewhere{url}
+		}
 	}
 	if err != nil {
 		return err
@@ -76,6 +85,14 @@ func serve(ctx context.Context, vals *knob.Values, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("%w: FELIX_ADMIN_BIND: %v", errConfig, err)
 	}
+	var dev *devdir.Claim
+	if devCert != nil || emb != nil {
+		if dev, err = claimDevDir(vals); err != nil {
+			ln.Close()
+			return err
+		}
+		defer dev.Release()
+	}
 	admin := &http.Server{Handler: b.AdminHandler(), ReadHeaderTimeout: 5 * time.Second}
 	errc := make(chan error, 2)
 	go func() { errc <- admin.Serve(ln) }()
@@ -87,6 +104,11 @@ func serve(ctx context.Context, vals *knob.Values, log *slog.Logger) error {
 	}
 	if node != nil {
 		if err := node.start(ctx, vals, b, pc.LocalAddr().String(), ln.Addr().String()); err != nil {
+			return err
+		}
+	}
+	if dev != nil {
+		if err := publishDevDir(dev, devCert, emb, pc.LocalAddr().String(), ln.Addr().String(), log); err != nil {
 			return err
 		}
 	}
@@ -105,7 +127,8 @@ func serve(ctx context.Context, vals *knob.Values, log *slog.Logger) error {
 }
 
 // provision brings the broker's streams and caches into being: it registers
-// FELIX_STREAMS and FELIX_CACHES at the embedded control plane (if any),
+// FELIX_STREAMS and FELIX_CACHES, and the durable ones the data directory
+// reopened, at the embedded control plane (if any),
 // starts following the control plane, whose snapshot may create them and
 // others, then creates what is still missing (not in cluster mode, where
 // streams belong to the control plane).
@@ -113,7 +136,10 @@ func provision(ctx context.Context, vals *knob.Values, b *broker.Broker, emb *em
 	specs, _ := parseStreamList(knobStreams.Get(vals)) // validated by the registry
 	caches, _ := parseCacheList(knobCaches.Get(vals))  // validated by the registry
 	if emb != nil {
-		if err := emb.register(specs, caches); err != nil {
+		// The durable streams and caches the data directory's catalog
+		// reopened are the embedded control plane's too: it lists them
+		// and can delete them.
+		if err := emb.register(append(specs, b.Streams()...), append(caches, b.Caches()...)); err != nil {
 			return err
 		}
 	}
@@ -255,40 +281,69 @@ func minFree(n int64) int64 {
 	return n
 }
 
-// loadTLS loads the configured certificate, or generates a self-signed one,
-// logs its fingerprint and writes it where local clients look by default.
-func loadTLS(vals *knob.Values, log *slog.Logger) (*tls.Config, error) {
+// loadTLS loads the configured certificate, or generates a self-signed one
+// and logs its fingerprint; the second result is then the certificate to
+// write for local clients (nil for a loaded one).
+func loadTLS(vals *knob.Values, log *slog.Logger) (*tls.Config, []byte, error) {
 	certFile, keyFile := knobTLSCert.Get(vals), knobTLSKey.Get(vals)
 	if (certFile == "") != (keyFile == "") {
-		return nil, fmt.Errorf("%w: FELIX_TLS_CERT_FILE and FELIX_TLS_KEY_FILE must be set together", errConfig)
+		return nil, nil, fmt.Errorf("%w: FELIX_TLS_CERT_FILE and FELIX_TLS_KEY_FILE must be set together", errConfig)
 	}
 	if certFile != "" {
 		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
 		if err != nil {
-			return nil, fmt.Errorf("%w: TLS certificate: %v", errConfig, err)
+			return nil, nil, fmt.Errorf("%w: TLS certificate: %v", errConfig, err)
 		}
 		log.Info("tls certificate loaded", "file", certFile, "sha256", devtls.Fingerprint(cert.Certificate[0]))
-		return &tls.Config{Certificates: []tls.Certificate{cert}}, nil
+		return &tls.Config{Certificates: []tls.Certificate{cert}}, nil, nil
 	}
 	host, _, _ := net.SplitHostPort(knobQUICBind.Get(vals))
 	c, err := devtls.SelfSigned(host)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	log.Info("tls: generated a self-signed certificate", "sha256", c.Fingerprint)
+	return &tls.Config{Certificates: []tls.Certificate{c.TLS}}, c.PEM, nil
+}
+
+// claimDevDir takes FELIX_DEV_DIR for this broker before anything is
+// written into it; one held by another running broker stops the start.
+func claimDevDir(vals *knob.Values) (*devdir.Claim, error) {
 	dir := knobDevDir.Get(vals)
-	path := filepath.Join(dir, devdir.CertFile)
-	err = devdir.Ensure(dir)
-	if errors.Is(err, devdir.ErrNotPrivate) {
+	dev, err := devdir.Take(dir)
+	switch {
+	case errors.Is(err, devdir.ErrNotPrivate):
 		return nil, fmt.Errorf("%w: FELIX_DEV_DIR: %v; set FELIX_DEV_DIR to a directory of your own", errConfig, err)
+	case errors.Is(err, devdir.ErrInUse):
+		return nil, fmt.Errorf("%w: FELIX_DEV_DIR: %v; stop that broker, or give this one a FELIX_DEV_DIR of its own "+
+			"(its clients then need that FELIX_DEV_DIR too)", errConfig, err)
+	case err != nil:
+		return nil, fmt.Errorf("%w: FELIX_DEV_DIR: %v", errConfig, err)
 	}
-	if err == nil {
-		err = writeFileAtomic(path, string(c.PEM), 0o644)
+	return dev, nil
+}
+
+// publishDevDir writes, once the broker's listeners are bound, what local
+// clients read: the self-signed certificate, the embedded control plane's
+// token and URL, and where the broker listens (broker.json).
+func publishDevDir(dev *devdir.Claim, cert []byte, emb *embeddedCP, quicAddr, adminAddr string, log *slog.Logger) error {
+	if cert != nil {
+		if err := dev.WriteFile(devdir.CertFile, string(cert), 0o644); err != nil {
+			return fmt.Errorf("%w: FELIX_DEV_DIR: %v", errConfig, err)
+		}
+		log.Info("tls: self-signed certificate written for local clients", "path", filepath.Join(dev.Dir(), devdir.CertFile))
 	}
-	if err != nil {
-		log.Warn("could not write the self-signed certificate for local clients", "path", path, "err", err)
+	info := devdir.Broker{PID: os.Getpid(), QUIC: quicAddr, Admin: adminAddr}
+	if emb != nil {
+		if err := emb.publish(dev); err != nil {
+			return err
+		}
+		info.ControlPlane = emb.url
 	}
-	log.Info("tls: generated a self-signed certificate", "sha256", c.Fingerprint, "written_to", path)
-	return &tls.Config{Certificates: []tls.Certificate{c.TLS}}, nil
+	if err := dev.WriteBroker(info); err != nil {
+		return fmt.Errorf("%w: FELIX_DEV_DIR: %v", errConfig, err)
+	}
+	return nil
 }
 
 // listenPacket opens the QUIC socket: the batched udp conn (recvmmsg, GRO

@@ -22,27 +22,36 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 
+	"github.com/felixmq/felix/internal/cli"
 	"github.com/felixmq/felix/internal/netaddr"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stderr))
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func run(ctx context.Context, args []string, stderr io.Writer) int {
+const usage = `usage: felix-devetcd --dir DIR [--client 127.0.0.1:2379] [--peer 127.0.0.1:2380]
+       felix-devetcd version
+A single-member etcd on loopback for scripts/cluster.sh, for development
+only: no TLS, no authentication.`
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && cli.IsVersion(args[0]) {
+		fmt.Fprintln(stdout, cli.VersionLine("felix-devetcd"))
+		return 0
+	}
 	set := flag.NewFlagSet("felix-devetcd", flag.ContinueOnError)
-	set.SetOutput(stderr)
 	dir := set.String("dir", "", "data `DIR`ectory (required)")
 	client := set.String("client", "127.0.0.1:2379", "client `host:port` (loopback)")
 	peer := set.String("peer", "127.0.0.1:2380", "peer `host:port` (loopback)")
-	if err := set.Parse(args); err != nil {
-		return 2
+	pos, err := cli.Parse(set, args)
+	if err == nil && (*dir == "" || len(pos) > 0 || !netaddr.Loopback(*client) || !netaddr.Loopback(*peer)) {
+		err = errors.New("--dir is required, and --client and --peer must be loopback addresses")
 	}
-	if *dir == "" || set.NArg() > 0 || !netaddr.Loopback(*client) || !netaddr.Loopback(*peer) {
-		fmt.Fprintln(stderr, "felix-devetcd: --dir is required, and --client and --peer must be loopback addresses")
-		return 2
+	if err != nil {
+		return cli.Fail(err, "felix-devetcd", usage, set, stdout, stderr)
 	}
 	if err := serve(ctx, *dir, *client, *peer, stderr); err != nil {
 		fmt.Fprintln(stderr, "felix-devetcd:", err)

@@ -94,3 +94,51 @@ func TestWritableDirIsNotReadFrom(t *testing.T) {
 	require.NoError(t, os.Chmod(dir, 0o700))
 	require.Equal(t, "http://x", ControlPlaneURL(lookup, "http://fallback"))
 }
+
+// One broker at a time holds a directory: a second Take fails naming the
+// holder's addresses; Release frees it and forgets the addresses, keeping
+// the certificate.
+func TestClaimIsExclusive(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "dev")
+	c, err := Take(dir)
+	require.NoError(t, err)
+	require.NoError(t, c.WriteFile(CertFile, "pem", 0o644))
+	require.NoError(t, c.WriteBroker(Broker{PID: 7, QUIC: "127.0.0.1:5000", Admin: "127.0.0.1:8080"}))
+	b, ok := ReadBroker(env(map[string]string{DirEnv: dir}))
+	require.True(t, ok)
+	require.Equal(t, "127.0.0.1:5000", b.QUIC)
+	if linuxLocks {
+		_, err = Take(dir)
+		require.ErrorIs(t, err, ErrInUse)
+		require.ErrorContains(t, err, "the broker listening on 127.0.0.1:5000 (admin 127.0.0.1:8080, pid 7)")
+	}
+	c.Release()
+	_, ok = ReadBroker(env(map[string]string{DirEnv: dir}))
+	require.False(t, ok)
+	require.FileExists(t, filepath.Join(dir, CertFile))
+	c2, err := Take(dir)
+	require.NoError(t, err)
+	c2.Release()
+}
+
+// A file is replaced with its mode even where an earlier file was readable
+// by all (the token: 0600), and a reader never sees it half written (it is
+// replaced by a rename).
+func TestWriteFileReplacesWithMode(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "dev")
+	c, err := Take(dir)
+	require.NoError(t, err)
+	defer c.Release()
+	path := filepath.Join(dir, TokenFile)
+	require.NoError(t, os.WriteFile(path, []byte("old\n"), 0o644))
+	require.NoError(t, c.WriteFile(TokenFile, "new\n", 0o600))
+	fi, err := os.Stat(path)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	got, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, "new\n", string(got))
+	left, err := filepath.Glob(filepath.Join(dir, ".*"))
+	require.NoError(t, err)
+	require.Empty(t, left, "no temporary file left behind")
+}

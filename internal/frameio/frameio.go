@@ -26,6 +26,11 @@ var ErrBudget = errors.New("frameio: frame buffer budget exhausted")
 
 // Reader reads whole wire frames from a QUIC stream.
 //
+// A read that fails part-way through a frame keeps what arrived: after an
+// error the stream can go on from (a read deadline, which a client sets
+// to give up waiting when its context ends), the next Next resumes the
+// frame where it stopped.
+//
 // Lifetime: the payload returned by Next is valid until the following call;
 // decoded binary batches alias it.
 type Reader struct {
@@ -34,6 +39,14 @@ type Reader struct {
 	budget  Budget
 	hdr     [wire.HeaderLen]byte
 	payload []byte
+
+	// A frame read part-way: hdrN header bytes so far; once the header is
+	// whole (inPayload), its parse (cur, curErr) and len(payload) bytes of
+	// the payload.
+	hdrN      int
+	inPayload bool
+	cur       wire.Header
+	curErr    error
 }
 
 // NewReader reads frames of at most max payload bytes from r.
@@ -67,18 +80,30 @@ func (f *Reader) Release() {
 // the payload has been consumed so the stream can go on, for the others the
 // framing is lost and the stream must end. So is it after ErrBudget.
 func (f *Reader) Next() (wire.Header, []byte, error) {
-	if _, err := io.ReadFull(f.r, f.hdr[:]); err != nil {
-		return wire.Header{}, nil, err
+	if !f.inPayload {
+		n, err := io.ReadFull(f.r, f.hdr[f.hdrN:])
+		if f.hdrN += n; err != nil {
+			if f.hdrN > 0 && err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return wire.Header{}, nil, err
+		}
+		f.hdrN = 0
+		h, err := wire.ParseHeader(f.hdr[:], f.max)
+		if err != nil && !wire.IsFlagsError(err) {
+			return h, nil, err
+		}
+		if cap(f.payload) > keepBytes {
+			f.Release()
+		}
+		f.payload = f.payload[:0]
+		f.cur, f.curErr, f.inPayload = h, err, true
 	}
-	h, err := wire.ParseHeader(f.hdr[:], f.max)
-	var flagsErr *wire.FlagsError
-	if err != nil && !errors.As(err, &flagsErr) {
-		return h, nil, err
+	if rerr := f.readPayload(int(f.cur.Length)); rerr != nil {
+		return f.cur, nil, rerr
 	}
-	if rerr := f.readPayload(int(h.Length)); rerr != nil {
-		return h, nil, rerr
-	}
-	return h, f.payload, err
+	f.inPayload = false
+	return f.cur, f.payload, f.curErr
 }
 
 // Memory is committed as payload bytes arrive, never as a header announces
@@ -95,23 +120,20 @@ const (
 	keepBytes  = 1 << 20
 )
 
+// readPayload reads on until the payload holds n bytes.
 func (f *Reader) readPayload(n int) error {
-	if cap(f.payload) > keepBytes {
-		f.Release()
-	}
-	f.payload = f.payload[:0]
 	for len(f.payload) < n {
 		start := len(f.payload)
 		grow := min(n-start, max(firstChunk, start)) // double at most
 		if err := f.grow(start + grow); err != nil {
 			return err
 		}
-		f.payload = f.payload[:start+grow]
-		if _, err := io.ReadFull(f.r, f.payload[start:]); err != nil {
+		got, err := io.ReadFull(f.r, f.payload[start:start+grow])
+		f.payload = f.payload[:start+got]
+		if err != nil {
 			if err == io.EOF {
 				err = io.ErrUnexpectedEOF
 			}
-			f.payload = f.payload[:0]
 			return err
 		}
 	}

@@ -2,6 +2,7 @@ package frameio
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"testing"
 
@@ -87,4 +88,55 @@ func TestMaxAndBudget(t *testing.T) {
 	require.LessOrEqual(t, b.used, b.limit)
 	r.Release()
 	require.Zero(t, b.used)
+}
+
+// interrupting reads the bytes of stream a few at a time and fails every
+// other read with errPause, as a stream read past its deadline does.
+type interrupting struct {
+	stream []byte
+	calls  int
+}
+
+var errPause = errors.New("deadline")
+
+func (r *interrupting) Read(p []byte) (int, error) {
+	r.calls++
+	if r.calls%2 == 0 {
+		return 0, errPause
+	}
+	if len(r.stream) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p[:min(len(p), 5)], r.stream)
+	r.stream = r.stream[n:]
+	return n, nil
+}
+
+// A read that fails part-way through a frame loses nothing: Next called
+// again resumes the header or the payload where it stopped.
+func TestNextResumesAFrameAfterAFailedRead(t *testing.T) {
+	var stream []byte
+	payloads := [][]byte{[]byte("x"), bytes.Repeat([]byte{7}, firstChunk+3), nil}
+	for _, p := range payloads {
+		stream = wire.AppendJSONFrame(stream, &wire.Publish{TenantID: "t", Namespace: "n", Stream: "s", Payload: p})
+	}
+	r := NewReader(&interrupting{stream: stream}, 16<<20)
+	for i, want := range payloads {
+		for {
+			_, payload, err := r.Next()
+			if errors.Is(err, errPause) {
+				continue
+			}
+			require.NoError(t, err)
+			m, err := wire.DecodeJSON(payload)
+			require.NoError(t, err)
+			require.Equal(t, len(want), len(m.(*wire.Publish).Payload), "frame %d", i)
+			break
+		}
+	}
+	_, _, err := r.Next()
+	for errors.Is(err, errPause) {
+		_, _, err = r.Next()
+	}
+	require.ErrorIs(t, err, io.EOF)
 }

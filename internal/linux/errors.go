@@ -15,3 +15,8 @@ var ErrNotSupported = errors.New("linux: not supported")
 func IsNoSpace(err error) bool {
 	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
 }
+
+// IsConnRefused reports whether err says nothing listens on the peer's
+// port (ECONNREFUSED, which a connected UDP socket gets from an ICMP port
+// unreachable).
+func IsConnRefused(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }

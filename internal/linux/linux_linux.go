@@ -134,3 +134,14 @@ func FileOwner(fi os.FileInfo) (uid int, ok bool) {
 	}
 	return int(st.Uid), true
 }
+
+// TryLock takes an exclusive flock(2) on fd without waiting: false (and
+// no error) when another open file description holds it. The kernel
+// releases it when the holder closes the file or exits.
+func TryLock(fd uintptr) (bool, error) {
+	err := unix.Flock(int(fd), unix.LOCK_EX|unix.LOCK_NB)
+	if errors.Is(err, unix.EWOULDBLOCK) {
+		return false, nil
+	}
+	return err == nil, err
+}

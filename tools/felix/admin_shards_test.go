@@ -115,6 +115,6 @@ func TestAdminStreamShardsShowsTheLeader(t *testing.T) {
 	code, _, stderr = admin("stream", "shards", "nope", "--tenant", "t1", "--namespace", "ns")
 	require.Equal(t, exitFail, code)
 	require.Contains(t, stderr, "stream t1/ns/nope has no shard in placement version")
-	code, _, _ = admin("stream", "shards", "r", "--tenant", "t1")
-	require.Equal(t, exitUsage, code)
+	code, _, _ = admin("stream", "shards", "--tenant", "t1")
+	require.Equal(t, exitUsage, code, "stream shards takes a NAME")
 }

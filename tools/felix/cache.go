@@ -9,29 +9,39 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/felixmq/felix/client"
+	"github.com/felixmq/felix/internal/cli"
 	"github.com/felixmq/felix/wire"
 )
 
-const cacheUsage = `usage: felix cache put --cache C KEY VALUE [--ttl 5s] [--if-version N | --if-absent]
-       felix cache get --cache C KEY [--version]  prints the value (after its version); exit 1 when absent
-       felix cache del --cache C KEY     prints "deleted" or "absent"
-       felix counter add --cache C KEY DELTA   prints the new value
-       felix counter get --cache C KEY         prints the value (absent = 0)
+const cacheUsage = `usage: felix cache put KEY VALUE [--cache C] [--ttl 5m] [--if-version N | --if-absent]
+       felix cache get KEY [--cache C] [--version]  prints the value (after its version); exit 1 when absent
+       felix cache del KEY [--cache C]     prints "deleted", or "absent" (then nothing changed)
+       felix counter add KEY DELTA [--cache C]   prints the new value
+       felix counter get KEY [--cache C]         prints the value (absent = 0)
 A conditional put (--if-version N: only over version N; --if-absent: only
 where the key has no live value) prints "applied VERSION", or "refused
 VERSION" ("refused absent") and exits 1 when the key did not meet it.
-Flags may come before or after the arguments; --addr --tenant --namespace
---ca --fingerprint --token --timeout as for felix pub.`
+--json prints one JSON object instead: {"key":K,"value":V} (get, counter;
+"version":N with --version), {"key":K,"found":false} (get of an absent key),
+{"key":K,"existed":B} (del), {"key":K,"ok":true} (put),
+{"key":K,"applied":B,"version":N} (conditional put; null when absent).
+The cache defaults to demo.`
 
-const watchUsage = `usage: felix watch --cache C KEY [--current] [--count N]
+const watchUsage = `usage: felix watch KEY [--cache C] [--current] [--count N] [--json]
 Prints one line per change of KEY: "REVISION put VALUE", "REVISION counter
-VALUE", "REVISION delete"; "GAP dropped=N" on stderr when the broker dropped
-changes for this watcher. --current prints the key's current state first.`
+VALUE", "REVISION delete" (a delete, or an eviction of the least recently
+used); "GAP dropped=N" on stderr when the broker dropped changes for this
+watcher. Revisions grow with every change of the cache.
+
+--current prints the key's state first: "REVISION put VALUE" (the revision
+of the change that made it) or, for an absent key, "REVISION absent" (the
+cache's latest revision, 0 before its first change). Deleting an absent key
+changes nothing, so it is not printed. --json prints
+{"revision":R,"op":"put","key":K,"value":V,"current":true} per line.`
 
 // cacheFlags are the flags of the cache, counter and watch commands.
 type cacheFlags struct {
@@ -40,6 +50,7 @@ type cacheFlags struct {
 	ttl     time.Duration
 	current bool
 	count   int
+	json    bool
 	// cache put's condition and cache get's --version.
 	ifVersion   string
 	ifAbsent    bool
@@ -64,50 +75,29 @@ func (f *cacheFlags) condition() (*client.Condition, error) {
 	return nil, nil
 }
 
-func newCacheFlagSet(name, usage string, stderr io.Writer) (*flag.FlagSet, *cacheFlags) {
-	set := flag.NewFlagSet(name, flag.ContinueOnError)
-	set.SetOutput(stderr)
-	set.Usage = func() { fmt.Fprintln(stderr, usage); set.PrintDefaults() }
+// newCacheFlags is the flag set of op ("cache put", "counter get", "watch").
+func newCacheFlags(op string) (*flag.FlagSet, *cacheFlags) {
+	set := flag.NewFlagSet("felix "+op, flag.ContinueOnError)
 	f := &cacheFlags{conn: addConnFlags(set)}
 	set.StringVar(&f.cache, "cache", "demo", "cache `C`")
+	set.BoolVar(&f.json, "json", false, "print JSON (see above)")
+	switch op {
+	case "cache put":
+		set.DurationVar(&f.ttl, "ttl", 0, "expire the value after `D` (5s, 10m, 2h; 0: never)")
+		set.StringVar(&f.ifVersion, "if-version", "", "put only if the key's live value has version `N`")
+		set.BoolVar(&f.ifAbsent, "if-absent", false, "put only if the key has no live value")
+	case "cache get":
+		set.BoolVar(&f.withVersion, "version", false, "print the value's version before it")
+	case "watch":
+		set.BoolVar(&f.current, "current", false, "print the key's current state first")
+		set.IntVar(&f.count, "count", 0, "exit after `N` changes (0: until interrupted)")
+	}
 	return set, f
 }
 
-// parseInterleaved parses flags that may come before, between or after the
-// positional arguments (`felix cache put KEY VALUE --ttl 5s`), which the
-// flag package alone stops at. A token that parses as a negative integer is
-// an argument (a counter DELTA), not a flag; "--" ends the flags.
-func parseInterleaved(set *flag.FlagSet, args []string) ([]string, error) {
-	var pos, flags []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			pos = append(pos, args[i+1:]...)
-			break
-		}
-		if _, err := strconv.ParseInt(a, 10, 64); err == nil || !strings.HasPrefix(a, "-") || a == "-" {
-			pos = append(pos, a)
-			continue
-		}
-		flags = append(flags, a)
-		name := strings.TrimLeft(a, "-")
-		if strings.Contains(name, "=") {
-			continue
-		}
-		if fl := set.Lookup(name); fl != nil && !isBoolFlag(fl) && i+1 < len(args) {
-			i++
-			flags = append(flags, args[i])
-		}
-	}
-	if err := set.Parse(flags); err != nil {
-		return nil, err
-	}
-	return pos, nil
-}
-
-func isBoolFlag(fl *flag.Flag) bool {
-	b, ok := fl.Value.(interface{ IsBoolFlag() bool })
-	return ok && b.IsBoolFlag()
+// cacheFlagSet is newCacheFlags for shell completion.
+func cacheFlagSet(op string) func() *flag.FlagSet {
+	return func() *flag.FlagSet { s, _ := newCacheFlags(op); return s }
 }
 
 // runCache is `felix cache put|get|del`.
@@ -125,25 +115,19 @@ var cacheArgs = map[string]int{"cache put": 2, "cache get": 1, "cache del": 1, "
 
 func cacheCmd(ctx context.Context, group string, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, cacheUsage)
+		cli.PrintUsage(stderr, cacheUsage, nil)
 		return exitUsage
+	}
+	if cli.IsHelp(args[0]) {
+		return cli.Fail(cli.ErrHelp, "felix "+group, cacheUsage, nil, stdout, stderr)
 	}
 	op := group + " " + args[0]
 	want, ok := cacheArgs[op]
 	if !ok {
-		fmt.Fprintf(stderr, "felix %s: unknown operation %q\n%s\n", group, args[0], cacheUsage)
-		return exitUsage
+		return cli.Fail(fmt.Errorf("unknown operation %q", args[0]), "felix "+group, cacheUsage, nil, stdout, stderr)
 	}
-	set, f := newCacheFlagSet("felix "+op, cacheUsage, stderr)
-	switch op {
-	case "cache put":
-		set.DurationVar(&f.ttl, "ttl", 0, "expire the value after `D` (0: never)")
-		set.StringVar(&f.ifVersion, "if-version", "", "put only if the key's live value has version `N`")
-		set.BoolVar(&f.ifAbsent, "if-absent", false, "put only if the key has no live value")
-	case "cache get":
-		set.BoolVar(&f.withVersion, "version", false, "print the value's version before it")
-	}
-	pos, err := parseInterleaved(set, args[1:])
+	set, f := newCacheFlags(op)
+	pos, err := cli.Parse(set, args[1:])
 	if err == nil {
 		err = f.conn.check(set)
 	}
@@ -153,22 +137,17 @@ func cacheCmd(ctx context.Context, group string, args []string, stdout, stderr i
 	if err == nil && f.ttl < 0 {
 		err = errors.New("--ttl must not be negative")
 	}
-	var cond *client.Condition
+	a := cacheArgsOf{ttl: f.ttl, version: f.withVersion}
+	if err == nil && op == "counter add" {
+		if a.delta, err = strconv.ParseInt(pos[1], 10, 64); err != nil {
+			err = fmt.Errorf("DELTA %q is not an integer", pos[1])
+		}
+	}
 	if err == nil {
-		cond, err = f.condition()
+		a.cond, err = f.condition()
 	}
 	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(stderr, "felix %s: %v\n%s\n", op, err, cacheUsage)
-		}
-		return exitUsage
-	}
-	var delta int64
-	if op == "counter add" {
-		if delta, err = strconv.ParseInt(pos[1], 10, 64); err != nil {
-			fmt.Fprintf(stderr, "felix %s: DELTA %q is not an integer\n%s\n", op, pos[1], cacheUsage)
-			return exitUsage
-		}
+		return cli.Fail(err, "felix "+op, cacheUsage, set, stdout, stderr)
 	}
 	c, err := f.conn.dial(ctx, nil)
 	if err != nil {
@@ -181,9 +160,16 @@ func cacheCmd(ctx context.Context, group string, args []string, stdout, stderr i
 	k, err := c.OpenCache(ctx, f.conn.namespace, f.cache)
 	if err == nil {
 		defer k.Close(ctx)
-		err = cacheOp(ctx, k, op, pos, cacheArgsOf{ttl: f.ttl, delta: delta, cond: cond, version: f.withVersion}, stdout)
+		err = cacheOp(ctx, k, op, pos, f.json, a, stdout)
 	}
 	if errors.Is(err, errRefused) {
+		return exitFail
+	}
+	if errors.Is(err, errAbsent) {
+		if f.json {
+			writeJSONLine(stdout, map[string]any{"key": pos[0], "found": false})
+		}
+		fmt.Fprintf(stderr, "felix %s: %v\n", op, err)
 		return exitFail
 	}
 	if err != nil {
@@ -208,31 +194,47 @@ type cacheArgsOf struct {
 	version bool
 }
 
-func cacheOp(ctx context.Context, k *client.Cache, op string, pos []string, a cacheArgsOf, stdout io.Writer) error {
+func cacheOp(ctx context.Context, k *client.Cache, op string, pos []string, asJSON bool, a cacheArgsOf, stdout io.Writer) error {
 	key := pos[0]
+	// out prints the text line, or the JSON object with the key.
+	out := func(text string, obj map[string]any) error {
+		if asJSON {
+			obj["key"] = key
+			return writeJSONLine(stdout, obj)
+		}
+		if text == "" {
+			return nil
+		}
+		_, err := fmt.Fprintln(stdout, text)
+		return err
+	}
 	switch op {
 	case "cache put":
-		if a.cond == nil {
-			return k.Put(ctx, key, []byte(pos[1]), a.ttl)
+		if a.cond != nil {
+			return conditionalPut(ctx, k, key, []byte(pos[1]), a, out)
 		}
-		return conditionalPut(ctx, k, key, []byte(pos[1]), a, stdout)
+		if err := k.Put(ctx, key, []byte(pos[1]), a.ttl); err != nil {
+			return err
+		}
+		return out("", map[string]any{"ok": true})
 	case "cache get":
 		v, version, found, err := getMaybeVersion(ctx, k, key, a.version)
 		if err == nil && !found {
 			return fmt.Errorf("key %q: %w", key, errAbsent)
 		}
-		if err == nil && a.version {
-			_, err = fmt.Fprintf(stdout, "%d %s\n", version, printable(v))
-		} else if err == nil {
-			_, err = fmt.Fprintln(stdout, printable(v))
+		if err != nil {
+			return err
 		}
-		return err
+		if a.version {
+			return out(strconv.FormatUint(version, 10)+" "+printable(v), payloadFields(map[string]any{"version": version}, "value", v))
+		}
+		return out(printable(v), payloadFields(map[string]any{}, "value", v))
 	case "cache del":
 		existed, err := k.Delete(ctx, key)
-		if err == nil {
-			_, err = fmt.Fprintln(stdout, map[bool]string{true: "deleted", false: "absent"}[existed])
+		if err != nil {
+			return err
 		}
-		return err
+		return out(map[bool]string{true: "deleted", false: "absent"}[existed], map[string]any{"existed": existed})
 	case "counter add", "counter get":
 		var n int64
 		var err error
@@ -241,10 +243,10 @@ func cacheOp(ctx context.Context, k *client.Cache, op string, pos []string, a ca
 		} else {
 			n, err = k.CounterGet(ctx, key)
 		}
-		if err == nil {
-			_, err = fmt.Fprintln(stdout, n)
+		if err != nil {
+			return err
 		}
-		return err
+		return out(strconv.FormatInt(n, 10), map[string]any{"value": n})
 	}
 	return fmt.Errorf("unknown operation %s", op)
 }
@@ -257,24 +259,26 @@ func getMaybeVersion(ctx context.Context, k *client.Cache, key string, version b
 	return v, 0, found, err
 }
 
-// conditionalPut prints "applied VERSION" or "refused VERSION|absent".
-func conditionalPut(ctx context.Context, k *client.Cache, key string, value []byte, a cacheArgsOf, stdout io.Writer) error {
+// conditionalPut prints "applied VERSION" or "refused VERSION|absent"
+// (errRefused) through out.
+func conditionalPut(ctx context.Context, k *client.Cache, key string, value []byte, a cacheArgsOf,
+	out func(string, map[string]any) error) error {
 	applied, version, found, err := k.PutIf(ctx, key, value, a.ttl, *a.cond)
 	if err != nil {
 		return err
 	}
-	v := "absent"
+	v, jv := "absent", any(nil)
 	if found {
-		v = strconv.FormatUint(version, 10)
+		v, jv = strconv.FormatUint(version, 10), version
 	}
-	if applied {
-		_, err = fmt.Fprintln(stdout, "applied", v)
+	word := map[bool]string{true: "applied", false: "refused"}[applied]
+	if err := out(word+" "+v, map[string]any{"applied": applied, "version": jv}); err != nil {
 		return err
 	}
-	if _, err := fmt.Fprintln(stdout, "refused", v); err != nil {
-		return err
+	if !applied {
+		return errRefused
 	}
-	return errRefused
+	return nil
 }
 
 // runWatch is `felix watch`; SIGINT and SIGTERM end it cleanly (exit 0).
@@ -285,10 +289,8 @@ func runWatch(args []string, stdout, stderr io.Writer) int {
 }
 
 func watch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	set, f := newCacheFlagSet("felix watch", watchUsage, stderr)
-	set.BoolVar(&f.current, "current", false, "print the key's current state first")
-	set.IntVar(&f.count, "count", 0, "exit after `N` changes (0: until interrupted)")
-	pos, err := parseInterleaved(set, args)
+	set, f := newCacheFlags("watch")
+	pos, err := cli.Parse(set, args)
 	if err == nil {
 		err = f.conn.check(set)
 	}
@@ -296,10 +298,7 @@ func watch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = errors.New("want one KEY, and --count at least 0")
 	}
 	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(stderr, "felix watch: %v\n%s\n", err, watchUsage)
-		}
-		return exitUsage
+		return cli.Fail(err, "felix watch", watchUsage, set, stdout, stderr)
 	}
 	c, err := f.conn.dial(ctx, nil)
 	if err != nil {
@@ -328,14 +327,37 @@ func watch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "GAP dropped=%d\n", ev.Dropped)
 			continue
 		}
-		line := fmt.Sprintf("%d %s", ev.Revision, ev.Op)
-		if ev.Op != wire.CacheOpDelete {
-			line += " " + printable(ev.Value)
-		}
-		if _, err := fmt.Fprintln(stdout, line); err != nil {
+		if err := printChange(stdout, ev, f.json); err != nil {
 			return exitFail
 		}
 		n++
 	}
 	return exitOK
+}
+
+// printChange prints one watch event as text or JSON.
+func printChange(w io.Writer, ev client.WatchEvent, asJSON bool) error {
+	op := ev.Op.String()
+	if ev.Current && ev.Op == wire.CacheOpDelete {
+		op = "absent"
+	}
+	if asJSON {
+		obj := map[string]any{"revision": ev.Revision, "op": op, "key": ev.Key}
+		if ev.Current {
+			obj["current"] = true
+		}
+		if ev.Op != wire.CacheOpDelete {
+			payloadFields(obj, "value", ev.Value)
+		}
+		if !ev.ExpiresAt.IsZero() {
+			obj["expires_at"] = ev.ExpiresAt.UTC().Format(time.RFC3339Nano)
+		}
+		return writeJSONLine(w, obj)
+	}
+	line := fmt.Sprintf("%d %s", ev.Revision, op)
+	if ev.Op != wire.CacheOpDelete {
+		line += " " + printable(ev.Value)
+	}
+	_, err := fmt.Fprintln(w, line)
+	return err
 }

@@ -110,11 +110,11 @@ func TestCacheCLIUsage(t *testing.T) {
 	} {
 		code, _, stderr := runCLI(args...)
 		require.Equal(t, exitUsage, code, "%v: %s", args, stderr)
-		require.Contains(t, stderr, "usage: felix cache", args)
+		require.Contains(t, stderr, "felix c", args)
 	}
 	code, _, stderr := runCLI("watch")
 	require.Equal(t, exitUsage, code)
-	require.Contains(t, stderr, "usage: felix watch")
+	require.Contains(t, stderr, "(felix watch --help prints the usage)")
 }
 
 // felix cache put --if-absent / --if-version N: applied prints the version

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/felixmq/felix/internal/cli"
 	"github.com/felixmq/felix/internal/devtls"
 )
 
@@ -22,19 +23,22 @@ FELIX_TLS_CERT_FILE and FELIX_TLS_KEY_FILE; clients (--ca) and brokers
 forwarding to each other (FELIX_CLUSTER_CA_FILE) trust ca.pem. For trying
 Felix on a few hosts: production uses its own PKI. Keys are written 0600.`
 
-func runCert(args []string, stdout, stderr io.Writer) int {
+func newCertFlags() (*flag.FlagSet, *string, *string, *string) {
 	set := flag.NewFlagSet("felix cert", flag.ContinueOnError)
-	set.SetOutput(stderr)
-	set.Usage = func() { fmt.Fprintln(stderr, certUsage); set.PrintDefaults() }
 	dir := set.String("dir", "", "`DIR` holding the CA and the certificates")
 	hosts := set.String("host", "", "comma list of the `H`osts the certificate is valid for")
 	name := set.String("name", "broker", "file `NAME` of the certificate")
-	if err := set.Parse(args); err != nil {
-		return exitUsage
+	return set, dir, hosts, name
+}
+
+func runCert(args []string, stdout, stderr io.Writer) int {
+	set, dir, hosts, name := newCertFlags()
+	pos, err := cli.Parse(set, args)
+	if err == nil && (*dir == "" || len(splitComma(*hosts)) == 0 || *name == "" || len(pos) > 0) {
+		err = errors.New("--dir and --host are required, and no arguments")
 	}
-	if *dir == "" || len(splitComma(*hosts)) == 0 || *name == "" || set.NArg() > 0 {
-		fmt.Fprintln(stderr, "felix cert: --dir and --host are required, and no arguments")
-		return exitUsage
+	if err != nil {
+		return cli.Fail(err, "felix cert", certUsage, set, stdout, stderr)
 	}
 	ca, created, err := loadOrMakeCA(*dir)
 	if err == nil {

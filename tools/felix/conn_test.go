@@ -6,16 +6,16 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/felixmq/felix/internal/devdir"
 )
 
 // Without a CA file or a pin the commands refuse to connect, and say how to
 // fix it: never an unverified connection.
 func TestMissingDefaultCA(t *testing.T) {
-	missing := filepath.Join(t.TempDir(), "cert.pem")
-	saved := defaultCAFile
-	defaultCAFile = missing
-	t.Cleanup(func() { defaultCAFile = saved })
-	want := "no CA: pass --ca or --fingerprint (make run writes " + missing + ")"
+	dir := t.TempDir()
+	t.Setenv(devdir.DirEnv, dir)
+	want := "no CA: pass --ca or --fingerprint (make run writes " + filepath.Join(dir, devdir.CertFile) + ")"
 	for _, args := range [][]string{{"pub", "x"}, {"sub"}} {
 		code, _, stderr := runCLI(args...)
 		require.Equal(t, exitFail, code, stderr)
@@ -34,10 +34,9 @@ func TestExplicitCAMissingNamesTheFile(t *testing.T) {
 // Without --token, FELIX_TOKEN or make run's token file the commands say
 // where the token comes from.
 func TestMissingDefaultToken(t *testing.T) {
-	missing := filepath.Join(t.TempDir(), "token")
-	saved := defaultTokenFile
-	defaultTokenFile = missing
-	t.Cleanup(func() { defaultTokenFile = saved })
+	dir := t.TempDir()
+	t.Setenv(devdir.DirEnv, dir)
+	missing := filepath.Join(dir, devdir.TokenFile)
 	pin := strings.Repeat("ab", 32)
 	for _, args := range [][]string{{"pub", "--fingerprint", pin, "x"}, {"sub", "--fingerprint", pin}} {
 		code, _, stderr := runCLI(args...)

@@ -12,29 +12,36 @@ import (
 
 	"github.com/felixmq/felix/controlplane/api"
 	"github.com/felixmq/felix/internal/devdir"
+	"github.com/felixmq/felix/internal/endpoint"
 )
 
 // cpFlags are the flags of the commands that talk to the control plane.
 type cpFlags struct {
 	url, tokenFile string
 	timeout        time.Duration
-	devToken       bool // without --token-file, send $FELIX_TOKEN or make run's token if there is one
+	devToken       bool // without --token-file, send $FELIX_TOKEN or the context's or make run's token if there is one
+	ep             endpoint.Endpoints
+	epErr          error
 }
 
-// addCPFlags registers the flags. The defaults are those of `make run`'s
-// embedded control plane when FELIX_DEV_DIR holds its URL and token.
+// addCPFlags registers the flags, with the defaults resolve gives (the
+// embedded control plane of a local broker when there is one).
 func addCPFlags(set *flag.FlagSet, withToken bool) *cpFlags {
 	f := &cpFlags{devToken: withToken}
-	set.StringVar(&f.url, "controlplane", devdir.ControlPlaneURL(os.LookupEnv, "http://127.0.0.1:7070"),
-		"control plane base `URL` (default: the one make run writes in $FELIX_DEV_DIR, else http://127.0.0.1:7070)")
+	f.ep, f.epErr = resolve()
+	set.StringVar(&f.url, "controlplane", f.ep.ControlPlane.V,
+		"control plane base `URL` (else $FELIX_CONTROLPLANE, the context, the one a local broker runs, http://127.0.0.1:7070)")
 	if withToken {
-		set.StringVar(&f.tokenFile, "token-file", "", "`FILE` holding the bearer token (a Felix token, or the bootstrap token on the bootstrap listener); default $FELIX_TOKEN, else make run's token file")
+		set.StringVar(&f.tokenFile, "token-file", "", "`FILE` holding the bearer token (a Felix token, or the bootstrap token on the bootstrap listener); default $FELIX_TOKEN, else the context's or make run's token file")
 	}
 	set.DurationVar(&f.timeout, "timeout", 10*time.Second, "timeout of each request")
 	return f
 }
 
 func (f *cpFlags) check() error {
+	if f.epErr != nil {
+		return f.epErr
+	}
 	u, err := url.Parse(f.url)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("--controlplane %q is not an http(s) URL", f.url)
@@ -70,7 +77,7 @@ func (f *cpFlags) bearer() (string, error) {
 		}
 		return strings.TrimSpace(string(tok)), nil
 	}
-	if tok, err := devdir.Token("", os.LookupEnv, defaultTokenFile); f.devToken && err == nil {
+	if tok, err := devdir.Token("", os.LookupEnv, f.ep.TokenFile.V); f.devToken && err == nil {
 		return tok, nil
 	}
 	return "", nil

@@ -17,9 +17,9 @@ import (
 	"github.com/felixmq/felix/internal/testutil"
 )
 
-// TestMain points the default token file at one of its own (the test
-// brokers run the dev verifier).
-func TestMain(m *testing.M) { os.Exit(testutil.RunWithDevToken(m, &defaultTokenFile)) }
+// TestMain gives the tests a dev directory and environment of their own
+// (the test brokers run the dev verifier, which takes its "dev" token).
+func TestMain(m *testing.M) { os.Exit(testutil.RunWithDevDir(m)) }
 
 // testBroker is a broker serving real QUIC on 127.0.0.1 in this process
 // (brokertest), with its certificate where --ca can read it and cache

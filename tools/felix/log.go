@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,14 +16,15 @@ import (
 
 	"github.com/edsrzf/mmap-go"
 
+	"github.com/felixmq/felix/internal/cli"
 	"github.com/felixmq/felix/segment"
 	"github.com/felixmq/felix/wire"
 )
 
 const logUsage = `usage:
   felix log verify DIR                     check every record's CRC; changes nothing
-  felix log dump DIR [--from N] [--count N]  print records: offset, time, length, producer mark, payload
-  felix log stat DIR                       segments, versions, offsets, sizes, index health, producer batches
+  felix log dump DIR [--from N] [--count N] [--json]  print records: offset, time, length, producer mark, payload
+  felix log stat DIR [--json]              segments, versions, offsets, sizes, index health, producer batches
 
 DIR is one shard's log directory (DATA_DIR/<shard dir>). verify exits 1 on
 corruption, naming file and byte; a torn tail that recovery would cut (an
@@ -30,46 +32,70 @@ unacknowledged write cut off by a crash) is reported and is not a failure.`
 
 // runLog dispatches `felix log verify|dump|stat`.
 func runLog(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "verify":
+			return logVerify(args[1:], stdout, stderr)
+		case "dump":
+			return logDump(args[1:], stdout, stderr)
+		case "stat":
+			return logStat(args[1:], stdout, stderr)
+		}
+		if cli.IsHelp(args[0]) {
+			return cli.Fail(cli.ErrHelp, "felix log", logUsage, nil, stdout, stderr)
+		}
+	}
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, logUsage)
+		cli.PrintUsage(stderr, logUsage, nil)
 		return exitUsage
 	}
-	switch args[0] {
-	case "verify":
-		return logVerify(args[1:], stdout, stderr)
-	case "dump":
-		return logDump(args[1:], stdout, stderr)
-	case "stat":
-		return logStat(args[1:], stdout, stderr)
-	}
-	fmt.Fprintf(stderr, "felix log: unknown subcommand %q\n%s\n", args[0], logUsage)
-	return exitUsage
+	return cli.Fail(errors.New("want verify, dump or stat"), "felix log", logUsage, nil, stdout, stderr)
 }
 
-// parseDirArgs parses flags that may come before or after the one DIR
-// argument.
-func parseDirArgs(fs *flag.FlagSet, args []string) (string, bool) {
-	var dirs []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return "", false
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		dirs = append(dirs, fs.Arg(0))
-		args = fs.Args()[1:]
+// logFlags are the flags of the log commands (dump takes them all).
+type logFlags struct {
+	from  string
+	count uint64
+	json  bool
+}
+
+func newLogFlags(verb string) (*flag.FlagSet, *logFlags) {
+	set := flag.NewFlagSet("felix log "+verb, flag.ContinueOnError)
+	f := &logFlags{}
+	if verb == "dump" {
+		set.StringVar(&f.from, "from", "", "first `OFFSET` (default: the oldest retained)")
+		set.Uint64Var(&f.count, "count", 0, "records to print (0: all)")
 	}
-	return strings.Join(dirs, " "), len(dirs) == 1
+	if verb != "verify" {
+		set.BoolVar(&f.json, "json", false, "print JSON (dump: one object per record)")
+	}
+	return set, f
+}
+
+// parseDir parses the flags of verb, which may come before or after the
+// one DIR argument; false (with the exit status) when they are wrong or
+// ask for help.
+func parseDir(verb string, args []string, stdout, stderr io.Writer) (string, *logFlags, int, bool) {
+	set, f := newLogFlags(verb)
+	pos, err := cli.Parse(set, args)
+	if err == nil && len(pos) != 1 {
+		err = errors.New("want one DIR")
+	}
+	if err == nil && f.from != "" {
+		if _, perr := strconv.ParseUint(f.from, 10, 64); perr != nil {
+			err = fmt.Errorf("--from %q: want an offset", f.from)
+		}
+	}
+	if err != nil {
+		return "", nil, cli.Fail(err, "felix log "+verb, logUsage, set, stdout, stderr), false
+	}
+	return pos[0], f, 0, true
 }
 
 func logVerify(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("felix log verify", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	dir, ok := parseDirArgs(fs, args)
+	dir, _, code, ok := parseDir("verify", args, stdout, stderr)
 	if !ok {
-		fmt.Fprintln(stderr, logUsage)
-		return exitUsage
+		return code
 	}
 	start := time.Now()
 	l, ro, err := openReadOnly(dir, true)
@@ -114,29 +140,19 @@ func reportOpenError(dir string, err error, stdout, stderr io.Writer) int {
 }
 
 func logDump(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("felix log dump", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	from := fs.String("from", "", "first offset (default: the oldest retained)")
-	count := fs.Uint64("count", 0, "records to print (0: all)")
-	dir, ok := parseDirArgs(fs, args)
-	var start uint64
-	if ok && *from != "" {
-		var err error
-		if start, err = strconv.ParseUint(*from, 10, 64); err != nil {
-			ok = false
-		}
-	}
+	dir, f, code, ok := parseDir("dump", args, stdout, stderr)
 	if !ok {
-		fmt.Fprintln(stderr, logUsage)
-		return exitUsage
+		return code
 	}
+	count := &f.count
 	l, _, err := openReadOnly(dir, false)
 	if err != nil {
 		return reportOpenError(dir, err, stdout, stderr)
 	}
 	defer l.Close()
-	if *from == "" {
-		start = l.First()
+	start := l.First()
+	if f.from != "" {
+		start, _ = strconv.ParseUint(f.from, 10, 64) // checked by parseDir
 	}
 	r, err := l.NewReader(start)
 	if err != nil {
@@ -154,7 +170,11 @@ func logDump(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return reportOpenError(dir, err, stdout, stderr)
 		}
-		line = appendRecordLine(line[:0], rec, batch.next(rec.Mark))
+		if f.json {
+			line = appendRecordJSON(line[:0], rec, &batch)
+		} else {
+			line = appendRecordLine(line[:0], rec, batch.next(rec.Mark))
+		}
 		if _, err := stdout.Write(line); err != nil {
 			return exitFail
 		}
@@ -187,6 +207,35 @@ func appendRecordLine(b []byte, rec segment.Record, mark string) []byte {
 	return fmt.Appendf(b, "payload=%s\n", printable(rec.Payload))
 }
 
+// appendRecordJSON is appendRecordLine as one JSON object: offset, time,
+// len, producer, sequence and batch ("AT/LEN", or "continues") when marked,
+// publisher and headers ([{"key":K,"value":V},...], or "headers_invalid"
+// with the block's bytes) when the record has them, and payload (or
+// payload_base64).
+func appendRecordJSON(b []byte, rec segment.Record, batch *batchPos) []byte {
+	obj := map[string]any{"offset": rec.Offset, "len": len(rec.Payload),
+		"time": time.UnixMicro(rec.TimestampMicros).UTC().Format("2006-01-02T15:04:05.000000Z07:00")}
+	if batch.next(rec.Mark) != "" {
+		if batch.at == 0 {
+			obj["batch"] = "continues"
+		} else {
+			obj["producer"], obj["sequence"], obj["batch"] = batch.producer, batch.sequence, fmt.Sprintf("%d/%d", batch.at, batch.len)
+		}
+	}
+	if rec.Publisher != nil {
+		payloadFields(obj, "publisher", rec.Publisher)
+	}
+	if rec.Headers != nil {
+		if hs, err := wire.ParseHeaders(rec.Headers); err != nil {
+			payloadFields(obj, "headers_invalid", rec.Headers)
+		} else {
+			obj["headers"] = headerObjects(hs)
+		}
+	}
+	raw, _ := json.Marshal(payloadFields(obj, "payload", rec.Payload)) // maps of plain values always marshal
+	return append(append(b, raw...), '\n')
+}
+
 // batchPos follows the marked batch dump is in.
 type batchPos struct {
 	producer, sequence uint64
@@ -214,12 +263,9 @@ func (p *batchPos) next(m segment.Mark) string {
 }
 
 func logStat(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("felix log stat", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	dir, ok := parseDirArgs(fs, args)
+	dir, f, code, ok := parseDir("stat", args, stdout, stderr)
 	if !ok {
-		fmt.Fprintln(stderr, logUsage)
-		return exitUsage
+		return code
 	}
 	l, ro, err := openReadOnly(dir, false)
 	if err != nil {
@@ -232,38 +278,77 @@ func logStat(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "felix log stat: %v\n", err)
 		return exitFail
 	}
-	var onDisk int64
-	fmt.Fprintf(stdout, "%-24s %7s %20s %12s %10s  %s\n", "segment", "version", "base", "file_bytes", "records", "index")
-	for i, f := range files {
+	rep := statReport{First: st.First, Next: st.Next, Segments: st.Segments, ContentBytes: st.RetainedBytes,
+		IndexesRebuilt: st.Recovery.IndexesRebuilt}
+	for i, sf := range files {
 		end := st.Next
 		if i+1 < len(files) {
 			end = files[i+1].base
 		}
 		index := "none (active: kept in memory, written when sealed)"
 		switch {
-		case ro.rebuilt(f.indexPath):
+		case ro.rebuilt(sf.indexPath):
 			index = "invalid or missing: recovery would rebuild it"
-		case f.indexBytes >= 0:
-			index = fmt.Sprintf("%d entries, ok", (f.indexBytes-segment.IndexHeaderBytes)/segment.IndexEntryBytes)
+		case sf.indexBytes >= 0:
+			index = fmt.Sprintf("%d entries, ok", (sf.indexBytes-segment.IndexHeaderBytes)/segment.IndexEntryBytes)
 		}
-		fmt.Fprintf(stdout, "%-24s %7s %20d %12d %10d  %s\n", filepath.Base(f.path), versionName(f.version), f.base, f.bytes, end-f.base, index)
-		onDisk += f.bytes + max(f.indexBytes, 0)
+		rep.Files = append(rep.Files, statFile{Segment: filepath.Base(sf.path), Version: sf.version, Base: sf.base,
+			FileBytes: sf.bytes, Records: end - sf.base, Index: index})
+		rep.DiskBytes += sf.bytes + max(sf.indexBytes, 0)
 	}
-	fmt.Fprintf(stdout, "first %d\nnext %d\nsegments %d\ncontent_bytes %d\ndisk_bytes %d\nindexes_rebuilt %d\n",
-		st.First, st.Next, st.Segments, st.RetainedBytes, onDisk, st.Recovery.IndexesRebuilt)
-	batches, producers := 0, map[uint64]bool{}
+	producers := map[uint64]bool{}
 	if err := l.Batches(st.First, func(b segment.MarkedBatch) bool {
-		batches++
+		rep.ProducerBatches++
 		producers[b.ProducerID] = true
 		return true
 	}); err != nil {
 		return reportOpenError(dir, err, stdout, stderr)
 	}
-	fmt.Fprintf(stdout, "producer_batches %d\nproducers %d\n", batches, len(producers))
-	if rs := st.Recovery; rs.TruncatedRecords > 0 {
-		fmt.Fprintf(stdout, "torn_tail %d records, %d bytes (recovery would cut it)\n", rs.TruncatedRecords, rs.TruncatedBytes)
+	rep.Producers = len(producers)
+	rep.TornTailRecords, rep.TornTailBytes = st.Recovery.TruncatedRecords, st.Recovery.TruncatedBytes
+	if f.json {
+		writeJSONLine(stdout, rep)
+		return exitOK
 	}
+	rep.print(stdout)
 	return exitOK
+}
+
+// statReport is what `felix log stat` prints.
+type statReport struct {
+	Files           []statFile `json:"files"`
+	First           uint64     `json:"first"`
+	Next            uint64     `json:"next"`
+	Segments        int        `json:"segments"`
+	ContentBytes    int64      `json:"content_bytes"`
+	DiskBytes       int64      `json:"disk_bytes"`
+	IndexesRebuilt  int        `json:"indexes_rebuilt"`
+	ProducerBatches int        `json:"producer_batches"`
+	Producers       int        `json:"producers"`
+	TornTailRecords int64      `json:"torn_tail_records"`
+	TornTailBytes   int64      `json:"torn_tail_bytes"`
+}
+
+type statFile struct {
+	Segment   string `json:"segment"`
+	Version   uint16 `json:"version"`
+	Base      uint64 `json:"base"`
+	FileBytes int64  `json:"file_bytes"`
+	Records   uint64 `json:"records"`
+	Index     string `json:"index"`
+}
+
+func (r *statReport) print(w io.Writer) {
+	fmt.Fprintf(w, "%-24s %7s %20s %12s %10s  %s\n", "segment", "version", "base", "file_bytes", "records", "index")
+	for _, f := range r.Files {
+		fmt.Fprintf(w, "%-24s %7s %20d %12d %10d  %s\n", f.Segment, versionName(f.Version), f.Base, f.FileBytes, f.Records, f.Index)
+	}
+	fmt.Fprintf(w, "first %d\nnext %d\nsegments %d\ncontent_bytes %d\ndisk_bytes %d\nindexes_rebuilt %d\n",
+		r.First, r.Next, r.Segments, r.ContentBytes, r.DiskBytes, r.IndexesRebuilt)
+	fmt.Fprintf(w, "producer_batches %d\nproducers %d\n", r.ProducerBatches, r.Producers)
+	if r.TornTailRecords > 0 {
+		fmt.Fprintf(w, "torn_tail %d records, %d bytes (recovery would cut it)\n", r.TornTailRecords, r.TornTailBytes)
+	}
 }
 
 // segmentFile is one .log file of a log directory and its index.

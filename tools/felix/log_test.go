@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/felixmq/felix/segment"
+	"github.com/felixmq/felix/wire"
 )
 
 var logTestTime = time.Date(2026, 1, 2, 3, 4, 5, 123456000, time.UTC)
@@ -158,6 +160,13 @@ func TestLogStatListsSegmentsAndIndexHealth(t *testing.T) {
 	require.Contains(t, out, fmt.Sprintf("segments %d\n", len(files)))
 	require.Contains(t, out, "indexes_rebuilt 1\n")
 	require.Equal(t, before, snapshotDir(t, dir), "stat does not write the rebuilt index")
+
+	code, out, errOut = runFelix("log", "stat", "--json", dir)
+	require.Equal(t, exitOK, code, errOut)
+	var rep statReport
+	require.NoError(t, json.Unmarshal([]byte(out), &rep))
+	require.Equal(t, uint64(40), rep.Next)
+	require.Len(t, rep.Files, len(files))
 }
 
 func TestLogUsageAndMissingDirectory(t *testing.T) {
@@ -237,4 +246,30 @@ func TestLogToolsReadV2Logs(t *testing.T) {
 	require.Equal(t, exitOK, code)
 	require.Regexp(t, `00000000000000000000\.log\s+2\s`, out)
 	require.Contains(t, out, "producer_batches 0\n")
+}
+
+// felix log dump shows a record's publisher and event headers, as text and
+// as JSON.
+func TestLogDumpShowsPublisherAndHeaders(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "shard")
+	l, err := segment.Open(dir, segment.Config{SegmentBytes: 4096})
+	require.NoError(t, err)
+	hs, err := wire.AppendHeaders(nil, []wire.EventHeader{{Key: "traceparent", Value: "00-ab-01"}, {Key: "k", Value: "a b"}})
+	require.NoError(t, err)
+	_, err = l.AppendBatch(&segment.Batch{Payloads: [][]byte{[]byte("x"), []byte("y")}, TS: logTestTime.UnixMicro(),
+		Publisher: []byte("svc-a"), Headers: [][]byte{hs, nil}})
+	require.NoError(t, err)
+	require.NoError(t, l.Sync())
+	require.NoError(t, l.Close())
+
+	code, out, errOut := runFelix("log", "dump", dir)
+	require.Equal(t, exitOK, code, errOut)
+	ts := "time=2026-01-02T03:04:05.123456Z"
+	require.Equal(t, "offset=0 "+ts+` len=1 publisher=svc-a headers=[traceparent=00-ab-01 k="a b"] payload=x`+"\n"+
+		"offset=1 "+ts+" len=1 publisher=svc-a payload=y\n", out)
+
+	code, out, errOut = runFelix("log", "dump", "--json", "--count", "1", dir)
+	require.Equal(t, exitOK, code, errOut)
+	require.JSONEq(t, `{"offset":0,"time":"2026-01-02T03:04:05.123456Z","len":1,"publisher":"svc-a",`+
+		`"headers":[{"key":"traceparent","value":"00-ab-01"},{"key":"k","value":"a b"}],"payload":"x"}`, out)
 }

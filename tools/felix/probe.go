@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"time"
+
+	"github.com/felixmq/felix/internal/cli"
 )
 
 const probeUsage = `usage: felix probe [--timeout D] URL
@@ -14,20 +17,23 @@ GETs URL (a broker's /ready or /live, a control plane's /v1/system/health)
 and exits 0 on a 2xx answer, 1 otherwise: the health check of images
 without curl (deploy/Dockerfile's HEALTHCHECK).`
 
-func runProbe(args []string, _, stderr io.Writer) int {
+func newProbeFlags() (*flag.FlagSet, *time.Duration) {
 	set := flag.NewFlagSet("felix probe", flag.ContinueOnError)
-	set.SetOutput(stderr)
-	set.Usage = func() { fmt.Fprintln(stderr, probeUsage); set.PrintDefaults() }
-	timeout := set.Duration("timeout", 3*time.Second, "give up after `D`")
-	if err := set.Parse(args); err != nil || set.NArg() != 1 || *timeout <= 0 {
-		if err == nil {
-			fmt.Fprintln(stderr, probeUsage)
-		}
-		return exitUsage
+	return set, set.Duration("timeout", 3*time.Second, "give up after `D`")
+}
+
+func runProbe(args []string, stdout, stderr io.Writer) int {
+	set, timeout := newProbeFlags()
+	pos, err := cli.Parse(set, args)
+	if err == nil && (len(pos) != 1 || *timeout <= 0) {
+		err = errors.New("want one URL, and a positive --timeout")
+	}
+	if err != nil {
+		return cli.Fail(err, "felix probe", probeUsage, set, stdout, stderr)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, set.Arg(0), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, pos[0], nil)
 	if err != nil {
 		fmt.Fprintln(stderr, "felix probe:", err)
 		return exitUsage

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var summary = regexp.MustCompile(`^published (\d+) messages \((\d+) bytes\) in \S+\n$`)
+var summary = regexp.MustCompile(`^published (\d+) messages? \((\d+) bytes\) in \S+\n$`)
 
 func requireSummary(t *testing.T, r result, messages, bytes string) {
 	t.Helper()
@@ -34,7 +34,7 @@ func TestPubThenSubFromEarliest(t *testing.T) {
 			requireSummary(t, runPubT(t, "", tb.args(append(tc.args, "--count", "2", "hello")...)...), "2", "10")
 			r := runSubT(t, tb.args("--from", "earliest", "--count", "3")...)
 			require.Equal(t, exitOK, r.code, r.stderr)
-			require.Equal(t, "0 one\n1 two\n2 hello\n", r.stdout)
+			require.Equal(t, "0 0 one\n0 1 two\n0 2 hello\n", r.stdout)
 		})
 	}
 }
@@ -45,7 +45,7 @@ func TestPubSizeAndFingerprint(t *testing.T) {
 	requireSummary(t, runPubT(t, "", append(pin, "--ack", "--size", "4", "--count", "2")...), "2", "8")
 	r := runSubT(t, append(pin, "--from", "1", "--count", "1")...)
 	require.Equal(t, exitOK, r.code, r.stderr)
-	require.Equal(t, "1 xxxx\n", r.stdout)
+	require.Equal(t, "0 1 xxxx\n", r.stdout)
 
 	wrong := []string{"--addr", tb.addr, "--fingerprint", "00" + tb.fingerprint[2:], "--timeout", "2s"}
 	r = runPubT(t, "", append(wrong, "x")...)
@@ -77,9 +77,11 @@ func TestPubUsage(t *testing.T) {
 		{"pub", "--batch", "0", "msg"},
 		{"pub", "--ca", "x.pem", "--fingerprint", "ab", "msg"},
 		{"pub", "--fingerprint", "abc", "msg"},
+		{"pub", "--key", "k", "--shard", "1", "msg"},
+		{"pub", "--shard", "-2", "msg"},
 	} {
 		code, _, stderr := runCLI(args...)
 		require.Equal(t, exitUsage, code, "%v: %s", args, stderr)
-		require.Contains(t, stderr, "usage: felix pub", args)
+		require.Contains(t, stderr, "(felix pub --help prints the usage)", args)
 	}
 }

@@ -79,6 +79,6 @@ func TestQueueConsumeErrors(t *testing.T) {
 	} {
 		code, _, stderr := runCLI(args...)
 		require.Equal(t, exitUsage, code, "%v: %s", args, stderr)
-		require.Contains(t, stderr, "usage: felix queue", args)
+		require.Contains(t, stderr, "felix queue", args)
 	}
 }

@@ -12,16 +12,19 @@ import (
 	"syscall"
 
 	"github.com/felixmq/felix/client"
+	"github.com/felixmq/felix/internal/cli"
 )
 
-const rosterUsage = `usage: felix roster join [flags] --roster R [--meta JSON] MEMBER
-       felix roster watch [flags] --roster R [--count N]
+const rosterUsage = `usage: felix roster join MEMBER --roster R [--meta JSON] [--json]
+       felix roster watch --roster R [--count N] [--json]
 join adds MEMBER to roster R and stays joined until interrupted (the member
-leaves when the connection closes). watch prints the current set as
-"member NAME [META]" lines and "synced N", then "join NAME [META]" and
-"leave NAME" as they happen ("GAP dropped=N" on stderr if changes were
-dropped: the state is then stale, watch again). Rosters are created by their
-first join or watch.`
+leaves when the connection closes); it prints "joined R as MEMBER". watch
+prints the current set as "member NAME [META]" lines and "synced N", then
+"join NAME [META]" and "leave NAME" as they happen ("GAP dropped=N" on
+stderr if changes were dropped: the state is then stale, watch again).
+Rosters are created by their first join or watch. --json prints
+{"event":"member|synced|join|leave|joined","member":M,"meta":{...},"members":N}
+objects, one per line.`
 
 // runRoster is `felix roster`; SIGINT and SIGTERM end it cleanly (exit 0).
 func runRoster(args []string, stdout, stderr io.Writer) int {
@@ -35,52 +38,61 @@ type rosterFlags struct {
 	roster string
 	meta   string
 	count  int
+	json   bool
 }
 
-func parseRosterFlags(verb string, args []string, stderr io.Writer) (*rosterFlags, []string, error) {
+// newRosterFlags is the flag set of verb ("" for every flag).
+func newRosterFlags(verb string) (*flag.FlagSet, *rosterFlags) {
 	set := flag.NewFlagSet("felix roster "+verb, flag.ContinueOnError)
-	set.SetOutput(stderr)
-	set.Usage = func() { fmt.Fprintln(stderr, rosterUsage); set.PrintDefaults() }
 	f := &rosterFlags{conn: addConnFlags(set)}
 	set.StringVar(&f.roster, "roster", "", "roster `R` (required)")
-	if verb == "join" {
+	set.BoolVar(&f.json, "json", false, "print JSON lines (see above)")
+	if verb != "watch" {
 		set.StringVar(&f.meta, "meta", "", "member metadata, a `JSON` document")
-	} else {
+	}
+	if verb != "join" {
 		set.IntVar(&f.count, "count", 0, "exit after `N` changes (0: until interrupted)")
 	}
-	if err := set.Parse(args); err != nil {
-		return nil, nil, err
-	}
-	if err := f.conn.check(set); err != nil {
-		return nil, nil, err
+	return set, f
+}
+
+func parseRosterFlags(verb string, args []string) (*flag.FlagSet, *rosterFlags, []string, error) {
+	set, f := newRosterFlags(verb)
+	pos, err := cli.Parse(set, args)
+	if err == nil {
+		err = f.conn.check(set)
 	}
 	switch {
+	case err != nil:
 	case f.roster == "":
-		return nil, nil, errors.New("--roster is required")
-	case verb == "join" && set.NArg() != 1:
-		return nil, nil, errors.New("join takes exactly one MEMBER")
-	case verb == "watch" && set.NArg() != 0:
-		return nil, nil, fmt.Errorf("unexpected argument %q", set.Arg(0))
+		err = errors.New("--roster is required")
+	case verb == "join" && len(pos) != 1:
+		err = errors.New("join takes exactly one MEMBER")
+	case verb == "watch" && len(pos) != 0:
+		err = fmt.Errorf("unexpected argument %q", pos[0])
 	case f.meta != "" && !json.Valid([]byte(f.meta)):
-		return nil, nil, errors.New("--meta must be a JSON document")
+		err = errors.New("--meta must be a JSON document")
 	case f.count < 0:
-		return nil, nil, errors.New("--count must be at least 0")
+		err = errors.New("--count must be at least 0")
 	}
-	return f, set.Args(), nil
+	return set, f, pos, err
 }
 
 func roster(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || (args[0] != "join" && args[0] != "watch") {
-		fmt.Fprintln(stderr, rosterUsage)
-		return exitUsage
+		if len(args) > 0 && cli.IsHelp(args[0]) {
+			return cli.Fail(cli.ErrHelp, "felix roster", rosterUsage, nil, stdout, stderr)
+		}
+		if len(args) == 0 {
+			cli.PrintUsage(stderr, rosterUsage, nil)
+			return exitUsage
+		}
+		return cli.Fail(errors.New("want join or watch"), "felix roster", rosterUsage, nil, stdout, stderr)
 	}
 	verb := args[0]
-	f, rest, err := parseRosterFlags(verb, args[1:], stderr)
+	set, f, rest, err := parseRosterFlags(verb, args[1:])
 	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(stderr, "felix roster %s: %v\n%s\n", verb, err, rosterUsage)
-		}
-		return exitUsage
+		return cli.Fail(err, "felix roster "+verb, rosterUsage, set, stdout, stderr)
 	}
 	c, err := f.conn.dial(ctx, nil)
 	if err != nil {
@@ -107,16 +119,31 @@ func roster(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	if verb == "join" {
-		fmt.Fprintf(stdout, "joined %s as %s\n", f.roster, rest[0])
+		if f.json {
+			writeJSONLine(stdout, map[string]any{"event": "joined", "roster": f.roster, "member": rest[0]})
+		} else {
+			fmt.Fprintf(stdout, "joined %s as %s\n", f.roster, rest[0])
+		}
 		<-ctx.Done() // the member stays until the connection closes
 		return exitOK
 	}
-	return watchRoster(ctx, w, f.count, stdout, stderr)
+	return watchRoster(ctx, w, f.count, f.json, stdout, stderr)
 }
 
 // watchRoster prints the snapshot and then changes.
-func watchRoster(ctx context.Context, w *client.RosterWatch, count int, stdout, stderr io.Writer) int {
+func watchRoster(ctx context.Context, w *client.RosterWatch, count int, asJSON bool, stdout, stderr io.Writer) int {
 	defer w.Close()
+	line := func(verb string, m client.RosterMember) {
+		if asJSON {
+			obj := map[string]any{"event": verb, "member": m.Member}
+			if m.Metadata != nil {
+				obj["meta"] = json.RawMessage(m.Metadata)
+			}
+			writeJSONLine(stdout, obj)
+			return
+		}
+		fmt.Fprintln(stdout, memberLine(verb, m))
+	}
 	for n := 0; count == 0 || n < count; {
 		ev, err := w.Next(ctx)
 		if err != nil {
@@ -129,14 +156,18 @@ func watchRoster(ctx context.Context, w *client.RosterWatch, count int, stdout, 
 		switch ev.Kind {
 		case client.RosterSnapshotEvent:
 			for _, m := range ev.Members {
-				fmt.Fprintln(stdout, memberLine("member", m))
+				line("member", m)
 			}
-			fmt.Fprintf(stdout, "synced %d\n", len(ev.Members))
+			if asJSON {
+				writeJSONLine(stdout, map[string]any{"event": "synced", "members": len(ev.Members)})
+			} else {
+				fmt.Fprintf(stdout, "synced %d\n", len(ev.Members))
+			}
 		case client.RosterJoinEvent:
-			fmt.Fprintln(stdout, memberLine("join", ev.Member))
+			line("join", ev.Member)
 			n++
 		case client.RosterLeaveEvent:
-			fmt.Fprintln(stdout, "leave "+ev.Member.Member)
+			line("leave", client.RosterMember{Member: ev.Member.Member})
 			n++
 		case client.RosterGapEvent:
 			fmt.Fprintf(stderr, "GAP dropped=%d\n", ev.Dropped)

@@ -78,6 +78,6 @@ func TestRosterUsage(t *testing.T) {
 	} {
 		code, _, stderr := runCLI(args...)
 		require.Equal(t, exitUsage, code, "%v: %s", args, stderr)
-		require.Contains(t, stderr, "usage: felix roster", args)
+		require.Contains(t, stderr, "felix roster", args)
 	}
 }

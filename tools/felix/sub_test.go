@@ -40,7 +40,7 @@ func TestSubUntilInterruptedExitsZero(t *testing.T) {
 	var out, errOut bytes.Buffer
 	code := sub(ctx, tb.args("--from", "earliest"), cancelOnWrite{&out, cancel}, &errOut)
 	require.Equal(t, exitOK, code, errOut.String())
-	require.Equal(t, "0 hi\n", out.String())
+	require.Equal(t, "0 0 hi\n", out.String())
 }
 
 func TestSubUsage(t *testing.T) {
@@ -52,7 +52,7 @@ func TestSubUsage(t *testing.T) {
 	} {
 		code, _, stderr := runCLI(args...)
 		require.Equal(t, exitUsage, code, "%v: %s", args, stderr)
-		require.Contains(t, stderr, "usage: felix sub", args)
+		require.Contains(t, stderr, "(felix sub --help prints the usage)", args)
 	}
 }
 
@@ -87,12 +87,12 @@ func TestSubCountsLostEventsAndExitsThree(t *testing.T) {
 	out := &gatedWriter{gate: published}
 	var errOut bytes.Buffer
 	code := make(chan int, 1)
-	go func() { code <- follow(ctx, s, 2000, out, &errOut) }()
+	go func() { code <- follow(ctx, []*shardSub{{shard: 0, c: c, s: s}}, 2000, false, out, &errOut) }()
 	requireSummary(t, runPubT(t, "", tb.args("--count", "2000", "--size", "1024")...), "2000", "2048000")
 	close(published)
 	require.Equal(t, exitLost, <-code, errOut.String())
 	lines := strings.Count(out.String(), "\n")
-	require.Contains(t, errOut.String(), "GAP dropped=")
+	require.Contains(t, errOut.String(), "GAP shard=0 dropped=")
 	require.Contains(t, errOut.String(), fmt.Sprintf("event(s) lost (reported by the broker), %d received", lines))
 	require.Less(t, lines, 2000)
 }
@@ -142,5 +142,5 @@ func TestSubFollowsNotOwnerToTheOwner(t *testing.T) {
 	r := runSubT(t, "--addr", nodes[0].Addr, "--ca", nodes[0].CAFile, "--shard", "1", "--from", "earliest", "--count", "1")
 	require.Equal(t, exitOK, r.code, r.stderr)
 	require.Contains(t, r.stderr, "shard 1 is owned by b2 ("+nodes[1].Addr+"); subscribing there")
-	require.Equal(t, fmt.Sprintf("%d to-b2\n", 3<<32), r.stdout, "the first offset of placement version 3's epoch")
+	require.Equal(t, fmt.Sprintf("1 %d to-b2\n", 3<<32), r.stdout, "the first offset of placement version 3's epoch")
 }

@@ -51,7 +51,7 @@ func TestSubFromTimeStartsAtTheFirstRecordAtOrAfterIt(t *testing.T) {
 		}
 		r := runSubT(t, tb.args("--from-time", at.Format(time.RFC3339Nano), "--count", "1")...)
 		require.Equal(t, 0, r.code, r.stderr)
-		require.True(t, strings.HasPrefix(r.stdout, strconv.Itoa(first)+" "), "from %s: %q", at, r.stdout)
+		require.True(t, strings.HasPrefix(r.stdout, "0 "+strconv.Itoa(first)+" "), "from %s: %q", at, r.stdout)
 		require.True(t, strings.HasSuffix(strings.TrimSpace(r.stdout), strconv.Itoa(first)), r.stdout)
 	}
 	r := runSubT(t, tb.args("--from-time", "2001-01-01T00:00:00Z", "--from", "earliest")...)
@@ -59,7 +59,8 @@ func TestSubFromTimeStartsAtTheFirstRecordAtOrAfterIt(t *testing.T) {
 }
 
 // felix pub --header K=V gives every message the headers; felix sub prints
-// them between the offset and the payload, and events without none.
+// them between the offset and the payload (--json: in order, as "headers"),
+// and events without none.
 func TestPubHeadersShowInSub(t *testing.T) {
 	tb := startBrokerWith(t, broker.Config{DataDir: t.TempDir()},
 		broker.StreamSpec{StreamKey: broker.StreamKey{Tenant: "t1", Namespace: "default", Stream: "demo"}, Shards: 1, Durable: true})
@@ -71,8 +72,18 @@ func TestPubHeadersShowInSub(t *testing.T) {
 	require.Equal(t, exitOK, r.code, r.stderr)
 	r = runSubT(t, tb.args("--from", "earliest", "--count", "3")...)
 	require.Equal(t, exitOK, r.code, r.stderr)
-	require.Equal(t, "0 [traceparent=00-ab-01 content-type=text/plain] hello\n"+
-		"1 [traceparent=00-ab-01 content-type=text/plain] hello\n2 plain\n", r.stdout)
+	require.Equal(t, "0 0 [traceparent=00-ab-01 content-type=text/plain] hello\n"+
+		"0 1 [traceparent=00-ab-01 content-type=text/plain] hello\n0 2 plain\n", r.stdout)
+	r = runSubT(t, tb.args("--from", "earliest", "--count", "1", "--json")...)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	require.JSONEq(t, `{"shard":0,"offset":0,"payload":"hello","headers":[`+
+		`{"key":"traceparent","value":"00-ab-01"},{"key":"content-type","value":"text/plain"}]}`, r.stdout)
 	r = runPubT(t, "", tb.args("--header", "novalue", "x")...)
 	require.Equal(t, exitUsage, r.code)
+	r = runPubT(t, "", tb.args("--ack", "--header", "k=v", "--key", "a", "keyed")...)
+	require.Equal(t, exitOK, r.code, "the idempotent producer carries headers with a key: %s", r.stderr)
+	r = runSubT(t, tb.args("--from", "3", "--shard", "0", "--count", "1")...)
+	require.Equal(t, "0 3 [k=v] keyed\n", r.stdout, r.stderr)
+	r = runPubT(t, "", tb.args("--header", "k=v", "--key", "a", "x")...)
+	require.Equal(t, exitUsage, r.code, "plain publishes carry headers without a key or shard only")
 }

@@ -10,11 +10,13 @@ import (
 
 	"github.com/felixmq/felix/auth"
 	"github.com/felixmq/felix/controlplane/api"
+	"github.com/felixmq/felix/internal/cli"
 )
 
 const tokenUsage = `usage: felix token exchange --controlplane URL --tenant T --idp-token FILE [--out FILE] [--actions a,b]
        felix token mint [--controlplane URL] --token-file BOOTSTRAP --tenant T --subject S --grant ACTION[:RESOURCE]... [--out FILE]
        felix token node [--controlplane URL] --token-file CREDENTIAL --subject BROKER_ID [--out FILE]
+(every verb also takes --json)
 
 exchange: trades an identity provider's token (read from FILE, "-" for
 stdin) for a Felix token.
@@ -38,138 +40,152 @@ not_found, ...) and exits 1.`
 func runToken(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 {
 		switch args[0] {
-		case "exchange":
-			return tokenExchange(args[1:], stdout, stderr)
-		case "mint":
-			return tokenMint(args[1:], stdout, stderr)
-		case "node":
-			return tokenNode(args[1:], stdout, stderr)
+		case "exchange", "mint", "node":
+			return tokenCmd(args[0], args[1:], stdout, stderr)
+		}
+		if cli.IsHelp(args[0]) {
+			return cli.Fail(cli.ErrHelp, "felix token", tokenUsage, nil, stdout, stderr)
 		}
 	}
-	fmt.Fprintln(stderr, tokenUsage)
-	return exitUsage
+	if len(args) == 0 {
+		cli.PrintUsage(stderr, tokenUsage, nil)
+		return exitUsage
+	}
+	return cli.Fail(errors.New("want exchange, mint or node"), "felix token", tokenUsage, nil, stdout, stderr)
 }
 
-// tokenFlags are the flags both token commands share.
+// tokenFlags are the flags of the token commands; each verb registers its
+// own ("" every one, for completion).
 type tokenFlags struct {
-	set             *flag.FlagSet
-	cp              *cpFlags
-	tenant, outFile *string
+	cp                                         *cpFlags
+	tenant, outFile, idpFile, actions, subject string
+	grants                                     []string
+	json                                       bool
 }
 
-func newTokenFlags(name string, withToken bool, stderr io.Writer) tokenFlags {
-	set := flag.NewFlagSet(name, flag.ContinueOnError)
-	set.SetOutput(stderr)
-	set.Usage = func() { fmt.Fprintln(stderr, tokenUsage); set.PrintDefaults() }
-	return tokenFlags{set: set, cp: addCPFlags(set, withToken), tenant: set.String("tenant", "", "tenant `T` the token belongs to"),
-		outFile: set.String("out", "", "write the Felix token to `FILE` instead of stdout")}
-}
-
-func tokenExchange(args []string, stdout, stderr io.Writer) int {
-	tf := newTokenFlags("token exchange", false, stderr)
-	set, cp, tenant, outFile := tf.set, tf.cp, tf.tenant, tf.outFile
-	idpFile := set.String("idp-token", "", "`FILE` holding the IdP token (- for stdin)")
-	actions := set.String("actions", "", "comma list narrowing the granted actions")
-	if err := set.Parse(args); err != nil {
-		return exitUsage
+func newTokenFlags(verb string) (*flag.FlagSet, *tokenFlags) {
+	set := flag.NewFlagSet("felix token "+verb, flag.ContinueOnError)
+	f := &tokenFlags{cp: addCPFlags(set, verb != "exchange")}
+	set.StringVar(&f.outFile, "out", "", "write the Felix token to `FILE` (mode 0600) instead of stdout")
+	set.BoolVar(&f.json, "json", false, `print {"token":...,"expires_at":...} on stdout`)
+	if verb != "node" {
+		set.StringVar(&f.tenant, "tenant", "", "tenant `T` the token belongs to")
 	}
-	if err := cp.check(); err != nil || *tenant == "" || *idpFile == "" || set.NArg() > 0 {
-		if err == nil {
-			err = fmt.Errorf("--tenant and --idp-token are required, and no arguments")
+	if verb == "exchange" || verb == "" {
+		set.StringVar(&f.idpFile, "idp-token", "", "`FILE` holding the IdP token (- for stdin)")
+		set.StringVar(&f.actions, "actions", "", "comma list narrowing the granted actions")
+	}
+	if verb != "exchange" {
+		set.StringVar(&f.subject, "subject", "", "who the token is for (`S`, its sub; node: the broker's FELIX_NODE_ID)")
+	}
+	if verb == "mint" || verb == "" {
+		set.Func("grant", "a right, `ACTION[:RESOURCE]` (repeatable; RESOURCE defaults to T/*/*)", func(v string) error {
+			f.grants = append(f.grants, v)
+			return nil
+		})
+	}
+	return set, f
+}
+
+// tokenFlagSet is every token flag, for completion.
+func tokenFlagSet() *flag.FlagSet { s, _ := newTokenFlags(""); return s }
+
+func tokenCmd(verb string, args []string, stdout, stderr io.Writer) int {
+	set, f := newTokenFlags(verb)
+	pos, err := cli.Parse(set, args)
+	if err == nil && len(pos) > 0 {
+		err = fmt.Errorf("unexpected argument %q (flags only)", pos[0])
+	}
+	if err == nil && verb != "exchange" {
+		// Without --controlplane, mint and node go to the bootstrap
+		// listener's default address, where the issuer is.
+		explicit := false
+		set.Visit(func(fl *flag.Flag) { explicit = explicit || fl.Name == "controlplane" })
+		if !explicit {
+			f.cp.url = bootstrapURL
 		}
-		fmt.Fprintln(stderr, "felix token exchange:", err)
-		return exitUsage
 	}
-	idp, err := readTokenFile(*idpFile)
+	if err == nil {
+		err = f.cp.check()
+	}
+	if err == nil {
+		err = f.required(verb)
+	}
 	if err != nil {
-		fmt.Fprintln(stderr, "felix token exchange: --idp-token:", err)
-		return exitFail
+		return cli.Fail(err, "felix token "+verb, tokenUsage, set, stdout, stderr)
 	}
-	req := api.ExchangeRequest{Tenant: *tenant, IdPToken: idp}
-	for _, a := range splitComma(*actions) {
-		req.Actions = append(req.Actions, auth.Action(a))
+	var req any
+	path := "/v1/token/" + verb
+	switch verb {
+	case "exchange":
+		idp, err := readTokenFile(f.idpFile)
+		if err != nil {
+			fmt.Fprintln(stderr, "felix token exchange: --idp-token:", err)
+			return exitFail
+		}
+		r := api.ExchangeRequest{Tenant: f.tenant, IdPToken: idp}
+		for _, a := range splitComma(f.actions) {
+			r.Actions = append(r.Actions, auth.Action(a))
+		}
+		req = r
+	case "mint":
+		r := api.MintRequest{Tenant: f.tenant, Subject: f.subject}
+		for _, g := range f.grants {
+			action, resource, ok := strings.Cut(g, ":")
+			if !ok {
+				resource = f.tenant + "/*/*"
+			}
+			r.Permissions = append(r.Permissions, auth.Permission{Action: auth.Action(action), Resource: resource})
+		}
+		req = r
+	case "node":
+		req = api.NodeTokenRequest{Subject: f.subject}
 	}
-	return issue("exchange", cp, "/v1/token/exchange", req, *outFile, stdout, stderr)
+	return issue(verb, f, path, req, stdout, stderr)
+}
+
+// required checks what verb cannot do without.
+func (f *tokenFlags) required(verb string) error {
+	switch {
+	case verb == "exchange" && (f.tenant == "" || f.idpFile == ""):
+		return errors.New("--tenant and --idp-token are required")
+	case verb == "mint" && (f.tenant == "" || f.subject == "" || len(f.grants) == 0):
+		return errors.New("--tenant, --subject and at least one --grant are required")
+	case verb == "node" && f.subject == "":
+		return errors.New("--subject is required")
+	}
+	return nil
 }
 
 // bootstrapURL is the bootstrap listener's default address
 // (FELIX_CP_BOOTSTRAP_BIND), where the development issuer is served.
 const bootstrapURL = "http://127.0.0.1:7071"
 
-func tokenMint(args []string, stdout, stderr io.Writer) int {
-	tf := newTokenFlags("token mint", true, stderr)
-	set, cp, tenant, outFile := tf.set, tf.cp, tf.tenant, tf.outFile
-	subject := set.String("subject", "", "who the token is for (`S`, its sub)")
-	var grants []string
-	set.Func("grant", "a right, `ACTION[:RESOURCE]` (repeatable; RESOURCE defaults to T/*/*)", func(v string) error {
-		grants = append(grants, v)
-		return nil
-	})
-	err := tf.parseOnBootstrap(args)
-	if errors.Is(err, flag.ErrHelp) {
-		return exitUsage
-	}
-	if err == nil && (*tenant == "" || *subject == "" || len(grants) == 0 || set.NArg() > 0) {
-		err = fmt.Errorf("--tenant, --subject and at least one --grant are required, and no arguments")
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, "felix token mint:", err)
-		return exitUsage
-	}
-	req := api.MintRequest{Tenant: *tenant, Subject: *subject}
-	for _, g := range grants {
-		action, resource, ok := strings.Cut(g, ":")
-		if !ok {
-			resource = *tenant + "/*/*"
-		}
-		req.Permissions = append(req.Permissions, auth.Permission{Action: auth.Action(action), Resource: resource})
-	}
-	return issue("mint", cp, "/v1/token/mint", req, *outFile, stdout, stderr)
-}
-
-func tokenNode(args []string, stdout, stderr io.Writer) int {
-	tf := newTokenFlags("token node", true, stderr)
-	subject := tf.set.String("subject", "", "the broker's FELIX_NODE_ID (`BROKER_ID`, the credential's sub)")
-	if err := tf.parseOnBootstrap(args); err != nil || *subject == "" || tf.set.NArg() > 0 {
-		if err == nil {
-			err = errors.New("--subject is required, and no arguments")
-		}
-		fmt.Fprintln(stderr, "felix token node:", err)
-		return exitUsage
-	}
-	return issue("node", tf.cp, "/v1/token/node", api.NodeTokenRequest{Subject: *subject}, *tf.outFile, stdout, stderr)
-}
-
-// parseOnBootstrap parses args; without --controlplane the request goes to
-// the bootstrap listener's default address.
-func (tf tokenFlags) parseOnBootstrap(args []string) error {
-	if err := tf.set.Parse(args); err != nil {
-		return err
-	}
-	explicit := false
-	tf.set.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "controlplane" })
-	if !explicit {
-		tf.cp.url = bootstrapURL
-	}
-	return tf.cp.check()
-}
-
 // issue posts req to path and prints or writes the Felix token it answers.
-func issue(verb string, cp *cpFlags, path string, req any, outFile string, stdout, stderr io.Writer) int {
+func issue(verb string, f *tokenFlags, path string, req any, stdout, stderr io.Writer) int {
 	var resp api.ExchangeResponse
-	if err := cp.call("POST", path, req, &resp); err != nil {
+	if err := f.cp.call("POST", path, req, &resp); err != nil {
 		fmt.Fprintf(stderr, "felix token %s: %v\n", verb, err)
 		return exitFail
 	}
-	if outFile != "" {
-		if err := os.WriteFile(outFile, []byte(resp.Token+"\n"), 0o600); err != nil {
+	expires := resp.ExpiresAt.Format("2006-01-02T15:04:05Z07:00")
+	switch {
+	case f.outFile != "":
+		if err := os.WriteFile(f.outFile, []byte(resp.Token+"\n"), 0o600); err != nil {
 			fmt.Fprintf(stderr, "felix token %s: --out: %v\n", verb, err)
 			return exitFail
 		}
-	} else {
+		if f.json {
+			writeJSONLine(stdout, map[string]any{"file": f.outFile, "expires_at": expires})
+		}
+	case f.json:
+		writeJSONLine(stdout, map[string]any{"token": resp.Token, "expires_at": expires})
+	default:
 		fmt.Fprintln(stdout, resp.Token)
 	}
-	fmt.Fprintln(stderr, "expires_at", resp.ExpiresAt.Format("2006-01-02T15:04:05Z07:00"))
+	if !f.json {
+		fmt.Fprintln(stderr, "expires_at", expires)
+	}
 	return exitOK
 }
 

@@ -124,7 +124,7 @@ func TestTokenExchangeAndAdmin(t *testing.T) {
 	code, _, stderr = runCLI("admin", "namespace", "list", "--tenant", "t1", "--controlplane", cp)
 	require.Equal(t, exitFail, code)
 	require.Contains(t, stderr, "401 unauthenticated")
-	code, _, stderr = runCLI("admin", "stream", "list", "--tenant", "t1", "--controlplane", cp)
+	code, _, stderr = runCLI("admin", "stream", "list", "--tenant", "t1", "--namespace", "", "--controlplane", cp)
 	require.Equal(t, exitUsage, code)
 	require.Contains(t, stderr, "needs --tenant and --namespace")
 	code, _, stderr = runCLI("token", "exchange", "--controlplane", cp, "--tenant", "t1")

@@ -2,41 +2,51 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
 
+	"github.com/felixmq/felix/internal/cli"
 	"github.com/felixmq/felix/wire"
 	"github.com/felixmq/felix/wire/wirevector"
 )
 
 const wireUsage = `usage:
   felix wire check FILE...          check vector files (prints ok NAME / FAIL NAME: reason)
-  felix wire decode [-max-frame N] HEX  decode one frame and print it as JSON`
+  felix wire decode HEX [--max-frame N]  decode one frame and print it as JSON`
 
 // runWire dispatches `felix wire check` and `felix wire decode`.
 func runWire(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "check":
+			return wireCheck(args[1:], stdout, stderr)
+		case "decode":
+			return wireDecode(args[1:], stdout, stderr)
+		}
+		if cli.IsHelp(args[0]) {
+			return cli.Fail(cli.ErrHelp, "felix wire", wireUsage, nil, stdout, stderr)
+		}
+	}
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, wireUsage)
+		cli.PrintUsage(stderr, wireUsage, nil)
 		return exitUsage
 	}
-	switch args[0] {
-	case "check":
-		return wireCheck(args[1:], stdout, stderr)
-	case "decode":
-		return wireDecode(args[1:], stdout, stderr)
-	}
-	fmt.Fprintf(stderr, "felix wire: unknown subcommand %q\n%s\n", args[0], wireUsage)
-	return exitUsage
+	return cli.Fail(errors.New("want check or decode"), "felix wire", wireUsage, nil, stdout, stderr)
 }
 
 // wireCheck checks each vector file and reports one line per file.
-func wireCheck(files []string, stdout, stderr io.Writer) int {
-	if len(files) == 0 {
-		fmt.Fprintln(stderr, wireUsage)
-		return exitUsage
+func wireCheck(args []string, stdout, stderr io.Writer) int {
+	set := flag.NewFlagSet("felix wire check", flag.ContinueOnError)
+	files, err := cli.Parse(set, args)
+	if err == nil && len(files) == 0 {
+		err = errors.New("want FILE...")
+	}
+	if err != nil {
+		return cli.Fail(err, "felix wire check", wireUsage, set, stdout, stderr)
 	}
 	code := exitOK
 	for _, path := range files {
@@ -74,15 +84,21 @@ type headerOutput struct {
 
 // wireDecode decodes one frame given as hex; whitespace anywhere in the
 // arguments is ignored, so `xxd -p` output can be pasted as is.
+func newWireDecodeFlags() (*flag.FlagSet, *uint) {
+	set := flag.NewFlagSet("felix wire decode", flag.ContinueOnError)
+	return set, set.Uint("max-frame", wire.DefaultMaxFrameBytes, "payload cap in bytes")
+}
+
 func wireDecode(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("felix wire decode", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	maxFrame := fs.Uint("max-frame", wire.DefaultMaxFrameBytes, "payload cap in bytes")
-	if err := fs.Parse(args); err != nil || fs.NArg() == 0 || *maxFrame > 1<<32-1 {
-		fmt.Fprintln(stderr, wireUsage)
-		return exitUsage
+	set, maxFrame := newWireDecodeFlags()
+	hexArgs, err := cli.Parse(set, args)
+	if err == nil && (len(hexArgs) == 0 || *maxFrame > 1<<32-1) {
+		err = errors.New("want HEX, and --max-frame within 32 bits")
 	}
-	frame, err := wirevector.ParseHex(strings.Join(fs.Args(), ""))
+	if err != nil {
+		return cli.Fail(err, "felix wire decode", wireUsage, set, stdout, stderr)
+	}
+	frame, err := wirevector.ParseHex(strings.Join(hexArgs, ""))
 	if err != nil {
 		fmt.Fprintf(stderr, "felix wire decode: bad hex: %v\n", err)
 		return exitUsage

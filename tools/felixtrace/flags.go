@@ -1,10 +1,15 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"time"
+
+	"github.com/felixmq/felix/internal/cli"
+	"github.com/felixmq/felix/internal/endpoint"
 )
 
 // Config is one felixtrace run.
@@ -65,32 +70,32 @@ felixtrace says so in one line and keeps to the /proc numbers.
 {"sample": ...} per interval, then {"summary": ...} at exit. Durations are in
 nanoseconds (*_ns), rates per second (*_per_s), CPU shares in percent (*_pct).
 
-Exit status: 0 ok, 1 the broker could not be reached or --json failed, 2 usage.
-
-Flags:`
-
-// defaultAdmin is what cmd/felix-broker binds without FELIX_ADMIN_BIND
-// (make run).
-const defaultAdmin = "127.0.0.1:8080"
+Exit status: 0 ok, 1 the broker could not be reached or --json failed, 2 usage.`
 
 // parseFlags parses and validates the command line. The returned error is a
-// usage error; flag.ErrHelp for --help.
-func parseFlags(args []string, stderr io.Writer) (Config, error) {
+// usage error; cli.ErrHelp for --help, after the usage went to stdout.
+func parseFlags(args []string, stdout io.Writer) (Config, error) {
 	set := flag.NewFlagSet("felixtrace", flag.ContinueOnError)
-	set.SetOutput(stderr)
-	set.Usage = func() { fmt.Fprintln(stderr, usageText); set.PrintDefaults() }
 	var cfg Config
-	set.StringVar(&cfg.Admin, "admin", defaultAdmin, "broker admin HTTP address `host:port` (FELIX_ADMIN_BIND) or URL")
+	ep, epErr := endpoint.Resolve(os.LookupEnv)
+	set.StringVar(&cfg.Admin, "admin", ep.Admin.V, "broker admin HTTP address `host:port` or URL (else $FELIX_ADMIN, the context, a local broker's broker.json)")
 	set.DurationVar(&cfg.Interval, "interval", time.Second, "time between samples")
 	set.DurationVar(&cfg.Duration, "duration", 0, "stop after this long and print the summary; 0: until Ctrl-C")
 	set.BoolVar(&cfg.BPF, "bpf", false, "add eBPF softirq and block I/O probes of this host (root; see above)")
 	set.StringVar(&cfg.JSONFile, "json", "", "write every sample and the summary to `FILE` (JSON lines)")
 	set.IntVar(&cfg.Top, "top", 8, "show the `N` busiest threads and connections")
-	if err := set.Parse(args); err != nil {
+	pos, err := cli.Parse(set, args)
+	if errors.Is(err, cli.ErrHelp) {
+		cli.PrintUsage(stdout, usageText, set)
+	}
+	if err != nil {
 		return Config{}, err
 	}
-	if set.NArg() != 0 {
-		return Config{}, fmt.Errorf("unexpected argument %q (flags only)", set.Arg(0))
+	if len(pos) != 0 {
+		return Config{}, fmt.Errorf("unexpected argument %q (flags only)", pos[0])
+	}
+	if epErr != nil {
+		return Config{}, epErr
 	}
 	return cfg, cfg.validate()
 }

@@ -3,11 +3,18 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/felixmq/felix/internal/testutil"
 )
+
+// TestMain keeps a local broker's dev directory and the tools' variables
+// out of the tests.
+func TestMain(m *testing.M) { os.Exit(testutil.RunWithDevDir(m)) }
 
 func TestFlags(t *testing.T) {
 	var stderr bytes.Buffer
@@ -29,9 +36,13 @@ func TestFlags(t *testing.T) {
 
 func TestHelpSaysWhereTheProbesRun(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	require.Equal(t, exitOK, cli(context.Background(), []string{"--help"}, &stdout, &stderr))
-	for _, s := range []string{"same host", "root", "/debug/felix/stats", "JSON", "-admin", "-bpf"} {
-		require.Contains(t, stderr.String(), s)
+	require.Equal(t, exitOK, cliMain(context.Background(), []string{"--help"}, &stdout, &stderr))
+	for _, s := range []string{"same host", "root", "/debug/felix/stats", "JSON", "--admin", "--bpf"} {
+		require.Contains(t, stdout.String(), s)
 	}
-	require.Equal(t, exitUsage, cli(context.Background(), []string{"--interval", "0"}, &stdout, &stderr))
+	require.Empty(t, stderr.String())
+	require.Equal(t, exitUsage, cliMain(context.Background(), []string{"--interval", "0"}, &stdout, &stderr))
+	stdout.Reset()
+	require.Equal(t, exitOK, cliMain(context.Background(), []string{"--version"}, &stdout, &stderr))
+	require.Contains(t, stdout.String(), "felixtrace ")
 }

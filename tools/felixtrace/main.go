@@ -24,12 +24,13 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/felixmq/felix/internal/cli"
 )
 
 const (
@@ -43,13 +44,20 @@ func main() {
 	// The first signal ends the run with its summary; a second one kills
 	// the process.
 	context.AfterFunc(ctx, stop)
-	os.Exit(cli(ctx, os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(cliMain(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 
 // cli runs the command line: tables on stdout, problems on stderr.
-func cli(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	cfg, err := parseFlags(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
+func cliMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && cli.IsVersion(args[0]) {
+		fmt.Fprintln(stdout, cli.VersionLine("felixtrace"))
+		return exitOK
+	}
+	if len(args) > 0 && args[0] == "help" {
+		args = []string{"--help"}
+	}
+	cfg, err := parseFlags(args, stdout)
+	if errors.Is(err, cli.ErrHelp) {
 		return exitOK
 	}
 	if err != nil {

@@ -157,7 +157,7 @@ func requireSoftirqAndIOWaitFields(t *testing.T, file string) {
 
 func TestUnreachableBrokerFails(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	code := cli(context.Background(), []string{"--admin", "127.0.0.1:1", "--duration", "1s"}, &stdout, &stderr)
+	code := cliMain(context.Background(), []string{"--admin", "127.0.0.1:1", "--duration", "1s"}, &stdout, &stderr)
 	require.Equal(t, exitFail, code)
 	require.Contains(t, stderr.String(), "cannot read the broker's stats")
 	require.Empty(t, stdout.String())

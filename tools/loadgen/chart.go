@@ -9,14 +9,17 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/felixmq/felix/internal/cli"
 )
 
-const reportUsage = `usage: felix-loadgen report [--svg OUT.svg] [--chart fanout|publishers] RESULT.json...
+const reportUsage = `usage: felix-loadgen report RESULT.json... [--svg OUT.svg] [--chart fanout|publishers]
 Draws the published Felix pages' charts from --json results: ack latency
 (p50, with p99 dashed) against fanout, one line per payload; or throughput
 (median MB/s, min-max whiskers) against publishers, one line per payload and
-durability. Without --chart it picks the axis the results vary along.
-Prints the points as a table too.`
+durability. Without --chart it picks the axis the results vary along, and
+the throughput chart for results without ack latency (--ack none). Prints
+the points as a table too.`
 
 // point is one result on a chart: x, the median y and its spread.
 type point struct {
@@ -35,17 +38,13 @@ type chart struct {
 
 func runReport(args []string, stdout, stderr io.Writer) int {
 	set := flag.NewFlagSet("felix-loadgen report", flag.ContinueOnError)
-	set.SetOutput(stderr)
-	set.Usage = func() { fmt.Fprintln(stderr, reportUsage); set.PrintDefaults() }
 	svgOut := set.String("svg", "", "write the chart to `FILE`")
 	kind := set.String("chart", "", "fanout or publishers (default: what the results vary along)")
-	if err := set.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	files, err := cli.Parse(set, args)
+	if err != nil {
+		return cli.Fail(err, "felix-loadgen report", reportUsage, set, stdout, stderr)
 	}
-	results, err := loadResults(set.Args())
+	results, err := loadResults(files)
 	if err == nil {
 		var c chart
 		if c, err = buildChart(results, *kind); err == nil {
@@ -88,8 +87,8 @@ func loadResults(files []string) ([]Result, error) {
 func buildChart(rs []Result, kind string) (chart, error) {
 	if kind == "" {
 		kind = "fanout"
-		for _, r := range rs[1:] {
-			if r.Config.Publishers != rs[0].Config.Publishers {
+		for _, r := range rs {
+			if r.Config.Publishers != rs[0].Config.Publishers || r.Summary.AckP50 == nil {
 				kind = "publishers"
 			}
 		}

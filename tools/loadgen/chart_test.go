@@ -47,10 +47,12 @@ func TestReportDrawsBothCharts(t *testing.T) {
 	}{
 		{fanout, "latency by fanout", "4 KiB payload", 6, 2},
 		{pubs, "throughput by publishers", "4 KiB ephemeral", 4, 1},
+		{pubs[:1], "throughput by publishers", "4 KiB ephemeral", 1, 1}, // one result without ack latency: the README's
 	} {
 		svg := filepath.Join(dir, "out.svg")
 		var out, errb bytes.Buffer
-		require.Equal(t, exitOK, cli(t.Context(), append([]string{"report", "--svg", svg}, tc.files...), &out, &errb), errb.String())
+		// As the README writes it: the files first, then the flags.
+		require.Equal(t, exitOK, cliMain(t.Context(), append(append([]string{"report"}, tc.files...), "--svg", svg), &out, &errb), errb.String())
 		require.Contains(t, out.String(), tc.title)
 		raw, err := os.ReadFile(svg)
 		require.NoError(t, err)
@@ -69,11 +71,11 @@ func TestReportDrawsBothCharts(t *testing.T) {
 
 func TestReportErrors(t *testing.T) {
 	var out, errb bytes.Buffer
-	require.Equal(t, exitUsage, cli(t.Context(), []string{"report"}, &out, &errb))
+	require.Equal(t, exitUsage, cliMain(t.Context(), []string{"report"}, &out, &errb))
 	require.Contains(t, errb.String(), "no RESULT.json given")
 	bad := filepath.Join(t.TempDir(), "x.json")
 	require.NoError(t, os.WriteFile(bad, []byte(`{"tool":"other"}`), 0o644))
 	errb.Reset()
-	require.Equal(t, exitUsage, cli(t.Context(), []string{"report", bad}, &out, &errb))
+	require.Equal(t, exitUsage, cliMain(t.Context(), []string{"report", bad}, &out, &errb))
 	require.Contains(t, errb.String(), "not a felix-loadgen result")
 }

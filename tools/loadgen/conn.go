@@ -15,8 +15,8 @@ import (
 )
 
 // tlsConfig says how to trust the broker, as `felix pub` does: a pinned
-// fingerprint, or a CA file (make run writes defaultCAFile). It never skips
-// verification.
+// fingerprint, or a CA file (make run writes its dev directory's
+// cert.pem). It never skips verification.
 func tlsConfig(ca string, caExplicit bool, fingerprint string) (*tls.Config, error) {
 	if fingerprint != "" {
 		if caExplicit {
@@ -30,7 +30,7 @@ func tlsConfig(ca string, caExplicit bool, fingerprint string) (*tls.Config, err
 	}
 	pemBytes, err := os.ReadFile(ca)
 	if errors.Is(err, fs.ErrNotExist) && !caExplicit {
-		return nil, fmt.Errorf("no CA: pass --ca or --fingerprint (make run writes %s)", defaultCAFile)
+		return nil, fmt.Errorf("no CA: pass --ca or --fingerprint (make run writes %s)", ca)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("--ca: %w", err)

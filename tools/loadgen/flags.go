@@ -12,7 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/felixmq/felix/internal/cli"
 	"github.com/felixmq/felix/internal/devdir"
+	"github.com/felixmq/felix/internal/endpoint"
 	"github.com/felixmq/felix/internal/knob"
 	"github.com/felixmq/felix/udp/netknobs"
 )
@@ -63,6 +65,8 @@ type Config struct {
 	Batch       int
 	Ack         string // none | each | batch
 	Inflight    int    // acked publishes outstanding per publisher
+	// Floor measures the transport's floor before each round (floor.go).
+	Floor bool
 	// Idempotent publishes acked batches through an idempotent producer
 	// (client.IdempotentPublisher), each publisher to shard id mod shards.
 	Idempotent bool
@@ -123,14 +127,6 @@ const (
 	defaultConnWin   = 64 << 20
 )
 
-// defaultCAFile and defaultTokenFile are where `make run` writes its
-// certificate and its embedded control plane's dev token (FELIX_DEV_DIR,
-// default /tmp/felix-dev). Variables so tests can point them elsewhere.
-var (
-	defaultCAFile    = devdir.Path(os.LookupEnv, devdir.CertFile)
-	defaultTokenFile = devdir.Path(os.LookupEnv, devdir.TokenFile)
-)
-
 const usageText = `usage: felix-loadgen [flags]
 
 Publishes to and subscribes from a Felix broker and reports msg/s, MB/s, ack
@@ -151,8 +147,10 @@ the intended send time in unix ns (8); smaller payloads carry nothing, so
 delivery latency is n/a for them (messages are still counted). Latency is
 measured from the intended send time: with --rate that is the paced slot, so
 a stalled broker shows up as latency instead of a slower sender (no
-coordinated omission). Delivery latency compares clocks of the publishing and
-the subscribing host: both are this process.
+coordinated omission); unpaced, the moment a publish could go (fewer than
+--inflight outstanding). With --inflight 1 the publisher waits for each ack
+itself. Delivery latency compares clocks of the publishing and the
+subscribing host: both are this process.
 
 Every subscriber follows every shard of one stream and is subscribed before
 the first publish. --warmup traffic is excluded from rates and latencies by
@@ -190,6 +188,8 @@ Flags:`
 type rawFlags struct {
 	ca, fingerprint, payload    string
 	streamWin, connWin, slowWin string
+	ep                          endpoint.Endpoints // where the broker is when flags do not say
+	epErr                       error
 }
 
 // proxy is --via-proxy and its impairments (proxy.go); main reads it.
@@ -197,14 +197,16 @@ var proxy proxyFlags
 
 // defineFlags registers every flag on set, writing into cfg and raw.
 func defineFlags(set *flag.FlagSet, cfg *Config, raw *rawFlags) {
-	set.StringVar(&cfg.Addr, "addr", "127.0.0.1:5000", "broker QUIC address `host:port` (FELIX_QUIC_BIND)")
+	raw.ep, raw.epErr = endpoint.Resolve(os.LookupEnv)
+	ep := raw.ep
+	set.StringVar(&cfg.Addr, "addr", ep.Addr.V, "broker QUIC address `host:port` (else $FELIX_ADDR, the context, a local broker's broker.json)")
 	proxy = proxyFlags{}
 	proxy.define(set)
-	set.StringVar(&cfg.Admin, "admin", "127.0.0.1:8080", "broker admin HTTP address `host:port` (FELIX_ADMIN_BIND) for creating streams and shard stats; empty: none")
-	set.StringVar(&cfg.Tenant, "tenant", "t1", "tenant")
+	set.StringVar(&cfg.Admin, "admin", ep.Admin.V, "broker admin HTTP address `host:port` for creating streams and shard stats (else $FELIX_ADMIN, the context, a local broker's); empty: none")
+	set.StringVar(&cfg.Tenant, "tenant", ep.Tenant.V, "tenant (else $FELIX_TENANT, the context)")
 	set.StringVar(&cfg.Namespace, "namespace", "default", "namespace")
-	set.StringVar(&cfg.Token, "token", "", "auth `TOKEN` (default $FELIX_TOKEN, else the token file make run writes in $FELIX_DEV_DIR)")
-	set.StringVar(&raw.ca, "ca", defaultCAFile, "PEM `FILE` of certificates to trust")
+	set.StringVar(&cfg.Token, "token", "", "auth `TOKEN` (else $FELIX_TOKEN, the context's token file, the dev directory's token)")
+	set.StringVar(&raw.ca, "ca", ep.CA.V, "PEM `FILE` of certificates to trust (else $FELIX_CA, the context, the dev directory's cert.pem)")
 	set.StringVar(&raw.fingerprint, "fingerprint", "", "pin the broker certificate's SHA-256 (`HEX`) instead of --ca")
 	set.StringVar(&cfg.Profile, "profile", "latency", "`name`: latency or throughput (see above)")
 	set.StringVar(&cfg.StreamPrefix, "stream", "", "stream name (with --streams N > 1: `PREFIX`-0..N-1); empty: loadgen-<shards>s-<ephemeral|fsync>")
@@ -219,6 +221,7 @@ func defineFlags(set *flag.FlagSet, cfg *Config, raw *rawFlags) {
 	set.IntVar(&cfg.Batch, "batch", 0, "messages per publish (profile default)")
 	set.StringVar(&cfg.Ack, "ack", "", "`mode`: none (fire-and-forget Send), each (one acked publish per message) or batch (one ack per --batch); profile default")
 	set.IntVar(&cfg.Inflight, "inflight", 0, "acked publishes outstanding per publisher (profile default; at most 64 with --idempotent)")
+	set.BoolVar(&cfg.Floor, "floor", false, "before each round, time a bare quic-go round trip (the frame of one acked publish and its ack, one at a time, to a child process on the broker's transport configuration) for --duration after --warmup, and report ack and delivery latency and the broker's CPU per publish against it")
 	set.BoolVar(&cfg.Idempotent, "idempotent", true, "acked publishes go through an idempotent producer (exactly once; publisher i to shard i mod --shards); false: plain acked publishes, the broker picking the shard")
 	set.Float64Var(&cfg.Rate, "rate", 0, "total publish rate in `msg/s`, evenly paced over publishers; latency counts from each paced slot (no coordinated omission); 0: as fast as possible")
 	set.DurationVar(&cfg.Duration, "duration", 10*time.Second, "length of the measured phase (after --warmup)")
@@ -242,20 +245,25 @@ func defineFlags(set *flag.FlagSet, cfg *Config, raw *rawFlags) {
 
 // parseFlags parses and validates the command line. The returned error is a
 // usage error; flag.ErrHelp for --help.
-func parseFlags(args []string, stderr io.Writer) (Config, error) {
+func parseFlags(args []string, stdout io.Writer) (Config, error) {
 	set := flag.NewFlagSet("felix-loadgen", flag.ContinueOnError)
-	set.SetOutput(stderr)
-	set.Usage = func() { fmt.Fprintln(stderr, usageText); set.PrintDefaults() }
 	var cfg Config
 	var raw rawFlags
 	defineFlags(set, &cfg, &raw)
-	if err := set.Parse(args); err != nil {
+	pos, err := cli.Parse(set, args)
+	if errors.Is(err, cli.ErrHelp) {
+		cli.PrintUsage(stdout, usageText, set)
+	}
+	if err != nil {
 		return Config{}, err
 	}
 	given := map[string]bool{}
 	set.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	if set.NArg() != 0 {
-		return Config{}, fmt.Errorf("unexpected argument %q (flags only)", set.Arg(0))
+	if len(pos) != 0 {
+		return Config{}, fmt.Errorf("unexpected argument %q (flags only)", pos[0])
+	}
+	if raw.epErr != nil {
+		return Config{}, raw.epErr
 	}
 	if err := applyProfile(&cfg, given); err != nil {
 		return Config{}, err
@@ -295,7 +303,7 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	if cfg.TLS, err = tlsConfig(raw.ca, given["ca"], raw.fingerprint); err != nil {
 		return Config{}, err
 	}
-	if cfg.Token, err = devdir.Token(cfg.Token, os.LookupEnv, defaultTokenFile); err != nil {
+	if cfg.Token, err = devdir.Token(cfg.Token, os.LookupEnv, raw.ep.TokenFile.V); err != nil {
 		return Config{}, err
 	}
 	if err := cfg.validate(); err != nil {
@@ -350,6 +358,7 @@ func (c *Config) validate() error {
 		{c.Ack != "none" && c.Ack != "each" && c.Ack != "batch", fmt.Sprintf("--ack %q: want none, each or batch", c.Ack)},
 		{c.Ack == "each" && c.Batch != 1, fmt.Sprintf("--ack each acks every message, so --batch must be 1 (got %d); use --ack batch for one ack per batch", c.Batch)},
 		{c.Inflight < 1, fmt.Sprintf("--inflight %d: want at least 1", c.Inflight)},
+		{c.Floor && c.Ack == "none", "--floor compares acked publishes: not with --ack none"},
 		{c.Idempotent && c.Ack != "none" && c.Inflight > 64, fmt.Sprintf("--inflight %d: an idempotent producer keeps at most 64 batches in flight (--idempotent=false for more)", c.Inflight)},
 		{c.Rate < 0 || math.IsNaN(c.Rate) || math.IsInf(c.Rate, 0), "--rate must be 0 (unpaced) or a positive msg/s"},
 		{c.Duration < 0, "--duration must be positive"},

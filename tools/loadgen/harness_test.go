@@ -18,7 +18,13 @@ import (
 
 // TestMain points the default token file at one of its own (the test
 // brokers run the dev verifier).
-func TestMain(m *testing.M) { os.Exit(testutil.RunWithDevToken(m, &defaultTokenFile)) }
+// It serves the echo role when --floor started it as a child.
+func TestMain(m *testing.M) {
+	if code, ok := childMain(os.Stdin, os.Stdout, os.Stderr); ok {
+		os.Exit(code)
+	}
+	os.Exit(testutil.RunWithDevDir(m))
+}
 
 // testBroker is a broker serving real QUIC on 127.0.0.1 in this process
 // (brokertest) with its admin API, so the loadgen creates its streams the
@@ -61,7 +67,7 @@ func runCLI(t *testing.T, args ...string) result {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var out, errOut bytes.Buffer
-	code := cli(ctx, args, &out, &errOut)
+	code := cliMain(ctx, args, &out, &errOut)
 	return result{code, out.String(), errOut.String()}
 }
 

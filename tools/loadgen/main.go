@@ -5,7 +5,8 @@
 // Files: flags.go (flags, profiles, validation), conn.go (TLS, dialing),
 // streams.go (admin API: create or find streams, shard stats), run.go (one
 // round: connect, publish, drain), publisher.go and subscriber.go (the
-// workers), histogram.go, transport.go (the undersized-run check),
+// workers), histogram.go, transport.go (the undersized-run check), floor.go
+// (--floor: the bare round trip each round is compared with),
 // result.go (what a run measured) and report.go (progress, table, JSON).
 // --scenario other than pubsub: scenario.go (shared clock, bounds, checks,
 // rounds), scenario_flags.go, scenario_result.go, scenario_report.go and
@@ -31,13 +32,13 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
 
+	"github.com/felixmq/felix/internal/cli"
 	"github.com/felixmq/felix/udp/netknobs"
 )
 
@@ -48,21 +49,32 @@ const (
 )
 
 func main() {
+	if code, ok := childMain(os.Stdin, os.Stdout, os.Stderr); ok {
+		os.Exit(code)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	// The first signal ends publishing and still reports; a second one
 	// kills the process.
 	context.AfterFunc(ctx, stop)
-	os.Exit(cli(ctx, os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(cliMain(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 
 // cli runs the command line: progress and warnings on stderr, the table on
 // stdout, --json to its file.
-func cli(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && args[0] == "report" {
-		return runReport(args[1:], stdout, stderr)
+func cliMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch {
+		case args[0] == "report":
+			return runReport(args[1:], stdout, stderr)
+		case cli.IsVersion(args[0]):
+			fmt.Fprintln(stdout, cli.VersionLine("felix-loadgen"))
+			return exitOK
+		case args[0] == "help":
+			args = []string{"--help"}
+		}
 	}
-	cfg, err := parseFlags(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
+	cfg, err := parseFlags(args, stdout)
+	if errors.Is(err, cli.ErrHelp) {
 		return exitOK
 	}
 	if err != nil {

@@ -91,9 +91,12 @@ func (w *pubWorker) run(ctx context.Context, r *round) {
 	cfg := r.cfg
 	var send func(s *slot)
 	var finish func()
-	if cfg.Ack == "none" {
+	switch {
+	case cfg.Ack == "none":
 		send, finish = w.unacked(r)
-	} else {
+	case cfg.Inflight == 1:
+		send, finish = w.sequential(r)
+	default:
 		send, finish = w.pipelined(r)
 	}
 	interval, next := r.pacing(w.id)
@@ -103,6 +106,12 @@ func (w *pubWorker) run(ctx context.Context, r *round) {
 	measuring := false
 	quota := r.quota(w.id)
 	for ctx.Err() == nil && !w.stop.Load() {
+		var s *slot
+		if interval == 0 {
+			// Unpaced, a publish is timed from when it can go, not from
+			// before waiting for the previous one to free its slot.
+			s = w.takeSlot()
+		}
 		intended := time.Now()
 		if interval > 0 {
 			if timer == nil {
@@ -115,6 +124,7 @@ func (w *pubWorker) run(ctx context.Context, r *round) {
 			case <-ctx.Done():
 				continue
 			}
+			s = w.takeSlot()
 			intended, next = next, next.Add(interval)
 		}
 		if !measuring && !intended.Before(r.warmupEnd) {
@@ -128,18 +138,20 @@ func (w *pubWorker) run(ctx context.Context, r *round) {
 		if measuring {
 			if cfg.Count > 0 {
 				if n = min(n, quota-measuredSent); n <= 0 {
+					w.slots <- s
 					break
 				}
 			} else if !intended.Before(r.end) {
+				w.slots <- s
 				break
 			}
 			measuredSent += n
 		}
 		if uint64(seq)+uint64(n) > math.MaxUint32 {
 			w.setErr(fmt.Errorf("publisher %d: sequence space (2^32 messages) exhausted", w.id))
+			w.slots <- s
 			break
 		}
-		s := w.takeSlot()
 		s.fill(r.pubID(w.id), seq, int(n), intended, measuring)
 		send(s)
 		seq += uint32(n)
@@ -183,6 +195,34 @@ func (w *pubWorker) unacked(r *round) (send func(*slot), finish func()) {
 	return send, finish
 }
 
+// sequential publishes one acked batch at a time, waiting for each ack on
+// the sending goroutine, as a caller of Publish does: no goroutine hand-off
+// per publish between a sender and an ack waiter (--inflight 1).
+func (w *pubWorker) sequential(r *round) (send func(*slot), finish func()) {
+	w.slots = make(chan *slot, 1)
+	w.slots <- newSlot(r.cfg.Batch, r.cfg.Payload)
+	send = func(s *slot) {
+		defer func() { w.slots <- s }()
+		w.sent.Add(uint64(s.n))
+		done, err := w.publishSync(r, s)
+		w.settle(r, s, done, err, func() (time.Time, error) { return w.publishSync(r, s) })
+	}
+	return send, func() { w.closePublisher(r) }
+}
+
+// publishSync publishes s's batch acked and waits for the answer; it
+// returns when the answer came.
+func (w *pubWorker) publishSync(r *round, s *slot) (time.Time, error) {
+	s.called = time.Now()
+	var err error
+	if w.ip != nil {
+		_, err = w.ip.Publish(r.ackCtx, s.payloads[:s.n])
+	} else {
+		err = w.p.PublishBatch(r.ackCtx, s.payloads[:s.n])
+	}
+	return time.Now(), err
+}
+
 // pipelined keeps up to --inflight acked publishes outstanding: the sender
 // takes a free slot, publishes it and queues it; one waiter takes the
 // queue in sending order, waits for each ack (re-sending a refused publish
@@ -211,16 +251,22 @@ func (w *pubWorker) pipelined(r *round) (send func(*slot), finish func()) {
 	finish = func() {
 		close(queue)
 		<-waited
-		ctx, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout)
-		defer cancel()
-		if w.ip != nil {
-			w.ip.Close(ctx)
-			w.retries = w.ip.Resends()
-			return
-		}
-		w.p.Close(ctx)
+		w.closePublisher(r)
 	}
 	return send, finish
+}
+
+// closePublisher closes the acked publisher, waiting for what it has in
+// flight up to --drain-timeout.
+func (w *pubWorker) closePublisher(r *round) {
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.DrainTimeout)
+	defer cancel()
+	if w.ip != nil {
+		w.ip.Close(ctx)
+		w.retries = w.ip.Resends()
+		return
+	}
+	w.p.Close(ctx)
 }
 
 // publishAsync sends s's batch acked: through the idempotent producer (its
@@ -232,23 +278,33 @@ func (w *pubWorker) publishAsync(r *round, s *slot) *client.PendingAck {
 	return w.p.PublishAsync(s.payloads[:s.n])
 }
 
-// complete waits for s's ack, re-sends it while the broker refuses it and
-// retries remain, and accounts for the outcome.
+// complete waits for s's ack and settles it.
 func (w *pubWorker) complete(r *round, s *slot) {
-	err := s.pa.Wait(r.ackCtx)
+	wait := func() (time.Time, error) {
+		err := s.pa.Wait(r.ackCtx)
+		return s.called.Add(s.pa.Latency()), err
+	}
+	done, err := wait()
+	w.settle(r, s, done, err, func() (time.Time, error) {
+		s.called = time.Now()
+		s.pa = w.p.PublishAsync(s.payloads[:s.n])
+		return wait()
+	})
+}
+
+// settle re-sends s (again) while the broker refuses it and retries remain,
+// and accounts for the outcome: an answer at done, or err.
+func (w *pubWorker) settle(r *round, s *slot, done time.Time, err error, again func() (time.Time, error)) {
 	var refused *client.BrokerError
 	for attempt := 0; w.ip == nil && errors.As(err, &refused) && attempt < r.cfg.Retries && !w.stop.Load(); attempt++ {
 		w.retries++
-		s.called = time.Now()
-		s.pa = w.p.PublishAsync(s.payloads[:s.n])
-		err = s.pa.Wait(r.ackCtx)
+		done, err = again()
 	}
 	if err != nil {
 		w.failed += uint64(s.n)
 		w.setErr(fmt.Errorf("publisher %d: %w", w.id, err))
 		return
 	}
-	done := s.called.Add(s.pa.Latency())
 	w.published += uint64(s.n)
 	w.acked.Add(uint64(s.n))
 	if s.measured {

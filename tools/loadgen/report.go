@@ -186,6 +186,7 @@ func writeRounds(w io.Writer, res *Result) {
 	tw.Flush()
 	fmt.Fprintln(w, "latency from the intended send time; MB = 10^6 payload bytes; rates and latencies cover the measured")
 	fmt.Fprintln(w, "phase, counts the whole round (warm-up included) summed over subscribers")
+	writeFloor(w, res)
 	if res.Config.Ack == "none" {
 		fmt.Fprintln(w, "ack latency n/a: --ack none publishes fire-and-forget")
 	}
@@ -214,6 +215,13 @@ func writeSummary(w io.Writer, res *Result) {
 	}{
 		{"msg/s", s.MsgPerS}, {"MB/s", s.MBPerS}, {"delivered msg/s", s.DeliveredMsgPerS},
 		{"ack p50 µs", s.AckP50}, {"ack p99 µs", s.AckP99}, {"delivery p50 µs", s.DeliveryP50}, {"delivery p99 µs", s.DeliveryP99},
+	}
+	if s.FloorAckP50 != nil {
+		rows = append(rows, []struct {
+			name string
+			sp   *Spread
+		}{{"ack p50 ÷ bare", s.FloorAckP50}, {"ack p99 ÷ bare", s.FloorAckP99}, {"delivery − ack p50 µs", s.FloorDeliveryOverAck},
+			{"broker CPU ÷ bare", s.FloorCPU}}...)
 	}
 	for _, row := range rows {
 		if row.sp == nil {
@@ -311,4 +319,37 @@ func writeJSONFile(path string, res *Result) error {
 		return err
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// writeFloor is the --floor table: each round's bare round trip and the
+// round's figures against it.
+func writeFloor(w io.Writer, res *Result) {
+	if len(res.Rounds) == 0 || res.Rounds[0].Floor == nil {
+		return
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "round\tbare RTT µs\tcount\tp50\tp99\tack ÷ bare p50\tp99\tdelivery − ack p50 µs\tbroker CPU µs/publish\tbare server CPU µs\t÷\t")
+	for _, r := range res.Rounds {
+		f := r.Floor
+		if f == nil {
+			continue
+		}
+		opt := func(v float64, format string) string {
+			if v == 0 {
+				return "n/a"
+			}
+			return fmt.Sprintf(format, v)
+		}
+		over := "n/a"
+		if f.DeliveryOverAck != nil {
+			over = fmt.Sprintf("%+.1f", *f.DeliveryOverAck)
+		}
+		fmt.Fprintf(tw, "%d\t\t%s\t%.1f\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Round, group(uint64(f.Count)), f.P50, f.P99,
+			opt(f.AckP50, "%.2f×"), opt(f.AckP99, "%.2f×"), over, opt(f.BrokerCPU, "%.1f"), opt(f.ServerCPU, "%.1f"), opt(f.CPURatio, "%.2f×"))
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "floor: a bare quic-go round trip to a child process on the broker's transport configuration, one at a time,")
+	fmt.Fprintln(w, "with the bytes of one acked publish and its ack, timed before the round; broker CPU per acked publish over the")
+	fmt.Fprintln(w, "round from /debug/felix/stats (its delivery to subscribers included)")
 }

@@ -113,6 +113,7 @@ type Round struct {
 	// mapped log pages left out; 0 without the admin API).
 	BrokerRSSMaxBytes uint64              `json:"broker_rss_max_bytes,omitempty"`
 	DrainSeconds      float64             `json:"drain_s"`
+	Floor             *FloorResult        `json:"floor,omitempty"`
 	Transport         TransportCheck      `json:"transport"`
 	ShardEvents       map[string][]uint64 `json:"shard_events,omitempty"`
 	Publishers        []PublisherResult   `json:"publishers"`
@@ -303,10 +304,17 @@ type Summary struct {
 	Redials          uint64  `json:"redials"`
 	BrokerRSSMax     *Spread `json:"broker_rss_max_bytes,omitempty"`
 	Errors           int     `json:"errors"`
+	// With --floor: ack p50 and p99 over the bare round trip's, delivery
+	// p50 minus ack p50, and the broker's CPU per publish over the bare
+	// server's per round trip.
+	FloorAckP50          *Spread `json:"floor_ack_p50_ratio,omitempty"`
+	FloorAckP99          *Spread `json:"floor_ack_p99_ratio,omitempty"`
+	FloorDeliveryOverAck *Spread `json:"floor_delivery_minus_ack_p50_us,omitempty"`
+	FloorCPU             *Spread `json:"floor_cpu_ratio,omitempty"`
 }
 
 func (res *Result) summarize() {
-	var msg, mb, del, a50, a99, d50, d99, rss []float64
+	var msg, mb, del, a50, a99, d50, d99, rss, f50, f99, fd, fcpu []float64
 	s := Summary{Rounds: len(res.Rounds)}
 	for _, r := range res.Rounds {
 		msg, mb, del = append(msg, r.MsgPerS), append(mb, r.MBPerS), append(del, r.DeliveredMsgPerS)
@@ -327,10 +335,22 @@ func (res *Result) summarize() {
 		}
 		s.Errors += len(r.Errors)
 		res.Undersized = res.Undersized || r.Transport.Undersized
+		if f := r.Floor; f != nil {
+			if f.AckP50 > 0 {
+				f50, f99 = append(f50, f.AckP50), append(f99, f.AckP99)
+			}
+			if f.DeliveryOverAck != nil {
+				fd = append(fd, *f.DeliveryOverAck)
+			}
+			if f.CPURatio > 0 {
+				fcpu = append(fcpu, f.CPURatio)
+			}
+		}
 	}
 	s.MsgPerS, s.MBPerS, s.DeliveredMsgPerS = spreadOf(msg), spreadOf(mb), spreadOf(del)
 	s.AckP50, s.AckP99, s.DeliveryP50, s.DeliveryP99 = spreadOf(a50), spreadOf(a99), spreadOf(d50), spreadOf(d99)
 	s.BrokerRSSMax = spreadOf(rss)
+	s.FloorAckP50, s.FloorAckP99, s.FloorDeliveryOverAck, s.FloorCPU = spreadOf(f50), spreadOf(f99), spreadOf(fd), spreadOf(fcpu)
 	res.Summary = s
 }
 

@@ -122,6 +122,14 @@ func (r *round) pacing(i int) (time.Duration, time.Time) {
 // runRound connects every subscriber (all subscribed before the first
 // publish), then every publisher, publishes, drains and reports.
 func runRound(ctx context.Context, cfg *Config, streams []streamInfo, n int) (Round, error) {
+	var fl *FloorResult
+	if cfg.Floor {
+		var err error
+		if fl, err = measureFloor(ctx, cfg); err != nil {
+			return Round{}, fmt.Errorf("--floor: %w", err)
+		}
+		cfg.logf("[round %d] floor: bare quic-go round trip p50 %.1f µs, p99 %.1f µs\n", n, fl.P50, fl.P99)
+	}
 	r := newRound(cfg, streams, n)
 	defer r.closeClients()
 	t0 := time.Now()
@@ -136,6 +144,7 @@ func runRound(ctx context.Context, cfg *Config, streams []streamInfo, n int) (Ro
 		plural(subscriptions, "subscription"), plural(len(r.pubs), "publisher"), time.Since(t0).Round(time.Millisecond))
 	adm := newAdmin(cfg)
 	before := adm.shardOffsets(ctx, cfg)
+	cpu0, cpuOK := adm.brokerCPU(ctx)
 
 	// The round's clock is set before any goroutine reads it.
 	r.start = time.Now()
@@ -175,7 +184,16 @@ func runRound(ctx context.Context, cfg *Config, streams []streamInfo, n int) (Ro
 	rssDone()
 
 	after := adm.shardOffsets(context.Background(), cfg)
+	cpu1, cpuOK1 := adm.brokerCPU(context.Background())
 	out := r.result(drained, ctx.Err() != nil)
+	if fl != nil {
+		var cpu time.Duration
+		if cpuOK && cpuOK1 {
+			cpu = cpu1 - cpu0
+		}
+		fl.compare(&out, cfg.Batch, cpu)
+		out.Floor = fl
+	}
 	out.BrokerRSSMaxBytes = r.rssMax.Load()
 	out.ShardEvents = shardDelta(before, after, streams)
 	return out, nil

@@ -1,5 +1,5 @@
 // Package command is the shape every Felix server binary shares: the `run`,
-// `env [-markdown]` and `help` subcommands, knob validation before anything
+// `env [-markdown]`, `version` and `help` subcommands, knob validation before anything
 // starts, the logger the FELIX_LOG_* knobs ask for, unknown FELIX_*
 // variables refused (or, when allowed, warned about), SIGTERM/SIGINT ending
 // the run, and the exit statuses scripts and supervisors rely on.
@@ -16,6 +16,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/felixmq/felix/internal/cli"
 	"github.com/felixmq/felix/internal/knob"
 )
 
@@ -65,10 +66,14 @@ func Run(s Spec, args []string, stdout, stderr io.Writer) int {
 	case "env":
 		return s.env(args, stdout, stderr)
 	case "help", "-h", "-help", "--help":
-		fmt.Fprintf(stdout, "usage: %s [run | env [-markdown]]\n", s.Name)
+		fmt.Fprintf(stdout, "usage: %s [run | env [--markdown] | version]\n"+
+			"Configured by FELIX_* environment variables: %s env lists them.\n", s.Name, s.Name)
+		return ExitOK
+	case "version", "-version", "--version":
+		fmt.Fprintln(stdout, cli.VersionLine(s.Name))
 		return ExitOK
 	}
-	fmt.Fprintf(stderr, "%s: unknown command %q (want run or env)\n", s.Name, cmd)
+	fmt.Fprintf(stderr, "%s: unknown command %q (want run, env or version)\n", s.Name, cmd)
 	return ExitConfig
 }
 
@@ -158,35 +163,12 @@ func (s Spec) unknown() []string {
 // didYouMean names the declared knob closest to name, if one is close
 // enough to be the intended one.
 func (s Spec) didYouMean(name string) string {
-	best, dist := "", len(name)/4+1
+	var names []string
 	for _, k := range s.Registry.Knobs() {
-		if d := editDistance(name, k.Name); d <= dist {
-			best, dist = k.Name, d
-		}
+		names = append(names, k.Name)
 	}
-	if best == "" {
-		return ""
+	if best := cli.Closest(name, names, len(name)/4+1); best != "" {
+		return " (did you mean " + best + "?)"
 	}
-	return " (did you mean " + best + "?)"
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return ""
 }

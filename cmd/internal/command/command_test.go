@@ -114,8 +114,16 @@ func TestEnvHelpAndUnknownCommands(t *testing.T) {
 	require.Equal(t, command.ExitOK, command.Run(s, []string{"env", "-markdown"}, &out, io.Discard))
 	require.Contains(t, out.String(), "| `FELIX_TEST_N` |")
 	out.Reset()
-	require.Equal(t, command.ExitOK, command.Run(s, []string{"help"}, &out, io.Discard))
-	require.Equal(t, "usage: felix-test [run | env [-markdown]]\n", out.String())
+	for _, help := range []string{"help", "--help", "-h"} {
+		out.Reset()
+		require.Equal(t, command.ExitOK, command.Run(s, []string{help}, &out, io.Discard))
+		require.True(t, strings.HasPrefix(out.String(), "usage: felix-test [run | env [--markdown] | version]\n"), out.String())
+	}
+	for _, v := range []string{"version", "--version"} {
+		out.Reset()
+		require.Equal(t, command.ExitOK, command.Run(s, []string{v}, &out, io.Discard))
+		require.True(t, strings.HasPrefix(out.String(), "felix-test "), out.String())
+	}
 	var stderr strings.Builder
 	require.Equal(t, command.ExitConfig, command.Run(s, []string{"frobnicate"}, io.Discard, &stderr))
 	require.Contains(t, stderr.String(), `unknown command "frobnicate"`)
