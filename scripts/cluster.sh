@@ -101,11 +101,16 @@ start_broker() {
 # broker_pid N is the pid up or start last recorded for broker N.
 broker_pid() { awk -v name="broker-$1" '$2 == name { pid = $1 } END { print pid }' "$dir/pids" 2>/dev/null; }
 
+# alive PID: the process runs (a killed one its parent has not reaped yet
+# is a zombie, which kill -0 still finds).
+alive() { [ -n "$1" ] && kill -0 "$1" 2>/dev/null && [ "$(ps -o stat= -p "$1" | cut -c1)" != Z ]; }
+
 cmd_kill() {
 	local pid
 	pid=$(broker_pid "$node")
-	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || die "broker-$node is not running"
+	alive "$pid" || die "broker-$node is not running"
 	kill -9 "$pid"
+	while alive "$pid"; do sleep 0.05; done
 	say "killed broker-$node ($pid) with SIGKILL"
 }
 
@@ -113,7 +118,7 @@ cmd_start() {
 	[ -f "$dir/pids" ] || die "nothing running in $dir: run scripts/cluster.sh up $dir first"
 	local pid
 	pid=$(broker_pid "$node")
-	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+	if alive "$pid"; then
 		die "broker-$node is running ($pid)"
 	fi
 	[ -f "$dir/logs/broker-$node.log" ] && mv "$dir/logs/broker-$node.log" "$dir/logs/broker-$node.log.prev"
