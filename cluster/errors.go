@@ -28,3 +28,22 @@ var (
 	// ErrBadMove: the shard's set or the members do not allow the change.
 	ErrBadMove = errors.New("cluster: change not allowed")
 )
+
+// ChangeError is a refused manual change of shard Shard's replica set: Err
+// is ErrNoShard, ErrShardMoving or ErrBadMove, Reason says why.
+type ChangeError struct {
+	Err    error
+	Shard  Shard
+	Reason string
+}
+
+func (e *ChangeError) Error() string {
+	msg := e.Err.Error() + ": " + e.Shard.String()
+	if e.Reason != "" {
+		msg += ": " + e.Reason
+	}
+	return msg
+}
+
+// Is makes a ChangeError match its Err.
+func (e *ChangeError) Is(target error) bool { return target == e.Err }

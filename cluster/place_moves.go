@@ -228,13 +228,13 @@ func (p Placement) MoveReplica(s Shard, from, to string) (Placement, error) {
 	}
 	switch m, ok := x.Member(to); {
 	case a.Moving():
-		return p, fmt.Errorf("%w: %s: its group (voters %v, learners %v) has not reached its replicas %v yet", ErrShardMoving, s, a.Voters, a.Learners, a.Replicas)
+		return p, refuse(ErrShardMoving, s, "its group (voters %v, learners %v) has not reached its replicas %v yet", a.Voters, a.Learners, a.Replicas)
 	case !slices.Contains(a.Replicas, from):
-		return p, fmt.Errorf("%w: %s: %q is not one of its replicas %v", ErrBadMove, s, from, a.Replicas)
+		return p, refuse(ErrBadMove, s, "%q is not one of its replicas %v", from, a.Replicas)
 	case slices.Contains(a.Replicas, to):
-		return p, fmt.Errorf("%w: %s: %q is one of its replicas %v already", ErrBadMove, s, to, a.Replicas)
+		return p, refuse(ErrBadMove, s, "%q is one of its replicas %v already", to, a.Replicas)
 	case !ok || !m.Live:
-		return p, fmt.Errorf("%w: %s: %q is not a live member", ErrBadMove, s, to)
+		return p, refuse(ErrBadMove, s, "%q is not a live member", to)
 	}
 	leader := a.Replicas[0]
 	if leader == from {
@@ -255,9 +255,9 @@ func (p Placement) PreferLeader(s Shard, to string) (Placement, error) {
 	}
 	switch m, ok := x.Member(to); {
 	case !slices.Contains(a.Replicas, to):
-		return p, fmt.Errorf("%w: %s: %q is not one of its replicas %v", ErrBadMove, s, to, a.Replicas)
+		return p, refuse(ErrBadMove, s, "%q is not one of its replicas %v", to, a.Replicas)
 	case !ok || !m.Live:
-		return p, fmt.Errorf("%w: %s: %q is not a live member", ErrBadMove, s, to)
+		return p, refuse(ErrBadMove, s, "%q is not a live member", to)
 	}
 	return p.withReplicas(s, leaderFirst(a.Replicas, to)), nil
 }
@@ -265,9 +265,13 @@ func (p Placement) PreferLeader(s Shard, to string) (Placement, error) {
 func replicatedAssignment(x *Index, s Shard) (Assignment, error) {
 	a, ok := x.Assignment(s)
 	if !ok || !a.Replicated() {
-		return a, fmt.Errorf("%w: %s", ErrNoShard, s)
+		return a, refuse(ErrNoShard, s, "")
 	}
 	return a, nil
+}
+
+func refuse(err error, s Shard, format string, args ...any) error {
+	return &ChangeError{Err: err, Shard: s, Reason: fmt.Sprintf(format, args...)}
 }
 
 // withReplicas returns a copy of p in which s's replicas are set, its

@@ -41,6 +41,11 @@ type AgentConfig struct {
 	// with it: the publish rate of each shard the broker owns (see
 	// KeepAliveRequest). nil sends an empty keepalive, as before.
 	Load func() []cluster.ShardLoad
+	// Replicas, if set, is called before each keepalive and its result
+	// sent with it: a report of each replicated shard the broker leads
+	// (see ReplicaReport; nil reports that it leads none). nil sends no
+	// report, and the control plane keeps the previous one.
+	Replicas func() []ReplicaReport
 	// Logger receives failures and re-registrations; nil discards.
 	Logger *slog.Logger
 }
@@ -183,12 +188,21 @@ func (a *Agent) register(ctx context.Context) error {
 
 func (a *Agent) keepAlive(ctx context.Context) error {
 	var body any
-	if a.cfg.Load != nil {
-		load := a.cfg.Load()
-		if load == nil {
-			load = []cluster.ShardLoad{} // an empty report, not none
+	if a.cfg.Load != nil || a.cfg.Replicas != nil {
+		var req KeepAliveRequest
+		if a.cfg.Load != nil {
+			req.Load = a.cfg.Load()
+			if req.Load == nil {
+				req.Load = []cluster.ShardLoad{} // an empty report, not none
+			}
 		}
-		body = KeepAliveRequest{Load: load}
+		if a.cfg.Replicas != nil {
+			req.Replicas = a.cfg.Replicas()
+			if req.Replicas == nil {
+				req.Replicas = []ReplicaReport{}
+			}
+		}
+		body = req
 	}
 	var resp KeepAliveResponse
 	return a.api.Do(ctx, http.MethodPost, "/v1/members/"+url.PathEscape(a.cfg.Member.ID)+"/keepalive", body, &resp)
