@@ -12,7 +12,7 @@ import (
 )
 
 const adminUsage = `usage: felix admin KIND VERB [NAME] [flags]
-  KIND  tenant | namespace | stream | cache
+  KIND  tenant | namespace | stream | cache   (shard: see below)
   VERB  create NAME | list | delete NAME   (tenant also: rotate-keys NAME)
 Talks to the control plane (--controlplane URL, default make run's embedded
 one) with the bearer token in --token-file (default $FELIX_TOKEN, else make
@@ -22,7 +22,9 @@ parent of namespaces, streams and caches. Create flags: tenant --idp-file FILE
 --retention-bytes --retention-ms --replicas (1, 3 or 5) --ack (leader or
 quorum); cache --durable --fsync --max-entries --max-bytes. stream list shows
 each stream's replicas and, when replicated, its ack mode. A refusal prints
-the control plane's code and message and exits 1.`
+the control plane's code and message and exits 1. felix admin shard (list,
+move, leader) shows and moves replicated shards' replicas: see felix admin
+shard -h.`
 
 // adminFlags are every admin flag; each kind uses its own.
 type adminFlags struct {
@@ -98,6 +100,9 @@ func (f *adminFlags) body(kind, name string) (any, error) {
 }
 
 func runAdmin(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "shard" {
+		return runAdminShard(args[1:], stdout, stderr)
+	}
 	kinds := []string{"tenant", "namespace", "stream", "cache"}
 	if len(args) < 2 || !slices.Contains(kinds, args[0]) {
 		fmt.Fprintln(stderr, adminUsage)

@@ -38,7 +38,7 @@ var commands = []command{
 	{name: "token", summary: "exchange an identity provider's token for a Felix token, or mint one (development issuer)", run: runToken},
 	{name: "probe", summary: "exit 0 if a health endpoint answers 2xx (container health checks)", run: runProbe},
 	{name: "cert", summary: "make a development CA and sign broker certificates", run: runCert},
-	{name: "admin", summary: "create, list and delete tenants, namespaces, streams and caches", run: runAdmin},
+	{name: "admin", summary: "create, list and delete tenants, namespaces, streams and caches; list and move replicated shards", run: runAdmin},
 }
 
 func main() {

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"strconv"
+
+	"github.com/felixmq/felix/cluster"
+	"github.com/felixmq/felix/controlplane/api"
+)
+
+const adminShardUsage = `usage: felix admin shard VERB [STREAM] [flags]
+  list [STREAM] [--under-replicated]   replicated shards: target replicas (the
+        preferred leader first), the group's voters, learners and in-sync voters
+        as its leader reported them, moving and under_replicated
+  move STREAM --shard N --from A --to B   move the replica on A to B
+  leader STREAM --shard N --to B          make B the preferred leader
+--tenant and --namespace name the stream (list: filters, optional). move and
+leader need an operator admin's token; a refusal prints the control plane's
+code (not_found, bad_request, moving) and message and exits 1.`
+
+// shardRow is one replicated shard as felix admin shard list shows it.
+type shardRow struct {
+	cluster.Assignment
+	Moving          bool `json:"moving"`
+	UnderReplicated bool `json:"under_replicated"`
+}
+
+type shardFlags struct {
+	cp                *cpFlags
+	tenant, namespace string
+	from, to          string
+	shard             int
+	underReplicated   bool
+}
+
+func runAdminShard(args []string, stdout, stderr io.Writer) int {
+	if len(args) < 1 {
+		fmt.Fprintln(stderr, adminShardUsage)
+		return exitUsage
+	}
+	set := flag.NewFlagSet("admin shard", flag.ContinueOnError)
+	set.SetOutput(stderr)
+	set.Usage = func() { fmt.Fprintln(stderr, adminShardUsage); set.PrintDefaults() }
+	f := &shardFlags{cp: addCPFlags(set, true)}
+	set.StringVar(&f.tenant, "tenant", "", "the stream's tenant `T`")
+	set.StringVar(&f.namespace, "namespace", "", "the stream's namespace `N`")
+	set.IntVar(&f.shard, "shard", -1, "move/leader: the shard number")
+	set.StringVar(&f.from, "from", "", "move: the member `ID` whose replica moves")
+	set.StringVar(&f.to, "to", "", "move/leader: the member `ID` that takes it")
+	set.BoolVar(&f.underReplicated, "under-replicated", false, "list: only shards with fewer in-sync voters than replicas")
+	verb := args[0]
+	if err := set.Parse(args[1:]); err != nil {
+		return exitUsage
+	}
+	var stream string
+	if rest := set.Args(); len(rest) > 0 {
+		stream = rest[0]
+		if err := set.Parse(rest[1:]); err != nil || set.NArg() > 0 {
+			fmt.Fprintln(stderr, "felix admin shard: one STREAM only")
+			return exitUsage
+		}
+	}
+	out, err := f.run(verb, stream)
+	var usage usageError
+	switch {
+	case errors.As(err, &usage):
+		fmt.Fprintln(stderr, "felix admin shard:", err)
+		return exitUsage
+	case err != nil:
+		fmt.Fprintln(stderr, "felix admin shard:", err)
+		return exitFail
+	}
+	stdout.Write(append(out, '\n'))
+	return exitOK
+}
+
+// usageError is a mistake in the command line, not a refusal.
+type usageError struct{ error }
+
+func (f *shardFlags) run(verb, stream string) ([]byte, error) {
+	if err := f.cp.check(); err != nil {
+		return nil, usageError{err}
+	}
+	if verb == "list" {
+		return f.list(stream)
+	}
+	var body any
+	switch {
+	case verb != "move" && verb != "leader":
+		return nil, usageError{fmt.Errorf("unknown verb %q (want list, move or leader)", verb)}
+	case stream == "" || f.tenant == "" || f.namespace == "" || f.shard < 0:
+		return nil, usageError{fmt.Errorf("%s needs STREAM, --tenant, --namespace and --shard", verb)}
+	case f.to == "" || verb == "move" && f.from == "":
+		return nil, usageError{fmt.Errorf("%s needs %s", verb, map[bool]string{true: "--from and --to", false: "--to"}[verb == "move"])}
+	case verb == "move":
+		body = api.MoveRequest{From: f.from, To: f.to}
+	default:
+		body = api.LeaderRequest{To: f.to}
+	}
+	path := "/v1/shards/" + url.PathEscape(f.tenant) + "/" + url.PathEscape(f.namespace) + "/" + url.PathEscape(stream) + "/" + strconv.Itoa(f.shard) + "/" + verb
+	var resp api.ShardChangeResponse
+	if err := f.cp.call("POST", path, body, &resp); err != nil {
+		return nil, err
+	}
+	return json.MarshalIndent(resp, "", "  ")
+}
+
+// list reads the placement and shows its replicated shards that match the
+// flags and stream ("": any).
+func (f *shardFlags) list(stream string) ([]byte, error) {
+	var p cluster.Placement
+	if err := f.cp.call("GET", "/v1/placement", nil, &p); err != nil {
+		return nil, err
+	}
+	rows := []shardRow{}
+	for _, a := range p.Assignments {
+		switch {
+		case !a.Replicated(),
+			f.tenant != "" && a.Tenant != f.tenant,
+			f.namespace != "" && a.Namespace != f.namespace,
+			stream != "" && a.Stream != stream,
+			f.underReplicated && !a.UnderReplicated():
+			continue
+		}
+		rows = append(rows, shardRow{Assignment: a, Moving: a.Moving(), UnderReplicated: a.UnderReplicated()})
+	}
+	return json.MarshalIndent(struct {
+		Version int64      `json:"version"`
+		Shards  []shardRow `json:"shards"`
+	}{p.Version, rows}, "", "  ")
+}
