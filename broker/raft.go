@@ -92,6 +92,7 @@ func (h *raftHost) run() {
 			for _, r := range h.groupList() {
 				r.group.Tick()
 				r.expireWaiters(now)
+				r.reconcile(now)
 				if syncDue && r.periodic {
 					r.syncPeriodic()
 				}

@@ -69,6 +69,12 @@ type Assignment struct {
 	// preferred leader first; empty for a shard that is not replicated.
 	// Raft, not this list, decides which replica leads at any moment.
 	Replicas []string `json:"replicas,omitempty"`
+	// Voters, Learners and InSync are the raft group's membership as its
+	// leader last reported it (nil until a report arrived): voters,
+	// learners, and the voters caught up with the leader.
+	Voters   []string `json:"voters,omitempty"`
+	Learners []string `json:"learners,omitempty"`
+	InSync   []string `json:"in_sync,omitempty"`
 }
 
 // Replicated reports whether a is a replicated shard's assignment.
