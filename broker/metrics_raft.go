@@ -10,15 +10,21 @@ import (
 // per replicated shard this broker holds a replica of, its raft state
 // (one series per shard: bounded by the replicas placed here).
 type raftMetrics struct {
-	dropped       prometheus.Counter
-	sentMessages  prometheus.Counter
-	sentBytes     prometheus.Counter
-	elections     prometheus.Counter
-	quorumLatency prometheus.Histogram
+	catchUpThrottled prometheus.Counter
+	catchUpBytes     prometheus.Counter
+	dropped          prometheus.Counter
+	sentMessages     prometheus.Counter
+	sentBytes        prometheus.Counter
+	elections        prometheus.Counter
+	quorumLatency    prometheus.Histogram
 }
 
 func newRaftMetrics() raftMetrics {
 	return raftMetrics{
+		catchUpThrottled: prometheus.NewCounter(prometheus.CounterOpts{Name: "felix_raft_catchup_throttled_total",
+			Help: "Appends to a replica being added (a learner) held back by FELIX_RAFT_CATCHUP_BYTES_PER_SEC (raft sends them again)."}),
+		catchUpBytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "felix_raft_catchup_bytes_total",
+			Help: "Entry bytes sent to replicas being added (learners)."}),
 		dropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "felix_raft_messages_dropped_total",
 			Help: "Raft messages dropped: a peer's send queue full or unreachable, or a message for a group this broker does not hold (raft sends again)."}),
 		sentMessages: prometheus.NewCounter(prometheus.CounterOpts{Name: "felix_raft_messages_sent_total",
@@ -39,7 +45,7 @@ func (m raftMetrics) sent(messages, bytes int) {
 }
 
 func (m raftMetrics) collectors(b *Broker) []prometheus.Collector {
-	return []prometheus.Collector{m.dropped, m.sentMessages, m.sentBytes, m.elections, m.quorumLatency, raftCollector{b}}
+	return []prometheus.Collector{m.catchUpThrottled, m.catchUpBytes, m.dropped, m.sentMessages, m.sentBytes, m.elections, m.quorumLatency, raftCollector{b}}
 }
 
 var (
