@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"slices"
 	"time"
@@ -219,52 +218,6 @@ func (b *Broker) handOffLeaderships(ctx context.Context) {
 // handOffTimeout bounds the hand-off before a drain: a few election
 // timeouts' worth.
 const handOffTimeout = 3 * time.Second
-
-// StepDown hands the leadership of shard idx of k to voter to (a member
-// id; "" picks the most caught up voter). It returns once the replica
-// here stopped leading, or with an error.
-func (b *Broker) StepDown(ctx context.Context, k StreamKey, idx int, to string) error {
-	st, err := b.streams.lookup(k)
-	if err != nil {
-		return err
-	}
-	if idx < 0 || idx >= len(st.shards) {
-		return fmt.Errorf("%w: shard %d not in [0, %d)", ErrInvalidRequest, idx, len(st.shards))
-	}
-	r := st.shards[idx].rep.Load()
-	if r == nil {
-		return fmt.Errorf("%w: shard %s/%d has no replica here", ErrNotOwner, k, idx)
-	}
-	s := r.group.Status()
-	if s.Role != "leader" {
-		return fmt.Errorf("%w: this broker's replica of %s/%d is a %s (leader: %s)", ErrNotOwner, k, idx, s.Role, r.memberName(s.Leader))
-	}
-	target := uint64(0)
-	if to != "" {
-		target = raftID(to)
-		if !slices.Contains(s.Voters, target) {
-			return fmt.Errorf("%w: %s is not a voter of %s/%d", ErrInvalidRequest, to, k, idx)
-		}
-	} else {
-		for _, v := range s.Voters {
-			if v != s.ID && (target == 0 || s.Match[v] > s.Match[target]) {
-				target = v
-			}
-		}
-	}
-	if target == 0 || target == s.ID {
-		return fmt.Errorf("%w: no other voter to hand %s/%d to", ErrInvalidRequest, k, idx)
-	}
-	r.group.TransferLeadership(target)
-	for r.group.Status().Role == "leader" {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w: the leadership of %s/%d was not handed over: %w", ErrOwnerUnavailable, k, idx, ctx.Err())
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-	return nil
-}
 
 // discardStale closes and removes this broker's replicas that the placement
 // says the group no longer has: not in the wanted set, and absent from the
