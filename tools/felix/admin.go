@@ -14,6 +14,7 @@ import (
 const adminUsage = `usage: felix admin KIND VERB [NAME] [flags]
   KIND  tenant | namespace | stream | cache
   VERB  create NAME | list | delete NAME   (tenant also: rotate-keys NAME)
+  felix admin shard step-down ...: see felix admin shard -h
 Talks to the control plane (--controlplane URL, default make run's embedded
 one) with the bearer token in --token-file (default $FELIX_TOKEN, else make
 run's token) and prints the answer as JSON. --tenant and --namespace name the
@@ -98,6 +99,9 @@ func (f *adminFlags) body(kind, name string) (any, error) {
 }
 
 func runAdmin(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "shard" {
+		return runAdminShard(args[1:], stdout, stderr)
+	}
 	kinds := []string{"tenant", "namespace", "stream", "cache"}
 	if len(args) < 2 || !slices.Contains(kinds, args[0]) {
 		fmt.Fprintln(stderr, adminUsage)
