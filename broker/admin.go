@@ -17,7 +17,8 @@ import (
 // AdminHandler serves the admin endpoints: /live, /ready (503 while starting
 // or draining), /metrics, /debug/pprof/, /debug/felix/stats, and the stream
 // and cache API (POST and GET /v1/streams, /v1/caches) used until the
-// control plane exists. Every endpoint but /live and /ready is behind
+// control plane exists, and a replicated shard's step-down (POST
+// /v1/streams/{tenant}/{namespace}/{stream}/shards/{shard}/step-down). Every endpoint but /live and /ready is behind
 // Config.AdminAuth.
 func (b *Broker) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
@@ -47,6 +48,7 @@ func (b *Broker) AdminHandler() http.Handler {
 		writeJSON(w, http.StatusOK, map[string]any{"caches": b.Caches()})
 	})
 	guarded.HandleFunc("POST /v1/caches", b.postCache)
+	guarded.HandleFunc("POST /v1/streams/{tenant}/{namespace}/{stream}/shards/{shard}/step-down", b.postStepDown)
 	mux.Handle("/", b.adminAuth(guarded))
 	return mux
 }

@@ -9,7 +9,6 @@ import (
 
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
-	"go.etcd.io/raft/v3/tracker"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/felixmq/felix/segment"
@@ -39,6 +38,8 @@ type Group struct {
 		msgs        []*pb.Message
 		props       []*proposal
 		unreachable []uint64
+		changes     []change
+		transfer    uint64
 		closed      bool
 	}
 	wake  chan struct{} // one slot: inputs are waiting
@@ -75,7 +76,7 @@ func Open(cfg Config) (*Group, error) {
 		if cfg.Log.Next() != cfg.Log.First() {
 			return nil, fmt.Errorf("%w: %s has records but no %s", ErrCorruptState, cfg.Dir, StateFile)
 		}
-		st = &state{hs: &pb.HardState{}, cs: &pb.ConfState{Voters: slices.Clone(cfg.Peers)},
+		st = &state{hs: &pb.HardState{}, cs: &pb.ConfState{Voters: slices.Clone(cfg.Peers), Learners: slices.Clone(cfg.Learners)},
 			snapshot: termStart{index: cfg.Log.First()}}
 		if err := st.save(cfg.FS, cfg.Dir); err != nil {
 			return nil, err
@@ -291,7 +292,8 @@ func (g *Group) failInputs() {
 func (g *Group) drain() {
 	g.in.Lock()
 	msgs, props, unreach := g.in.msgs, g.in.props, g.in.unreachable
-	g.in.msgs, g.in.props, g.in.unreachable = nil, nil, nil
+	changes, transfer := g.in.changes, g.in.transfer
+	g.in.msgs, g.in.props, g.in.unreachable, g.in.changes, g.in.transfer = nil, nil, nil, nil, 0
 	g.in.Unlock()
 	for _, m := range msgs {
 		if g.failed == nil {
@@ -301,6 +303,7 @@ func (g *Group) drain() {
 	for _, id := range unreach {
 		g.rn.ReportUnreachable(id)
 	}
+	g.applyRequests(changes, transfer)
 	for _, p := range props {
 		g.propose(p)
 	}
@@ -314,6 +317,11 @@ func (g *Group) propose(p *proposal) {
 	bs := g.rn.BasicStatus()
 	if bs.RaftState != raft.StateLeader {
 		p.done(0, &NotLeaderError{Leader: bs.Lead, Term: bs.GetTerm()})
+		return
+	}
+	if bs.LeadTransferee != 0 {
+		// Handing over: raft drops proposals; the target leads next.
+		p.done(0, &NotLeaderError{Leader: bs.LeadTransferee, Term: bs.GetTerm()})
 		return
 	}
 	ents := make([]*pb.Entry, len(p.data))
@@ -335,9 +343,6 @@ func (g *Group) onTick() {
 	g.props.expire(g.cfg.Now().Add(-g.cfg.QuorumTimeout))
 	g.saveCommit(false)
 	if g.leader {
-		g.progress = map[uint64]uint64{}
-		g.rn.WithProgress(func(id uint64, _ raft.ProgressType, pr tracker.Progress) {
-			g.progress[id] = pr.Match
-		})
+		g.leaderProgress()
 	}
 }

@@ -16,6 +16,11 @@ type Status struct {
 	Match map[uint64]uint64
 	// Pending is the proposals this replica took that are not answered yet.
 	Pending int
+	// Voters and Learners are the membership this replica applied, sorted.
+	Voters, Learners []uint64
+	// Transferee, on a leader, is the voter its leadership is being handed
+	// to (0: none).
+	Transferee uint64
 	// Failed is the storage failure that stopped the replica, "" if none.
 	Failed string
 }
@@ -40,6 +45,7 @@ func (g *Group) publishStatus() {
 	if g.failed != nil {
 		s.Failed = g.failed.Error()
 	}
+	g.membershipStatus(s)
 	g.status.Store(s)
 }
 

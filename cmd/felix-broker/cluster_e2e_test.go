@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -156,6 +157,8 @@ type clusterBroker struct {
 	dir             string // data and logs
 	runs            int
 	kill            func()
+	// term sends SIGTERM and waits for the process to exit (drained).
+	term func() error
 }
 
 func newClusterBroker(t *testing.T, id string, cp *cpHarness, certFile, keyFile string) *clusterBroker {
@@ -185,6 +188,12 @@ func (cb *clusterBroker) start(t *testing.T) {
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	cb.kill = func() { cmd.Process.Kill(); <-exited }
+	cb.term = func() error {
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			return err
+		}
+		return <-exited
+	}
 	t.Cleanup(func() { cmd.Process.Kill() })
 	deadline := time.After(25 * time.Second)
 	for {

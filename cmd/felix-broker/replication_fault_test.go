@@ -253,7 +253,14 @@ func (rc *replicatedCluster) probe(ctx context.Context, addr string) int {
 // run starts n idempotent publishers (each first connected to a
 // different broker) and one subscriber.
 func (rc *replicatedCluster) run(ctx context.Context, n int) *repHistory {
+	return rc.runPaced(ctx, n, 0)
+}
+
+// runPaced is run with each publisher sending a batch every pace (0: as
+// fast as its window lets it).
+func (rc *replicatedCluster) runPaced(ctx context.Context, n int, pace time.Duration) *repHistory {
 	h := newRepHistory()
+	h.pace = pace
 	pctx, stop := context.WithCancel(ctx)
 	h.stop = stop
 	var rotate atomic.Uint64

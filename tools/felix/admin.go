@@ -23,8 +23,8 @@ parent of namespaces, streams and caches. Create flags: tenant --idp-file FILE
 quorum); cache --durable --fsync --max-entries --max-bytes. stream list shows
 each stream's replicas and, when replicated, its ack mode. A refusal prints
 the control plane's code and message and exits 1. felix admin shard (list,
-move, leader) shows and moves replicated shards' replicas: see felix admin
-shard -h.`
+move, leader, step-down) shows and moves replicated shards' replicas and
+leaderships: see felix admin shard -h.`
 
 // adminFlags are every admin flag; each kind uses its own.
 type adminFlags struct {

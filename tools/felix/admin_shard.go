@@ -13,15 +13,18 @@ import (
 	"github.com/felixmq/felix/controlplane/api"
 )
 
-const adminShardUsage = `usage: felix admin shard VERB [STREAM] [flags]
-  list [STREAM] [--under-replicated]   replicated shards: target replicas (the
-        preferred leader first), the group's voters, learners and in-sync voters
-        as its leader reported them, moving and under_replicated
-  move STREAM --shard N --from A --to B   move the replica on A to B
-  leader STREAM --shard N --to B          make B the preferred leader
---tenant and --namespace name the stream (list: filters, optional). move and
-leader need an operator admin's token; a refusal prints the control plane's
-code (not_found, bad_request, moving) and message and exits 1.`
+const adminShardUsage = `usage: felix admin shard VERB --stream S [flags]
+  list [--stream S] [--under-replicated]   replicated shards: target replicas
+        (the preferred leader first), the group's voters, learners and in-sync
+        voters as its leader reported them, moving and under_replicated
+  move --stream S --shard N --from A --to B   move the replica on A to B
+  leader --stream S --shard N --to B          make B the preferred leader
+  step-down --stream S --shard N [--to B]     hand the leadership over now
+        (see felix admin shard step-down -h)
+--tenant and --namespace (default "default"; list: any) name the stream;
+list's flags filter. move and leader need an operator admin's token; a
+refusal prints the control plane's code (not_found, bad_request, moving) and
+message and exits 1.`
 
 // shardRow is one replicated shard as felix admin shard list shows it.
 type shardRow struct {
@@ -31,41 +34,41 @@ type shardRow struct {
 }
 
 type shardFlags struct {
-	cp                *cpFlags
-	tenant, namespace string
-	from, to          string
-	shard             int
-	underReplicated   bool
+	cp                        *cpFlags
+	tenant, namespace, stream string
+	from, to                  string
+	shard                     int
+	underReplicated           bool
 }
 
 func runAdminShard(args []string, stdout, stderr io.Writer) int {
-	if len(args) < 1 {
-		fmt.Fprintln(stderr, adminShardUsage)
-		return exitUsage
+	if len(args) > 0 && args[0] == "step-down" {
+		return runShardStepDown(args, stdout, stderr)
 	}
 	set := flag.NewFlagSet("admin shard", flag.ContinueOnError)
 	set.SetOutput(stderr)
 	set.Usage = func() { fmt.Fprintln(stderr, adminShardUsage); set.PrintDefaults() }
 	f := &shardFlags{cp: addCPFlags(set, true)}
 	set.StringVar(&f.tenant, "tenant", "", "the stream's tenant `T`")
-	set.StringVar(&f.namespace, "namespace", "", "the stream's namespace `N`")
-	set.IntVar(&f.shard, "shard", -1, "move/leader: the shard number")
+	set.StringVar(&f.namespace, "namespace", "", "the stream's namespace `N` (move, leader: default \"default\")")
+	set.StringVar(&f.stream, "stream", "", "the stream `S`")
+	set.IntVar(&f.shard, "shard", -1, "move/leader: the shard `N`")
 	set.StringVar(&f.from, "from", "", "move: the member `ID` whose replica moves")
 	set.StringVar(&f.to, "to", "", "move/leader: the member `ID` that takes it")
 	set.BoolVar(&f.underReplicated, "under-replicated", false, "list: only shards with fewer in-sync voters than replicas")
+	if len(args) == 0 {
+		set.Usage()
+		return exitUsage
+	}
 	verb := args[0]
 	if err := set.Parse(args[1:]); err != nil {
 		return exitUsage
 	}
-	var stream string
-	if rest := set.Args(); len(rest) > 0 {
-		stream = rest[0]
-		if err := set.Parse(rest[1:]); err != nil || set.NArg() > 0 {
-			fmt.Fprintln(stderr, "felix admin shard: one STREAM only")
-			return exitUsage
-		}
+	if set.NArg() > 0 {
+		fmt.Fprintf(stderr, "felix admin shard: unexpected argument %q\n", set.Arg(0))
+		return exitUsage
 	}
-	out, err := f.run(verb, stream)
+	out, err := f.run(verb)
 	var usage usageError
 	switch {
 	case errors.As(err, &usage):
@@ -82,19 +85,22 @@ func runAdminShard(args []string, stdout, stderr io.Writer) int {
 // usageError is a mistake in the command line, not a refusal.
 type usageError struct{ error }
 
-func (f *shardFlags) run(verb, stream string) ([]byte, error) {
+func (f *shardFlags) run(verb string) ([]byte, error) {
 	if err := f.cp.check(); err != nil {
 		return nil, usageError{err}
 	}
 	if verb == "list" {
-		return f.list(stream)
+		return f.list()
+	}
+	if f.namespace == "" {
+		f.namespace = "default"
 	}
 	var body any
 	switch {
 	case verb != "move" && verb != "leader":
-		return nil, usageError{fmt.Errorf("unknown verb %q (want list, move or leader)", verb)}
-	case stream == "" || f.tenant == "" || f.namespace == "" || f.shard < 0:
-		return nil, usageError{fmt.Errorf("%s needs STREAM, --tenant, --namespace and --shard", verb)}
+		return nil, usageError{fmt.Errorf("unknown verb %q (want list, move, leader or step-down)", verb)}
+	case f.stream == "" || f.tenant == "" || f.shard < 0:
+		return nil, usageError{fmt.Errorf("%s needs --tenant, --stream and --shard", verb)}
 	case f.to == "" || verb == "move" && f.from == "":
 		return nil, usageError{fmt.Errorf("%s needs %s", verb, map[bool]string{true: "--from and --to", false: "--to"}[verb == "move"])}
 	case verb == "move":
@@ -102,7 +108,7 @@ func (f *shardFlags) run(verb, stream string) ([]byte, error) {
 	default:
 		body = api.LeaderRequest{To: f.to}
 	}
-	path := "/v1/shards/" + url.PathEscape(f.tenant) + "/" + url.PathEscape(f.namespace) + "/" + url.PathEscape(stream) + "/" + strconv.Itoa(f.shard) + "/" + verb
+	path := "/v1/shards/" + url.PathEscape(f.tenant) + "/" + url.PathEscape(f.namespace) + "/" + url.PathEscape(f.stream) + "/" + strconv.Itoa(f.shard) + "/" + verb
 	var resp api.ShardChangeResponse
 	if err := f.cp.call("POST", path, body, &resp); err != nil {
 		return nil, err
@@ -111,8 +117,8 @@ func (f *shardFlags) run(verb, stream string) ([]byte, error) {
 }
 
 // list reads the placement and shows its replicated shards that match the
-// flags and stream ("": any).
-func (f *shardFlags) list(stream string) ([]byte, error) {
+// flags.
+func (f *shardFlags) list() ([]byte, error) {
 	var p cluster.Placement
 	if err := f.cp.call("GET", "/v1/placement", nil, &p); err != nil {
 		return nil, err
@@ -123,7 +129,7 @@ func (f *shardFlags) list(stream string) ([]byte, error) {
 		case !a.Replicated(),
 			f.tenant != "" && a.Tenant != f.tenant,
 			f.namespace != "" && a.Namespace != f.namespace,
-			stream != "" && a.Stream != stream,
+			f.stream != "" && a.Stream != f.stream,
 			f.underReplicated && !a.UnderReplicated():
 			continue
 		}

@@ -95,7 +95,7 @@ func TestAdminShardListMoveLeader(t *testing.T) {
 		return l
 	}
 	var l listing
-	require.Eventually(t, func() bool { l = list("r", "--tenant", "t1"); return len(l.Shards) == 2 }, 10*time.Second, 20*time.Millisecond,
+	require.Eventually(t, func() bool { l = list("--stream", "r", "--tenant", "t1"); return len(l.Shards) == 2 }, 10*time.Second, 20*time.Millisecond,
 		"the replicated stream's shards, not plain's")
 	mu.Lock()
 	for _, row := range l.Shards {
@@ -117,7 +117,7 @@ func TestAdminShardListMoveLeader(t *testing.T) {
 	mu.Unlock()
 	require.Eventually(t, func() bool { return len(list("--under-replicated").Shards) == 0 }, 10*time.Second, 50*time.Millisecond)
 
-	row := list("r").Shards[0]
+	row := list("--stream", "r").Shards[0]
 	var spare string
 	for i := range 4 {
 		if id := fmt.Sprintf("b%d", i); !slices.Contains(row.Replicas, id) {
@@ -126,7 +126,7 @@ func TestAdminShardListMoveLeader(t *testing.T) {
 	}
 	shard := fmt.Sprint(row.Shard.Shard)
 	shardCmd := func(verb string, args ...string) (int, string, string) {
-		return admin(append([]string{"shard", verb, "r", "--tenant", "t1", "--namespace", "ns"}, args...)...)
+		return admin(append([]string{"shard", verb, "--stream", "r", "--tenant", "t1", "--namespace", "ns"}, args...)...)
 	}
 	code, _, stderr = shardCmd("move", "--shard", shard, "--from", spare, "--to", row.Replicas[1])
 	require.Equal(t, exitFail, code)
@@ -134,7 +134,7 @@ func TestAdminShardListMoveLeader(t *testing.T) {
 	require.Contains(t, stderr, "is not one of its replicas")
 	code, _, _ = shardCmd("move", "--shard", shard, "--to", spare)
 	require.Equal(t, exitUsage, code, "move needs --from")
-	code, _, stderr = admin("shard", "move", "plain", "--tenant", "t1", "--namespace", "ns", "--shard", "0", "--from", "b0", "--to", "b1")
+	code, _, stderr = admin("shard", "move", "--stream", "plain", "--tenant", "t1", "--namespace", "ns", "--shard", "0", "--from", "b0", "--to", "b1")
 	require.Equal(t, exitFail, code)
 	require.Contains(t, stderr, "not_found")
 
