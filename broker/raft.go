@@ -64,12 +64,15 @@ type raftHost struct {
 	hints leaderHints
 	// catchUp throttles appends to learners; nil: unthrottled.
 	catchUp *rate.Limiter
-	stop    chan struct{}
-	done    chan struct{}
+	// reportNow has a value when a leader's report changed
+	// (Broker.ReplicasChanged).
+	reportNow chan struct{}
+	stop      chan struct{}
+	done      chan struct{}
 }
 
 func newRaftHost(b *Broker) *raftHost {
-	h := &raftHost{b: b, queueMessages: 8192, stop: make(chan struct{}), done: make(chan struct{})}
+	h := &raftHost{b: b, queueMessages: 8192, reportNow: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	if bps := b.cfg.RaftCatchUpBytesPerSecond; bps > 0 {
 		// The burst holds the largest append (a batch is at most one
 		// frame, and raft adds at most MaxSizePerMsg to it).

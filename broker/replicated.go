@@ -47,6 +47,9 @@ type replicated struct {
 	// (replicated_members.go).
 	target  atomic.Pointer[[]cluster.Member]
 	members memberSteps
+	// reportSum is a digest of what this replica last had to report (0:
+	// not leading); the raft ticker alone uses it.
+	reportSum uint64
 
 	mu struct {
 		sync.Mutex

@@ -73,6 +73,7 @@ const (
 // leadership to the preferred leader.
 func (r *replicated) reconcile(now time.Time) {
 	s := r.group.Status()
+	r.noteReport(s)
 	leader := s.Role == "leader"
 	ms := &r.members
 	if leader && !ms.wasLeader {

@@ -18,7 +18,7 @@ import (
 
 // report sends member id's keepalive with a replica report of each given
 // shard: id leads it in term, with voters and in-sync voters as given.
-func (in *instance) report(t testing.TB, id string, reports ...api.ReplicaReport) {
+func (in *instance) report(t testing.TB, id string, reports ...cluster.ReplicaReport) {
 	t.Helper()
 	for i := range reports {
 		reports[i].Leader = id
@@ -27,7 +27,7 @@ func (in *instance) report(t testing.TB, id string, reports ...api.ReplicaReport
 		}
 	}
 	if reports == nil {
-		reports = []api.ReplicaReport{}
+		reports = []cluster.ReplicaReport{}
 	}
 	raw, err := json.Marshal(api.KeepAliveRequest{Replicas: reports})
 	require.NoError(t, err)
@@ -39,11 +39,11 @@ func (in *instance) report(t testing.TB, id string, reports ...api.ReplicaReport
 // reports once every move has finished.
 func (in *instance) settle(t testing.TB, p cluster.Placement) {
 	t.Helper()
-	by := map[string][]api.ReplicaReport{}
+	by := map[string][]cluster.ReplicaReport{}
 	for _, a := range p.Assignments {
 		if a.Replicated() {
 			set := slices.Sorted(slices.Values(a.Replicas))
-			by[a.Replicas[0]] = append(by[a.Replicas[0]], api.ReplicaReport{Shard: a.Shard, Voters: set, InSync: set})
+			by[a.Replicas[0]] = append(by[a.Replicas[0]], cluster.ReplicaReport{Shard: a.Shard, Voters: set, InSync: set})
 		}
 	}
 	for _, m := range p.Members {
@@ -72,7 +72,7 @@ func TestMemberStoreReplicaReports(t *testing.T) {
 		_, err := ms.Register(ctx, cluster.Member{ID: "a", QUICAddr: "127.0.0.1:7000"}, 30*time.Second)
 		require.NoError(t, err)
 		sh := cluster.Shard{Tenant: "t1", Namespace: "ns", Stream: "s", Shard: 1}
-		rep := []api.ReplicaReport{{Shard: sh, Leader: "a", Term: 2, Voters: []string{"a", "b", "c"}, InSync: []string{"a", "b"}}}
+		rep := []cluster.ReplicaReport{{Shard: sh, Leader: "a", Term: 2, Voters: []string{"a", "b", "c"}, InSync: []string{"a", "b"}}}
 		require.ErrorIs(t, ms.ReportReplicas(ctx, "x", rep), ErrNotFound)
 
 		woke := func() bool {
@@ -92,7 +92,7 @@ func TestMemberStoreReplicaReports(t *testing.T) {
 		require.True(t, woke(), "a changed report does")
 		got, err := ms.ReplicaReports(ctx)
 		require.NoError(t, err)
-		require.Equal(t, map[string][]api.ReplicaReport{"a": rep}, got)
+		require.Equal(t, map[string][]cluster.ReplicaReport{"a": rep}, got)
 	})
 }
 
@@ -102,10 +102,10 @@ func TestMemberStoreReplicaReports(t *testing.T) {
 func TestWithReportsTakesTheLiveLeadersLatestTerm(t *testing.T) {
 	sh := func(i int) cluster.Shard { return cluster.Shard{Tenant: "t1", Namespace: "ns", Stream: "s", Shard: i} }
 	specs := []cluster.ShardSpec{{Shard: sh(0), Replicas: 3}, {Shard: sh(1), Replicas: 3}, {Shard: sh(2), Replicas: 1}}
-	rep := func(s int, leader string, term uint64, voters ...string) api.ReplicaReport {
-		return api.ReplicaReport{Shard: sh(s), Leader: leader, Term: term, Voters: voters, InSync: voters}
+	rep := func(s int, leader string, term uint64, voters ...string) cluster.ReplicaReport {
+		return cluster.ReplicaReport{Shard: sh(s), Leader: leader, Term: term, Voters: voters, InSync: voters}
 	}
-	withReports(specs, map[string][]api.ReplicaReport{
+	withReports(specs, map[string][]cluster.ReplicaReport{
 		"a": {rep(0, "a", 3, "a", "b", "c"), rep(1, "a", 7, "a", "b", "c"), rep(2, "a", 1, "a")},
 		"b": {rep(0, "b", 4, "a", "b", "d")}, // shard 0's newer term
 		"c": {rep(1, "c", 9, "c", "x", "y")}, // c is dead: its report does not count
@@ -143,7 +143,7 @@ func TestClusterReportsAndManualMoves(t *testing.T) {
 		} {
 			in.mustDo(t, http.StatusBadRequest, "POST", "/v1/members/"+leader+"/keepalive", body)
 		}
-		in.report(t, leader, api.ReplicaReport{Shard: sh, Voters: set, InSync: set[:2]})
+		in.report(t, leader, cluster.ReplicaReport{Shard: sh, Voters: set, InSync: set[:2]})
 		p = in.awaitPlacement(t, 5*time.Second, func(p cluster.Placement) bool {
 			a, _ := cluster.NewIndex(p).Assignment(sh)
 			return a.Voters != nil
@@ -153,9 +153,9 @@ func TestClusterReportsAndManualMoves(t *testing.T) {
 		require.Equal(t, set[:2], a.InSync)
 		require.True(t, a.UnderReplicated())
 		require.False(t, a.Moving())
-		in.report(t, leader, api.ReplicaReport{Shard: sh, Voters: set, InSync: set[:2]})
+		in.report(t, leader, cluster.ReplicaReport{Shard: sh, Voters: set, InSync: set[:2]})
 		require.Equal(t, p.Version, in.placementAfter(t, p.Version, 300*time.Millisecond).Version, "the same report writes nothing")
-		in.report(t, leader, api.ReplicaReport{Shard: sh, Voters: set, InSync: set})
+		in.report(t, leader, cluster.ReplicaReport{Shard: sh, Voters: set, InSync: set})
 		p = in.awaitPlacement(t, 5*time.Second, func(p cluster.Placement) bool { return !cluster.NewIndex(p).UnderReplicated(sh) })
 
 		move := func(want int, shard, body string) api.ErrorBody {
@@ -193,8 +193,8 @@ func TestClusterReportsAndManualMoves(t *testing.T) {
 
 		// The group follows: the learner caught up, promoted, from removed.
 		next := slices.Sorted(slices.Values(moved.Assignment.Replicas))
-		in.report(t, leader, api.ReplicaReport{Shard: sh, Term: 1, Voters: set, Learners: []string{spare}, InSync: set})
-		in.report(t, leader, api.ReplicaReport{Shard: sh, Term: 1, Voters: next, InSync: next})
+		in.report(t, leader, cluster.ReplicaReport{Shard: sh, Term: 1, Voters: set, Learners: []string{spare}, InSync: set})
+		in.report(t, leader, cluster.ReplicaReport{Shard: sh, Term: 1, Voters: next, InSync: next})
 		p = in.awaitPlacement(t, 5*time.Second, func(p cluster.Placement) bool { return !cluster.NewIndex(p).Moving(sh) })
 		a, _ = cluster.NewIndex(p).Assignment(sh)
 		require.Equal(t, moved.Assignment.Replicas, a.Replicas, "the placer keeps the manual move")

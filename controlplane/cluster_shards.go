@@ -96,8 +96,8 @@ func changeErr(err error) error {
 // validReports checks the replica reports of member id and returns them
 // normalised (by shard, each list sorted), so that the same report always
 // stores the same bytes.
-func validReports(id string, reports []api.ReplicaReport) ([]api.ReplicaReport, error) {
-	out := make([]api.ReplicaReport, len(reports))
+func validReports(id string, reports []cluster.ReplicaReport) ([]cluster.ReplicaReport, error) {
+	out := make([]cluster.ReplicaReport, len(reports))
 	for i, rep := range reports {
 		if err := validReport(id, rep); err != nil {
 			return nil, err
@@ -105,7 +105,7 @@ func validReports(id string, reports []api.ReplicaReport) ([]api.ReplicaReport, 
 		rep.Voters, rep.Learners, rep.InSync = slices.Sorted(slices.Values(rep.Voters)), sortedOrNil(rep.Learners), slices.Sorted(slices.Values(rep.InSync))
 		out[i] = rep
 	}
-	slices.SortFunc(out, func(a, b api.ReplicaReport) int {
+	slices.SortFunc(out, func(a, b cluster.ReplicaReport) int {
 		return cmp.Or(strings.Compare(a.Tenant, b.Tenant), strings.Compare(a.Namespace, b.Namespace),
 			strings.Compare(a.Stream, b.Stream), cmp.Compare(a.Shard.Shard, b.Shard.Shard))
 	})
@@ -124,7 +124,7 @@ func sortedOrNil(ids []string) []string {
 	return slices.Sorted(slices.Values(ids))
 }
 
-func validReport(id string, rep api.ReplicaReport) error {
+func validReport(id string, rep cluster.ReplicaReport) error {
 	bad := func(format string, args ...any) error {
 		return invalid("replica report of %s for %s: %s", id, rep.Shard, fmt.Sprintf(format, args...))
 	}

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/felixmq/felix/cluster"
-	"github.com/felixmq/felix/controlplane/api"
 )
 
 // MemberStore is the cluster part of a store: brokers' membership under
@@ -42,8 +41,8 @@ type MemberStore interface {
 	Register(ctx context.Context, m cluster.Member, ttl time.Duration) (time.Duration, error)
 	KeepAlive(ctx context.Context, id string, load []cluster.ShardLoad) (time.Duration, error)
 	Loads(ctx context.Context) (map[string][]cluster.ShardLoad, error)
-	ReportReplicas(ctx context.Context, id string, reports []api.ReplicaReport) error
-	ReplicaReports(ctx context.Context) (map[string][]api.ReplicaReport, error)
+	ReportReplicas(ctx context.Context, id string, reports []cluster.ReplicaReport) error
+	ReplicaReports(ctx context.Context) (map[string][]cluster.ReplicaReport, error)
 	Leave(ctx context.Context, id string) error
 	Members(ctx context.Context) ([]cluster.Member, error)
 	Placement(ctx context.Context) (cluster.Placement, error)

@@ -272,7 +272,7 @@ func withLoads(shards []cluster.ShardSpec, stored cluster.Placement, loads map[s
 // shard, unless its member is not live (a leader that died since), and
 // then none (not an older term's): the placement keeps the shard's last
 // reported group until a live leader reports.
-func withReports(shards []cluster.ShardSpec, reports map[string][]api.ReplicaReport, members []cluster.Member) {
+func withReports(shards []cluster.ShardSpec, reports map[string][]cluster.ReplicaReport, members []cluster.Member) {
 	if len(reports) == 0 {
 		return
 	}
@@ -280,7 +280,7 @@ func withReports(shards []cluster.ShardSpec, reports map[string][]api.ReplicaRep
 	for _, m := range members {
 		live[m.ID] = true
 	}
-	top := map[cluster.Shard]api.ReplicaReport{}
+	top := map[cluster.Shard]cluster.ReplicaReport{}
 	for id, rs := range reports {
 		for _, r := range rs {
 			if r.Leader != id {

@@ -15,7 +15,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/felixmq/felix/cluster"
-	"github.com/felixmq/felix/controlplane/api"
 )
 
 // The etcd store's cluster keys, under Prefix+"cluster/":
@@ -32,7 +31,7 @@ import (
 //	              field of members/{id}: the member key then changes only
 //	              when membership does, and the notifier can ignore load
 //	              writes by their prefix (load alone never recomputes).
-//	replicas/{id} the member's last replica report ([]api.ReplicaReport
+//	replicas/{id} the member's last replica report ([]cluster.ReplicaReport
 //	              as JSON), without a lease like load/{id}; written only
 //	              when it differs from the stored one (a transaction
 //	              comparing the value), so that an unchanged report every
@@ -146,7 +145,7 @@ func byMember[T any](ctx context.Context, s *EtcdStore, prefix, what string) (ma
 
 // ReportReplicas implements MemberStore with one transaction: if the
 // member's key exists, put the report unless the stored one is equal.
-func (s *EtcdStore) ReportReplicas(ctx context.Context, id string, reports []api.ReplicaReport) error {
+func (s *EtcdStore) ReportReplicas(ctx context.Context, id string, reports []cluster.ReplicaReport) error {
 	val, err := json.Marshal(reports)
 	if err != nil {
 		return err
@@ -168,8 +167,8 @@ func (s *EtcdStore) ReportReplicas(ctx context.Context, id string, reports []api
 }
 
 // ReplicaReports implements MemberStore.
-func (s *EtcdStore) ReplicaReports(ctx context.Context) (map[string][]api.ReplicaReport, error) {
-	return byMember[[]api.ReplicaReport](ctx, s, s.replicasKey(""), "replica report")
+func (s *EtcdStore) ReplicaReports(ctx context.Context) (map[string][]cluster.ReplicaReport, error) {
+	return byMember[[]cluster.ReplicaReport](ctx, s, s.replicasKey(""), "replica report")
 }
 
 // Leave implements MemberStore: revoking the lease deletes the key.

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/felixmq/felix/cluster"
-	"github.com/felixmq/felix/controlplane/api"
 )
 
 // memberLease is a member of a MemoryStore and its emulated lease.
@@ -22,9 +21,9 @@ type memberLease struct {
 // wakes Notify) without waiting for a request; reads also drop them.
 type memoryCluster struct {
 	members   map[string]*memberLease
-	placement cluster.Placement              // Version: placementVersion
-	loads     map[string][]cluster.ShardLoad // last report by member ID, kept after it leaves
-	replicas  map[string][]api.ReplicaReport // last replica report by member ID, kept after it leaves
+	placement cluster.Placement                  // Version: placementVersion
+	loads     map[string][]cluster.ShardLoad     // last report by member ID, kept after it leaves
+	replicas  map[string][]cluster.ReplicaReport // last replica report by member ID, kept after it leaves
 	version   int64
 	timer     *time.Timer
 }
@@ -92,7 +91,7 @@ func (s *MemoryStore) memberLocked(id string) (*memberLease, error) {
 }
 
 // ReportReplicas implements MemberStore.
-func (s *MemoryStore) ReportReplicas(_ context.Context, id string, reports []api.ReplicaReport) error {
+func (s *MemoryStore) ReportReplicas(_ context.Context, id string, reports []cluster.ReplicaReport) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, err := s.memberLocked(id); err != nil {
@@ -102,7 +101,7 @@ func (s *MemoryStore) ReportReplicas(_ context.Context, id string, reports []api
 		return nil
 	}
 	if s.mu.cluster.replicas == nil {
-		s.mu.cluster.replicas = map[string][]api.ReplicaReport{}
+		s.mu.cluster.replicas = map[string][]cluster.ReplicaReport{}
 	}
 	s.mu.cluster.replicas[id] = cloneReports(reports)
 	s.broadcastLocked()
@@ -110,26 +109,26 @@ func (s *MemoryStore) ReportReplicas(_ context.Context, id string, reports []api
 }
 
 // ReplicaReports implements MemberStore.
-func (s *MemoryStore) ReplicaReports(context.Context) (map[string][]api.ReplicaReport, error) {
+func (s *MemoryStore) ReplicaReports(context.Context) (map[string][]cluster.ReplicaReport, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.mu.closed {
 		return nil, ErrClosed
 	}
-	out := make(map[string][]api.ReplicaReport, len(s.mu.cluster.replicas))
+	out := make(map[string][]cluster.ReplicaReport, len(s.mu.cluster.replicas))
 	for id, r := range s.mu.cluster.replicas {
 		out[id] = cloneReports(r)
 	}
 	return out, nil
 }
 
-func sameReport(a, b api.ReplicaReport) bool {
+func sameReport(a, b cluster.ReplicaReport) bool {
 	return a.Shard == b.Shard && a.Leader == b.Leader && a.Term == b.Term &&
 		slices.Equal(a.Voters, b.Voters) && slices.Equal(a.Learners, b.Learners) && slices.Equal(a.InSync, b.InSync)
 }
 
-func cloneReports(rs []api.ReplicaReport) []api.ReplicaReport {
-	out := make([]api.ReplicaReport, len(rs))
+func cloneReports(rs []cluster.ReplicaReport) []cluster.ReplicaReport {
+	out := make([]cluster.ReplicaReport, len(rs))
 	for i, r := range rs {
 		r.Voters, r.Learners, r.InSync = slices.Clone(r.Voters), slices.Clone(r.Learners), slices.Clone(r.InSync)
 		out[i] = r

@@ -30,27 +30,8 @@ type RegisterResponse struct {
 // replicated shard it leads ([]: it leads none); absent or null keeps the
 // previous one.
 type KeepAliveRequest struct {
-	Load     []cluster.ShardLoad `json:"load"`
-	Replicas []ReplicaReport     `json:"replicas"`
-}
-
-// ReplicaReport is a replicated shard's raft group as its leader sees it.
-// The control plane keeps each member's last report; per shard the report
-// of the highest term counts (one by a member that is not live does not),
-// and the placement's assignment shows its Voters, Learners and InSync
-// (cluster.Assignment).
-type ReplicaReport struct {
-	cluster.Shard
-	// Leader is the reporting member, leader of the group in Term.
-	Leader string `json:"leader"`
-	Term   uint64 `json:"term"`
-	// Voters and Learners are the group's membership (the leader among
-	// the voters).
-	Voters   []string `json:"voters"`
-	Learners []string `json:"learners,omitempty"`
-	// InSync are the voters whose log is caught up with the leader's
-	// (within a small lag), the leader included.
-	InSync []string `json:"in_sync"`
+	Load     []cluster.ShardLoad     `json:"load"`
+	Replicas []cluster.ReplicaReport `json:"replicas"`
 }
 
 // MoveRequest is the body of POST /v1/shards/{tenant}/{namespace}/

@@ -56,16 +56,16 @@ func TestAdminShardListMoveLeader(t *testing.T) {
 	var mu sync.Mutex
 	var placed cluster.Placement
 	lagging := "none"
-	reports := func(id string) func() []api.ReplicaReport {
-		return func() []api.ReplicaReport {
+	reports := func(id string) func() []cluster.ReplicaReport {
+		return func() []cluster.ReplicaReport {
 			mu.Lock()
 			defer mu.Unlock()
-			var out []api.ReplicaReport
+			var out []cluster.ReplicaReport
 			for _, a := range placed.Assignments {
 				if a.Replicated() && a.Replicas[0] == id {
 					set := slices.Sorted(slices.Values(a.Replicas))
 					in := slices.DeleteFunc(slices.Clone(set), func(m string) bool { return m == lagging })
-					out = append(out, api.ReplicaReport{Shard: a.Shard, Leader: id, Term: 1, Voters: set, InSync: in})
+					out = append(out, cluster.ReplicaReport{Shard: a.Shard, Leader: id, Term: 1, Voters: set, InSync: in})
 				}
 			}
 			return out
