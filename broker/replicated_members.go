@@ -167,7 +167,7 @@ func nextStep(s replica.Status, target []cluster.Member, self uint64, live func(
 // the leader's last index (s is the leader's status).
 func caughtUp(s replica.Status, id uint64) bool {
 	m, ok := s.Match[id]
-	return ok && m+caughtUpSlack >= s.LastIndex
+	return ok && m+caughtUpSlack >= s.LastIndex && !slices.Contains(s.Silent, id)
 }
 
 // inSync are the voters caught up with the leader.

@@ -58,6 +58,8 @@ type Group struct {
 	applied   uint64
 	failed    error // a log failure: the group stopped taking part
 	progress  map[uint64]uint64
+	silent    []uint64       // with progress: replicas not heard from lately
+	quiet     map[uint64]int // ticks each replica has been silent, on a leader
 	lastIndex uint64
 }
 

@@ -102,11 +102,28 @@ func (g *Group) membershipStatus(s *Status) {
 	}
 }
 
-// leaderProgress records each replica's match index, for Status.
+// leaderProgress records each replica's match index, for Status, and the
+// replicas the leader has not heard from for more than an election
+// timeout: a follower that died while the log was idle keeps its match,
+// but is not in sync. Raft's RecentActive alone would not do: CheckQuorum
+// clears it every election timeout and a live follower's next answer sets
+// it again, so it is false for a moment on every follower. It is called
+// once per tick.
 func (g *Group) leaderProgress() {
-	g.progress = map[uint64]uint64{}
+	g.progress, g.silent = map[uint64]uint64{}, nil
+	if g.quiet == nil {
+		g.quiet = map[uint64]int{}
+	}
 	g.rn.WithProgress(func(id uint64, _ raft.ProgressType, pr tracker.Progress) {
 		g.progress[id] = pr.Match
+		switch {
+		case pr.RecentActive || id == g.cfg.ID:
+			delete(g.quiet, id)
+		case g.quiet[id] >= g.cfg.ElectionTicks:
+			g.silent = append(g.silent, id)
+		default:
+			g.quiet[id]++
+		}
 	})
 }
 

@@ -14,6 +14,9 @@ type Status struct {
 	// Match is, on a leader, each replica's highest index known to be in
 	// its log (itself included).
 	Match map[uint64]uint64
+	// Silent is, on a leader, the replicas it has not heard from within
+	// an election timeout: whatever their Match, they are not in sync.
+	Silent []uint64
 	// Pending is the proposals this replica took that are not answered yet.
 	Pending int
 	// Voters and Learners are the membership this replica applied, sorted.
@@ -40,7 +43,7 @@ func (g *Group) publishStatus() {
 	s := &Status{ID: g.cfg.ID, Role: roleName(bs.RaftState), Term: bs.GetTerm(), Leader: bs.Lead,
 		Commit: bs.GetCommit(), Applied: g.applied, LastIndex: g.st.lastIndex(), Pending: len(g.props.q)}
 	if g.leader && g.progress != nil {
-		s.Match = g.progress
+		s.Match, s.Silent = g.progress, g.silent
 	}
 	if g.failed != nil {
 		s.Failed = g.failed.Error()

@@ -54,6 +54,12 @@ func startClusterControlPlane(t *testing.T) *cpHarness {
 // startClusterControlPlaneTTL mints Felix tokens (node credentials too)
 // that live ttl.
 func startClusterControlPlaneTTL(t *testing.T, ttl time.Duration) *cpHarness {
+	return startClusterControlPlaneWith(t, ttl, controlplane.PlacerConfig{})
+}
+
+// startClusterControlPlaneWith is startClusterControlPlaneTTL with the
+// placer's config (its lease and retry delay those of the tests).
+func startClusterControlPlaneWith(t *testing.T, ttl time.Duration, pc controlplane.PlacerConfig) *cpHarness {
 	const bootstrap = "bootstrap-token-for-the-cluster-e2e-0123456789"
 	st, err := controlplane.NewEtcdStore(controlplane.EtcdConfig{Endpoints: []string{startEtcd(t)}, Prefix: "/felix-e2e/"})
 	require.NoError(t, err)
@@ -64,7 +70,8 @@ func startClusterControlPlaneTTL(t *testing.T, ttl time.Duration) *cpHarness {
 	felix, err := controlplane.NewFelixTokenAuthorizer(controlplane.FelixTokenConfig{Keys: tokens, OperatorTenant: e2eOperator,
 		ClockSkew: min(ttl/10, time.Minute)}) // short tokens expire for the control plane too
 	require.NoError(t, err)
-	placer, err := controlplane.NewPlacer(st, controlplane.PlacerConfig{LeaseTTL: e2eLease, RetryDelay: 50 * time.Millisecond})
+	pc.LeaseTTL, pc.RetryDelay = e2eLease, 50*time.Millisecond
+	placer, err := controlplane.NewPlacer(st, pc)
 	require.NoError(t, err)
 	cp, err := controlplane.New(controlplane.Config{Store: st, Authorizer: controlplane.AnyOf{boot, felix}, Tokens: tokens, Placer: placer,
 		OperatorTenant: e2eOperator})

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -122,10 +123,18 @@ type replicatedCluster struct {
 	brokers []*clusterBroker
 	proxies []*impair.Proxy
 	ccfg    client.Config
+
+	certFile, keyFile string
 }
 
 func startReplicatedCluster(t *testing.T, ctx context.Context) *replicatedCluster {
-	rc := &replicatedCluster{t: t, cp: startClusterControlPlane(t)}
+	return startReplicatedClusterOn(t, ctx, startClusterControlPlane(t))
+}
+
+// startReplicatedClusterOn is startReplicatedCluster with the control
+// plane cp.
+func startReplicatedClusterOn(t *testing.T, ctx context.Context, cp *cpHarness) *replicatedCluster {
+	rc := &replicatedCluster{t: t, cp: cp}
 	t.Cleanup(func() {
 		if !t.Failed() {
 			return
@@ -138,14 +147,10 @@ func startReplicatedCluster(t *testing.T, ctx context.Context) *replicatedCluste
 			}
 		}
 	})
-	certFile, keyFile, pool := writeCert(t, t.TempDir())
+	var pool *x509.CertPool
+	rc.certFile, rc.keyFile, pool = writeCert(t, t.TempDir())
 	for _, id := range e2eIDs {
-		cb := newClusterBroker(t, id, rc.cp, certFile, keyFile)
-		proxy, err := impair.New(cb.addr)
-		require.NoError(t, err)
-		t.Cleanup(func() { proxy.Close() })
-		cb.env = append(cb.env, "FELIX_ADVERTISE_ADDR="+proxy.Addr(), "FELIX_LOG_LEVEL=info")
-		cb.start(t)
+		cb, proxy := rc.newBroker(id)
 		rc.brokers, rc.proxies = append(rc.brokers, cb), append(rc.proxies, proxy)
 	}
 	rc.cp.mustCall(t, http.StatusCreated, http.MethodPost, "/v1/tenants/t1/namespaces/default/streams",
@@ -153,6 +158,17 @@ func startReplicatedCluster(t *testing.T, ctx context.Context) *replicatedCluste
 	rc.ccfg = client.Config{Tenant: "t1", Token: rc.cp.writerToken(t), TLS: &tls.Config{RootCAs: pool}}
 	rc.leader(ctx)
 	return rc
+}
+
+// newBroker starts broker id behind its impairment proxy.
+func (rc *replicatedCluster) newBroker(id string) (*clusterBroker, *impair.Proxy) {
+	cb := newClusterBroker(rc.t, id, rc.cp, rc.certFile, rc.keyFile)
+	proxy, err := impair.New(cb.addr)
+	require.NoError(rc.t, err)
+	rc.t.Cleanup(func() { proxy.Close() })
+	cb.env = append(cb.env, "FELIX_ADVERTISE_ADDR="+proxy.Addr(), "FELIX_LOG_LEVEL=info")
+	cb.start(rc.t)
+	return cb, proxy
 }
 
 // replica is broker i's replica of the stream as its stats show it; nil
