@@ -4,18 +4,23 @@ import (
 	"context"
 	"encoding/json"
 	"io/fs"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/felixmq/felix/client"
 	"github.com/felixmq/felix/cluster"
 	"github.com/felixmq/felix/controlplane"
+	"github.com/felixmq/felix/internal/testutil"
 	"github.com/felixmq/felix/segment"
 )
 
@@ -129,4 +134,203 @@ func TestReplaceLostBroker(t *testing.T) {
 	res := view.finish(ctx, h)
 	t.Logf("replace: acked batches %d (records %d); lost 0, duplicated 0; resends %d, reconnects %d; subscriber resumes %d",
 		res.batches, 2*res.batches, res.resends, res.reconnects, h.resumes())
+}
+
+// TestGrowBalancesReplicas: three brokers hold a 12-shard RF=3 stream
+// (36 replicas, 12 each) with FELIX_GROW_SHARD_BYTES (default 2 MiB) in
+// each shard; a paced publisher measures acks for a while, then a fourth
+// broker joins. The placer moves replicas to it, at most two shards at a
+// time, until every broker holds 9; the leaders' catch-up traffic stays
+// within FELIX_RAFT_CATCHUP_BYTES_PER_SEC (set low, so that the throttle
+// decides the pace) plus its burst. The publish ack p99 during the moves
+// is logged beside the one before them.
+func TestGrowBalancesReplicas(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs four broker processes")
+	}
+	const throttle = 512 << 10
+	perShard := 2 << 20
+	if s := os.Getenv("FELIX_GROW_SHARD_BYTES"); s != "" {
+		n, err := strconv.Atoi(s)
+		require.NoError(t, err, "FELIX_GROW_SHARD_BYTES")
+		perShard = n
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cp := startClusterControlPlaneWith(t, time.Hour, controlplane.PlacerConfig{MaxMoves: 2})
+	// The throttle's burst is a frame and a MiB: small frames keep it
+	// small beside the data moved.
+	rc := newReplicatedCluster(t, cp, "FELIX_RAFT_CATCHUP_BYTES_PER_SEC="+strconv.Itoa(throttle), "FELIX_MAX_FRAME_BYTES=262144")
+	for _, id := range e2eIDs {
+		cb, proxy := rc.newBroker(id)
+		rc.brokers, rc.proxies = append(rc.brokers, cb), append(rc.proxies, proxy)
+	}
+	cp.mustCall(t, http.StatusCreated, http.MethodPost, "/v1/tenants/t1/namespaces/default/streams",
+		`{"tenant":"t1","namespace":"default","stream":"grow","shards":12,"durable":true,"fsync":"periodic","replicas":3,"ack":"quorum"}`)
+	// settle waits until every shard's group is its replica set, in
+	// sync, and the sets give each broker want replicas.
+	settle := func(d time.Duration, want map[string]int) {
+		t.Helper()
+		var p cluster.Placement
+		for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+			p = cp.placement(t)
+			got := map[string]int{}
+			done := len(p.Assignments) == 12
+			for _, a := range p.Assignments {
+				done = done && a.AllInSync() && !a.Moving()
+				for _, id := range a.Replicas {
+					got[id]++
+				}
+			}
+			if done && maps.Equal(got, want) {
+				return
+			}
+		}
+		for _, a := range p.Assignments {
+			t.Logf("%s: replicas %v voters %v learners %v in_sync %v", a.Shard, a.Replicas, a.Voters, a.Learners, a.InSync)
+		}
+		t.Fatalf("not settled at %v within %v", want, d)
+	}
+	settle(time.Minute, map[string]int{"b1": 12, "b2": 12, "b3": 12})
+	g := newGrowLoad(t, ctx, rc)
+	g.fill(perShard)
+
+	g.start()
+	time.Sleep(5 * time.Second) // the baseline: the same load, no move
+	before := g.cut()
+	b4, _ := rc.newBroker("b4")
+	rc.brokers = append(rc.brokers, b4)
+	added := time.Now()
+	caught := rc.catchUpBytes()
+	settle(3*time.Minute, map[string]int{"b1": 9, "b2": 9, "b3": 9, "b4": 9})
+	took := time.Since(added)
+	during := g.cut()
+	g.stop()
+	moved := rc.catchUpBytes()
+	var total float64
+	for id, n := range moved {
+		n -= caught[id]
+		total += n
+		// Each leader's catch-up appends pass its throttle: at most the
+		// rate over the moves plus the burst.
+		require.LessOrEqual(t, n, float64(throttle)*took.Seconds()+float64(262144+1<<20), "%s sent %.0f catch-up bytes in %v", id, n, took)
+	}
+	t.Logf("grow: 12 shards x RF=3, %d bytes each; b4 added: 9/9/9/9 after %v; catch-up %.0f bytes, %.0f B/s summed over the leaders (throttle %d B/s per broker)",
+		perShard, took.Round(time.Millisecond), total, total/took.Seconds(), throttle)
+	t.Logf("grow: publish ack p50/p99 before the move %v/%v (%d acks), during it %v/%v (%d acks); errors %d",
+		pct(before, 50), pct(before, 99), len(before), pct(during, 50), pct(during, 99), len(during), g.errs.Load())
+}
+
+// catchUpBytes is each live broker's felix_raft_catchup_bytes_total.
+func (rc *replicatedCluster) catchUpBytes() map[string]float64 {
+	out := map[string]float64{}
+	for _, cb := range rc.brokers {
+		m := testutil.Scrape(rc.t, "http://"+cb.admin+"/metrics", "")
+		v, _ := m.Value("felix_raft_catchup_bytes_total", nil)
+		out[cb.id] = v
+	}
+	return out
+}
+
+// growLoad publishes to every shard of "grow" through plain publishers
+// (a broker forwards a publish to the shard's leader), one batch in flight
+// each, and keeps the ack latencies.
+type growLoad struct {
+	t        *testing.T
+	ctx      context.Context
+	pubs     []*client.Publisher
+	stopLoad context.CancelFunc
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	lat      []time.Duration
+	errs     atomic.Int64
+}
+
+func newGrowLoad(t *testing.T, ctx context.Context, rc *replicatedCluster) *growLoad {
+	g := &growLoad{t: t, ctx: ctx}
+	for p := range 4 {
+		pub, err := rc.dial(ctx, rc.brokers[p%len(rc.brokers)].addr).NewPublisher(ctx, "default", "grow")
+		require.NoError(t, err)
+		g.pubs = append(g.pubs, pub)
+	}
+	return g
+}
+
+// fill puts about perShard bytes in every shard, in batches of 16 records
+// of 4 KiB.
+func (g *growLoad) fill(perShard int) {
+	payload := make([]byte, 4<<10)
+	batch := slices.Repeat([][]byte{payload}, 16)
+	n := 12 * perShard / (16 * len(payload))
+	var wg sync.WaitGroup
+	for p, pub := range g.pubs {
+		wg.Go(func() {
+			var pending []*client.PendingAck // four in flight
+			for k := p; k < n; k += len(g.pubs) {
+				if len(pending) == 4 {
+					require.NoError(g.t, pending[0].Wait(g.ctx))
+					pending = pending[1:]
+				}
+				pending = append(pending, pub.PublishShardAsync(uint32(k%12), batch))
+			}
+			for _, pa := range pending {
+				require.NoError(g.t, pa.Wait(g.ctx))
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// start runs the measured load: each publisher a 256-byte record every
+// 10 ms, one in flight, to the shards in turn.
+func (g *growLoad) start() {
+	ctx, stop := context.WithCancel(g.ctx)
+	g.stopLoad = stop
+	for p, pub := range g.pubs {
+		g.wg.Go(func() {
+			payload := [][]byte{make([]byte, 256)}
+			tick := time.NewTicker(10 * time.Millisecond)
+			defer tick.Stop()
+			for k := p; ctx.Err() == nil; k++ {
+				select {
+				case <-tick.C:
+				case <-ctx.Done():
+					return
+				}
+				at := time.Now()
+				if err := pub.PublishShardAsync(uint32(k%12), payload).Wait(ctx); err != nil {
+					if ctx.Err() == nil {
+						g.errs.Add(1)
+					}
+					continue
+				}
+				g.mu.Lock()
+				g.lat = append(g.lat, time.Since(at))
+				g.mu.Unlock()
+			}
+		})
+	}
+}
+
+// cut returns the latencies since the last cut.
+func (g *growLoad) cut() []time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := g.lat
+	g.lat = nil
+	return out
+}
+
+func (g *growLoad) stop() {
+	g.stopLoad()
+	g.wg.Wait()
+}
+
+// pct is the q-th percentile of ds.
+func pct(ds []time.Duration, q int) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(ds))
+	return s[min(len(s)-1, len(s)*q/100)].Round(10 * time.Microsecond)
 }

@@ -125,6 +125,7 @@ type replicatedCluster struct {
 	ccfg    client.Config
 
 	certFile, keyFile string
+	env               []string // added to every broker's
 }
 
 func startReplicatedCluster(t *testing.T, ctx context.Context) *replicatedCluster {
@@ -134,7 +135,21 @@ func startReplicatedCluster(t *testing.T, ctx context.Context) *replicatedCluste
 // startReplicatedClusterOn is startReplicatedCluster with the control
 // plane cp.
 func startReplicatedClusterOn(t *testing.T, ctx context.Context, cp *cpHarness) *replicatedCluster {
-	rc := &replicatedCluster{t: t, cp: cp}
+	rc := newReplicatedCluster(t, cp)
+	for _, id := range e2eIDs {
+		cb, proxy := rc.newBroker(id)
+		rc.brokers, rc.proxies = append(rc.brokers, cb), append(rc.proxies, proxy)
+	}
+	rc.cp.mustCall(t, http.StatusCreated, http.MethodPost, "/v1/tenants/t1/namespaces/default/streams",
+		`{"tenant":"t1","namespace":"default","stream":"rep","shards":1,"durable":true,"fsync":"on_commit","replicas":3,"ack":"quorum"}`)
+	rc.leader(ctx)
+	return rc
+}
+
+// newReplicatedCluster is a cluster on cp with no broker yet; env is
+// added to every broker's.
+func newReplicatedCluster(t *testing.T, cp *cpHarness, env ...string) *replicatedCluster {
+	rc := &replicatedCluster{t: t, cp: cp, env: env}
 	t.Cleanup(func() {
 		if !t.Failed() {
 			return
@@ -149,14 +164,7 @@ func startReplicatedClusterOn(t *testing.T, ctx context.Context, cp *cpHarness) 
 	})
 	var pool *x509.CertPool
 	rc.certFile, rc.keyFile, pool = writeCert(t, t.TempDir())
-	for _, id := range e2eIDs {
-		cb, proxy := rc.newBroker(id)
-		rc.brokers, rc.proxies = append(rc.brokers, cb), append(rc.proxies, proxy)
-	}
-	rc.cp.mustCall(t, http.StatusCreated, http.MethodPost, "/v1/tenants/t1/namespaces/default/streams",
-		`{"tenant":"t1","namespace":"default","stream":"rep","shards":1,"durable":true,"fsync":"on_commit","replicas":3,"ack":"quorum"}`)
 	rc.ccfg = client.Config{Tenant: "t1", Token: rc.cp.writerToken(t), TLS: &tls.Config{RootCAs: pool}}
-	rc.leader(ctx)
 	return rc
 }
 
@@ -167,6 +175,7 @@ func (rc *replicatedCluster) newBroker(id string) (*clusterBroker, *impair.Proxy
 	require.NoError(rc.t, err)
 	rc.t.Cleanup(func() { proxy.Close() })
 	cb.env = append(cb.env, "FELIX_ADVERTISE_ADDR="+proxy.Addr(), "FELIX_LOG_LEVEL=info")
+	cb.env = append(cb.env, rc.env...)
 	cb.start(rc.t)
 	return cb, proxy
 }
