@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -31,6 +32,9 @@ import (
 // replaceAfter is the tests' grace period before a lost member is
 // replaced (60 s by default).
 const replaceAfter = 2 * time.Second
+
+// growWaitS bounds the wait for 9/9/9/9, seconds.
+var growWaitS = 180
 
 // placement is the control plane's placement.
 func (h *cpHarness) placement(t *testing.T) cluster.Placement {
@@ -189,6 +193,24 @@ func TestGrowBalancesReplicas(t *testing.T) {
 		for _, a := range p.Assignments {
 			t.Logf("%s: replicas %v voters %v learners %v in_sync %v", a.Shard, a.Replicas, a.Voters, a.Learners, a.InSync)
 		}
+		for _, cb := range rc.brokers {
+			raw, _ := os.ReadFile(cb.logPath())
+			var lines []string
+			for _, l := range strings.Split(string(raw), "\n") {
+				if strings.Contains(l, "replica") {
+					lines = append(lines, l)
+				}
+			}
+			t.Logf("== %s: %s", cb.id, strings.Join(lines[max(0, len(lines)-15):], "\n"))
+			for _, st := range cb.fullStats(t).Streams {
+				for i, sh := range st.Shards {
+					if r := sh.Replica; r != nil && r.Role == "leader" {
+						t.Logf("%s#%d on %s: term %d voters %v learners %v in_sync %v transferee %q commit %d applied %d last %d", st.Stream, i, cb.id,
+							r.Term, r.Voters, r.Learners, r.InSync, r.Transferee, r.Commit, r.Applied, r.LastIndex)
+					}
+				}
+			}
+		}
 		t.Fatalf("not settled at %v within %v", want, d)
 	}
 	settle(time.Minute, map[string]int{"b1": 12, "b2": 12, "b3": 12})
@@ -202,7 +224,7 @@ func TestGrowBalancesReplicas(t *testing.T) {
 	rc.brokers = append(rc.brokers, b4)
 	added := time.Now()
 	caught := rc.catchUpBytes()
-	settle(3*time.Minute, map[string]int{"b1": 9, "b2": 9, "b3": 9, "b4": 9})
+	settle(time.Duration(growWaitS)*time.Second, map[string]int{"b1": 9, "b2": 9, "b3": 9, "b4": 9})
 	took := time.Since(added)
 	during := g.cut()
 	g.stop()
