@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,7 +20,6 @@ import (
 	"github.com/felixmq/felix/cluster"
 	"github.com/felixmq/felix/controlplane"
 	"github.com/felixmq/felix/controlplane/api"
-	"github.com/felixmq/felix/internal/cptest"
 	"github.com/felixmq/felix/internal/devtls"
 	"github.com/felixmq/felix/internal/testutil"
 	"github.com/felixmq/felix/segment"
@@ -41,15 +41,24 @@ type cpCluster struct {
 // three of them registered (start the others with join); rf3 is created
 // replicated on them.
 func startCPCluster(t *testing.T, n int, cfg controlplane.PlacerConfig) *cpCluster {
+	st, err := controlplane.NewMemoryStore(controlplane.MemoryConfig{})
+	require.NoError(t, err)
 	cfg.RetryDelay = 20 * time.Millisecond
-	url, _ := cptest.Start(t, cpToken, cfg)
+	placer, err := controlplane.NewPlacer(st, cfg)
+	require.NoError(t, err)
+	auth, err := controlplane.NewBootstrapAuthorizer(cpToken)
+	require.NoError(t, err)
+	srv, err := controlplane.New(controlplane.Config{Store: st, Authorizer: auth, Placer: placer})
+	require.NoError(t, err)
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() { hs.Close(); srv.Close(); placer.Close(); st.Close() })
 
 	cert, err := devtls.SelfSigned()
 	require.NoError(t, err)
 	pool, err := devtls.Pool(cert.PEM)
 	require.NoError(t, err)
 	rc := &raftCluster{t: t, cert: cert, tls: &tls.Config{RootCAs: pool}}
-	c := &cpCluster{raftCluster: rc, url: url}
+	c := &cpCluster{raftCluster: rc, url: hs.URL}
 	for i := range n {
 		rc.ids = append(rc.ids, fmt.Sprintf("b%d", i+1))
 		rc.dirs = append(rc.dirs, t.TempDir())

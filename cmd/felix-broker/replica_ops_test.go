@@ -223,12 +223,12 @@ func TestGrowBalancesReplicas(t *testing.T) {
 	b4, _ := rc.newBroker("b4")
 	rc.brokers = append(rc.brokers, b4)
 	added := time.Now()
-	caught := rc.catchUpBytes()
+	caught, throttledBefore := rc.catchUp()
 	settle(time.Duration(growWaitS)*time.Second, map[string]int{"b1": 9, "b2": 9, "b3": 9, "b4": 9})
 	took := time.Since(added)
 	during := g.cut()
 	g.stop()
-	moved := rc.catchUpBytes()
+	moved, throttled := rc.catchUp()
 	var total float64
 	for id, n := range moved {
 		n -= caught[id]
@@ -237,21 +237,24 @@ func TestGrowBalancesReplicas(t *testing.T) {
 		// rate over the moves plus the burst.
 		require.LessOrEqual(t, n, float64(throttle)*took.Seconds()+float64(262144+1<<20), "%s sent %.0f catch-up bytes in %v", id, n, took)
 	}
-	t.Logf("grow: 12 shards x RF=3, %d bytes each; b4 added: 9/9/9/9 after %v; catch-up %.0f bytes, %.0f B/s summed over the leaders (throttle %d B/s per broker)",
-		perShard, took.Round(time.Millisecond), total, total/took.Seconds(), throttle)
+	t.Logf("grow: 12 shards x RF=3, %d bytes each; b4 added: 9/9/9/9 after %v; catch-up %.0f bytes, %.0f B/s summed over the leaders "+
+		"(throttle %d B/s per broker, appends held back by it %.0f)", perShard, took.Round(time.Millisecond), total, total/took.Seconds(), throttle, throttled-throttledBefore)
 	t.Logf("grow: publish ack p50/p99 before the move %v/%v (%d acks), during it %v/%v (%d acks); errors %d",
 		pct(before, 50), pct(before, 99), len(before), pct(during, 50), pct(during, 99), len(during), g.errs.Load())
 }
 
-// catchUpBytes is each live broker's felix_raft_catchup_bytes_total.
-func (rc *replicatedCluster) catchUpBytes() map[string]float64 {
-	out := map[string]float64{}
+// catchUp is each live broker's felix_raft_catchup_bytes_total, and the
+// sum of their felix_raft_catchup_throttled_total.
+func (rc *replicatedCluster) catchUp() (map[string]float64, float64) {
+	out, throttled := map[string]float64{}, 0.0
 	for _, cb := range rc.brokers {
 		m := testutil.Scrape(rc.t, "http://"+cb.admin+"/metrics", "")
 		v, _ := m.Value("felix_raft_catchup_bytes_total", nil)
 		out[cb.id] = v
+		v, _ = m.Value("felix_raft_catchup_throttled_total", nil)
+		throttled += v
 	}
-	return out
+	return out, throttled
 }
 
 // growLoad publishes to every shard of "grow" through plain publishers

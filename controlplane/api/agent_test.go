@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,7 +15,6 @@ import (
 	"github.com/felixmq/felix/cluster"
 	"github.com/felixmq/felix/controlplane"
 	"github.com/felixmq/felix/controlplane/api"
-	"github.com/felixmq/felix/internal/cptest"
 	"github.com/felixmq/felix/internal/testutil"
 )
 
@@ -28,8 +28,17 @@ type plane struct {
 }
 
 func newPlane(t *testing.T, lease time.Duration) *plane {
-	url, st := cptest.Start(t, token, controlplane.PlacerConfig{LeaseTTL: lease})
-	return &plane{url: url, store: st}
+	st, err := controlplane.NewMemoryStore(controlplane.MemoryConfig{})
+	require.NoError(t, err)
+	placer, err := controlplane.NewPlacer(st, controlplane.PlacerConfig{LeaseTTL: lease})
+	require.NoError(t, err)
+	auth, err := controlplane.NewBootstrapAuthorizer(token)
+	require.NoError(t, err)
+	srv, err := controlplane.New(controlplane.Config{Store: st, Authorizer: auth, Placer: placer})
+	require.NoError(t, err)
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() { hs.Close(); srv.Close(); placer.Close(); st.Close() })
+	return &plane{url: hs.URL, store: st}
 }
 
 // call sends an API request with the bootstrap token and requires want.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,14 +17,22 @@ import (
 	"github.com/felixmq/felix/cluster"
 	"github.com/felixmq/felix/controlplane"
 	"github.com/felixmq/felix/controlplane/api"
-	"github.com/felixmq/felix/internal/cptest"
 )
 
 // startClusterCP is startCP with a placer: brokers register and the
 // placement is served.
 func startClusterCP(t *testing.T) string {
-	url, _ := cptest.Start(t, cpBootstrapToken, controlplane.PlacerConfig{LeaseTTL: time.Second, MaxMoves: -1})
-	return url
+	st, err := controlplane.NewMemoryStore(controlplane.MemoryConfig{})
+	require.NoError(t, err)
+	placer, err := controlplane.NewPlacer(st, controlplane.PlacerConfig{LeaseTTL: time.Second, MaxMoves: -1})
+	require.NoError(t, err)
+	boot, err := controlplane.NewBootstrapAuthorizer(cpBootstrapToken)
+	require.NoError(t, err)
+	srv, err := controlplane.New(controlplane.Config{Store: st, Authorizer: boot, Placer: placer})
+	require.NoError(t, err)
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() { hs.Close(); srv.Close(); placer.Close(); st.Close() })
+	return hs.URL
 }
 
 // felix admin shard list shows replicated shards with their reported
