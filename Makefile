@@ -95,9 +95,9 @@ bench: ## run every benchmark (see docs/BENCHMARKS.md for the recorded runs)
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
 
 .PHONY: reliability
-reliability: ## long fault scenarios (kill -9 x50 under load, under mixed load and with idempotent publishers; hostile swarm at 4x; hostile peers 8 s each; the CLI pairs 20 and 10 times; cache_put_if read-modify-write 10 s; 200 faults on a replicated stream; short versions run in make test)
-	FELIX_KILL_ROUNDS=50 FELIX_HOSTILE_SCALE=4 FELIX_CLI_PAIR_RUNS=20 FELIX_CAS_SECONDS=10 FELIX_REPLICATION_FAULTS=200 $(GO) test -count=1 -v -timeout 90m \
-		-run 'TestKill9|TestHostileClientsAreContained|TestHostilePeers|TestCLISubscriberLosesNothingOnADefaultBroker|TestCacheConditionalNoLostUpdate|TestGroupPoisonRecordSurvivesKill9|TestReplicationFaultsLoseNothingAcked' ./cmd/felix-broker
+reliability: ## long fault scenarios (kill -9 x50 under load, under mixed load and with idempotent publishers; hostile swarm at 4x; hostile peers 8 s each; the CLI pairs 20 and 10 times; cache_put_if read-modify-write 10 s; 200 faults on a replicated stream; 10 rounds of rolling restarts; a lost broker replaced with 100000 records; short versions run in make test)
+	FELIX_KILL_ROUNDS=50 FELIX_HOSTILE_SCALE=4 FELIX_CLI_PAIR_RUNS=20 FELIX_CAS_SECONDS=10 FELIX_REPLICATION_FAULTS=200 FELIX_ROLLING_ROUNDS=10 FELIX_REPLACE_RECORDS=100000 $(GO) test -count=1 -v -timeout 90m \
+		-run 'TestKill9|TestHostileClientsAreContained|TestHostilePeers|TestCLISubscriberLosesNothingOnADefaultBroker|TestCacheConditionalNoLostUpdate|TestGroupPoisonRecordSurvivesKill9|TestReplicationFaultsLoseNothingAcked|TestRollingRestartLosesNoPublish|TestReplaceLostBroker|TestGrowBalancesReplicas' ./cmd/felix-broker
 
 .PHONY: soak
 soak: ## mixed workload against the real binary for DURATION (default 30m); make test runs 2m

@@ -18,7 +18,9 @@ import (
 // or draining), /metrics, /debug/pprof/, /debug/felix/stats, and the stream
 // and cache API (POST and GET /v1/streams, /v1/caches, through
 // Config.Catalog when there is one; GET and DELETE
-// /v1/streams/{tenant}/{namespace}/{stream}). Every endpoint but /live and /ready is behind
+// /v1/streams/{tenant}/{namespace}/{stream}), and a replicated shard's
+// step-down (POST
+// /v1/streams/{tenant}/{namespace}/{stream}/shards/{shard}/step-down). Every endpoint but /live and /ready is behind
 // Config.AdminAuth.
 func (b *Broker) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
@@ -50,6 +52,7 @@ func (b *Broker) AdminHandler() http.Handler {
 		writeJSON(w, http.StatusOK, map[string]any{"caches": b.Caches()})
 	})
 	guarded.HandleFunc("POST /v1/caches", b.postCache)
+	guarded.HandleFunc("POST /v1/streams/{tenant}/{namespace}/{stream}/shards/{shard}/step-down", b.postStepDown)
 	mux.Handle("/", b.adminAuth(guarded))
 	return mux
 }

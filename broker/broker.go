@@ -334,6 +334,7 @@ func (b *Broker) Ready() bool { return b.ready.Load() && !b.draining.Load() }
 // CONNECTION_CLOSE and a reason. ctx bounds the whole drain; what is left
 // when it ends is closed at once.
 func (b *Broker) Drain(ctx context.Context) error {
+	b.handOffLeaderships(ctx)
 	b.draining.Store(true)
 	b.mu.Lock()
 	if b.mu.closed {

@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/felixmq/felix/auth"
@@ -55,9 +56,14 @@ type route struct {
 	// replicas is a replicated shard's replica set, the preferred leader
 	// first (nil for other shards): raft decides the owner of the moment,
 	// so routeOf resolves such a route per request (leaderRoute), and
-	// member is the preferred leader. holds: one replica is this broker's.
+	// member is the preferred leader. holds: one replica is this broker's
+	// (it is in the set, or still in the group's membership).
 	replicas []cluster.Member
 	holds    bool
+	// voters and learners are the group's membership as its leader last
+	// reported it; reported is false before any report.
+	voters, learners []string
+	reported         bool
 }
 
 // placementView is a placement indexed for the publish path: per stream, a
@@ -106,6 +112,8 @@ func newPlacementView(p *cluster.Placement, self string) *placementView {
 				r.replicas = append(r.replicas, rm)
 				r.holds = r.holds || id == self
 			}
+			r.voters, r.learners, r.reported = a.Voters, a.Learners, a.Voters != nil
+			r.holds = r.holds || slices.Contains(a.Voters, self) || slices.Contains(a.Learners, self)
 			if r.holds {
 				v.owned++
 			}
@@ -138,6 +146,7 @@ func (b *Broker) SetPlacement(p *cluster.Placement) {
 	v := newPlacementView(p, b.cfg.NodeID)
 	b.raft.setMembers(p.Members)
 	b.takeOwned(b.placement.Load(), v)
+	b.discardStale(v)
 	b.placement.Store(v)
 	b.log.Info("placement applied", "version", v.version, "node", b.cfg.NodeID, "shards_owned", v.owned)
 }

@@ -18,9 +18,12 @@ import (
 // openReplica opens this broker's replica of the shard r routes, with r's
 // replica set, logging a failure (the shard's requests answer it again).
 func (b *Broker) openReplica(sh *shard, r *route) {
-	if _, err := sh.ensureReplica(replicaIDs(r.replicas)); err != nil {
+	rep, err := sh.ensureReplica(b.replicaSpecOf(r))
+	if err != nil {
 		b.log.Error("replica cannot open", "stream", sh.st.spec.String(), "shard", sh.id, "err", err)
+		return
 	}
+	rep.target.Store(&r.replicas)
 }
 
 func replicaIDs(ms []cluster.Member) []uint64 {
@@ -58,7 +61,7 @@ func (b *Broker) leaderRoute(k StreamKey, idx int, r *route) (*route, error) {
 			return nil, fmt.Errorf("%w: shard %s: not registered here yet", ErrOwnerUnavailable, r.shard)
 		}
 		sh := st.shards[idx]
-		rep, err := sh.ensureReplica(replicaIDs(r.replicas))
+		rep, err := sh.ensureReplica(b.replicaSpecOf(r))
 		if err != nil {
 			return nil, err
 		}

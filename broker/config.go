@@ -192,6 +192,10 @@ type Config struct {
 	// QuorumTimeout fails a quorum publish not committed in that long with
 	// quorum_timeout (0: 5 s).
 	QuorumTimeout time.Duration
+	// RaftCatchUpBytesPerSecond bounds the entry bytes a leader sends to
+	// replicas being added (learners), so that moving a replica leaves
+	// client traffic its bandwidth; 0 is unbounded.
+	RaftCatchUpBytesPerSecond int64
 	// Groups configures consumer groups (config_group.go).
 	Groups GroupConfig
 	// RecordPublishers stores with each record of a durable stream the

@@ -11,9 +11,11 @@ import (
 // per replicated shard this broker holds a replica of, its raft state
 // (one series per shard: bounded by the replicas placed here).
 type raftMetrics struct {
-	dropped      prometheus.Counter
-	sentMessages prometheus.Counter
-	sentBytes    prometheus.Counter
+	catchUpThrottled prometheus.Counter
+	catchUpBytes     prometheus.Counter
+	dropped          prometheus.Counter
+	sentMessages     prometheus.Counter
+	sentBytes        prometheus.Counter
 	// appendMessages and appendEntries are the MsgApps sent and the
 	// entries they carried: their ratio is raft's batching. A leader also
 	// sends empty ones that only move a follower's commit index (label
@@ -27,6 +29,10 @@ type raftMetrics struct {
 
 func newRaftMetrics() raftMetrics {
 	m := raftMetrics{
+		catchUpThrottled: prometheus.NewCounter(prometheus.CounterOpts{Name: "felix_raft_catchup_throttled_total",
+			Help: "Appends to a replica being added (a learner) held back by FELIX_RAFT_CATCHUP_BYTES_PER_SEC (raft sends them again)."}),
+		catchUpBytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "felix_raft_catchup_bytes_total",
+			Help: "Entry bytes sent to replicas being added (learners)."}),
 		dropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "felix_raft_messages_dropped_total",
 			Help: "Raft messages dropped: a peer's send queue full or unreachable, or a message for a group this broker does not hold (raft sends again)."}),
 		sentMessages: prometheus.NewCounter(prometheus.CounterOpts{Name: "felix_raft_messages_sent_total",
@@ -69,7 +75,7 @@ func (m raftMetrics) sent(envs []raftEnvelope, bytes int) {
 }
 
 func (m raftMetrics) collectors(b *Broker) []prometheus.Collector {
-	return []prometheus.Collector{m.dropped, m.sentMessages, m.sentBytes, m.appendMessages, m.appendEntries,
+	return []prometheus.Collector{m.catchUpThrottled, m.catchUpBytes, m.dropped, m.sentMessages, m.sentBytes, m.appendMessages, m.appendEntries,
 		m.elections, m.quorumLatency, raftCollector{b}}
 }
 
@@ -84,17 +90,25 @@ var (
 	raftSyncsDesc  = prometheus.NewDesc("felix_raft_log_syncs_total", "Syncs of the replica's log (on_commit streams).", raftLabels, nil)
 	raftSyncedDesc = prometheus.NewDesc("felix_raft_log_synced_records_total",
 		"Records (raft entries) the replica's log syncs made durable.", raftLabels, nil)
+	raftInSyncDesc = prometheus.NewDesc("felix_raft_in_sync_replicas",
+		"On a leader: the voters caught up with it (itself included).", raftLabels, nil)
+	raftUnderDesc = prometheus.NewDesc("felix_raft_under_replicated_shards",
+		"Shards this broker leads with fewer voters in sync than the placement's replica set has members.", nil, nil)
+	raftLearnersDesc = prometheus.NewDesc("felix_raft_learners",
+		"On a leader: replicas being added (learners, catching up).", raftLabels, nil)
 )
 
 type raftCollector struct{ b *Broker }
 
 func (c raftCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{raftRoleDesc, raftTermDesc, raftCommitDsc, raftApplyDesc, raftLagDesc, raftSyncsDesc, raftSyncedDesc} {
+	for _, d := range []*prometheus.Desc{raftRoleDesc, raftTermDesc, raftCommitDsc, raftApplyDesc, raftLagDesc, raftSyncsDesc, raftSyncedDesc, raftInSyncDesc, raftUnderDesc, raftLearnersDesc} {
 		ch <- d
 	}
 }
 
 func (c raftCollector) Collect(ch chan<- prometheus.Metric) {
+	under := 0
+	defer func() { ch <- prometheus.MustNewConstMetric(raftUnderDesc, prometheus.GaugeValue, float64(under)) }()
 	for _, r := range c.b.raft.groupList() {
 		s := r.group.Status()
 		k := r.sh.st.spec.StreamKey
@@ -109,6 +123,14 @@ func (c raftCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(raftApplyDesc, prometheus.GaugeValue, float64(s.Applied), lv...)
 		ch <- prometheus.MustNewConstMetric(raftSyncsDesc, prometheus.CounterValue, float64(s.Syncs), lv...)
 		ch <- prometheus.MustNewConstMetric(raftSyncedDesc, prometheus.CounterValue, float64(s.SyncedRecords), lv...)
+		if s.Role == "leader" {
+			n := len(inSync(s))
+			ch <- prometheus.MustNewConstMetric(raftInSyncDesc, prometheus.GaugeValue, float64(n), lv...)
+			ch <- prometheus.MustNewConstMetric(raftLearnersDesc, prometheus.GaugeValue, float64(len(s.Learners)), lv...)
+			if t := r.target.Load(); t != nil && n < len(*t) {
+				under++
+			}
+		}
 		for id, match := range s.Match {
 			if id == s.ID {
 				continue

@@ -3,10 +3,12 @@ package broker
 import (
 	"context"
 	"hash/fnv"
+	"slices"
 	"sync"
 	"time"
 
 	pb "go.etcd.io/raft/v3/raftpb"
+	"golang.org/x/time/rate"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/felixmq/felix/cluster"
@@ -60,12 +62,22 @@ type raftHost struct {
 	}
 	// hints are the leaders of shards this broker holds no replica of.
 	hints leaderHints
-	stop  chan struct{}
-	done  chan struct{}
+	// catchUp throttles appends to learners; nil: unthrottled.
+	catchUp *rate.Limiter
+	// reportNow has a value when a leader's report changed
+	// (Broker.ReplicasChanged).
+	reportNow chan struct{}
+	stop      chan struct{}
+	done      chan struct{}
 }
 
 func newRaftHost(b *Broker) *raftHost {
-	h := &raftHost{b: b, queueMessages: 8192, stop: make(chan struct{}), done: make(chan struct{})}
+	h := &raftHost{b: b, queueMessages: 8192, reportNow: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	if bps := b.cfg.RaftCatchUpBytesPerSecond; bps > 0 {
+		// The burst holds the largest append (a batch is at most one
+		// frame, and raft adds at most MaxSizePerMsg to it).
+		h.catchUp = rate.NewLimiter(rate.Limit(bps), int(max(bps, int64(b.cfg.MaxFrameBytes)+1<<20)))
+	}
 	h.mu.groups = map[string]*replicated{}
 	h.mu.members = map[uint64]cluster.Member{}
 	h.mu.peers = map[uint64]*raftPeer{}
@@ -92,6 +104,7 @@ func (h *raftHost) run() {
 			for _, r := range h.groupList() {
 				r.group.Tick()
 				r.expireWaiters(now)
+				r.reconcile(now)
 				if syncDue && r.periodic {
 					r.syncPeriodic()
 				}
@@ -155,13 +168,41 @@ func (h *raftHost) member(id uint64) (cluster.Member, bool) {
 // send queues msgs of group for their peers; what cannot be queued is
 // dropped and reported unreachable.
 func (h *raftHost) send(group *replicated, msgs []*pb.Message) {
+	var learners []uint64
+	if h.catchUp != nil {
+		learners = group.group.Status().Learners
+	}
 	for _, m := range msgs {
 		to := m.GetTo()
+		if len(learners) > 0 && slices.Contains(learners, to) && !h.admitCatchUp(m) {
+			group.group.ReportUnreachable(to) // raft probes again later
+			continue
+		}
 		p := h.peer(to)
 		if p == nil || !p.enqueue(raftEnvelope{group: group.name, msg: m}) {
 			group.group.ReportUnreachable(to)
 		}
 	}
+}
+
+// admitCatchUp takes an append to a learner (a replica being added)
+// through the catch-up throttle (Config.RaftCatchUpBytesPerSecond): false
+// drops it, and raft sends again once it probes the learner, so moving a
+// replica never takes more than the throttle from client traffic.
+func (h *raftHost) admitCatchUp(m *pb.Message) bool {
+	if m.GetType() != pb.MessageType_MsgApp {
+		return true
+	}
+	n := 0
+	for _, e := range m.GetEntries() {
+		n += len(e.GetData())
+	}
+	if !h.catchUp.AllowN(time.Now(), n) {
+		h.b.metrics.raft.catchUpThrottled.Inc()
+		return false
+	}
+	h.b.metrics.raft.catchUpBytes.Add(float64(n))
+	return true
 }
 
 // peer is the sender to raft id id, started on first use; nil when the

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -41,6 +42,14 @@ type replicated struct {
 	periodic bool
 	space    *logSpace
 	quorum   quorumWait
+	// target is the replica set the placement wants (preferred leader
+	// first); the leader moves the group's membership toward it
+	// (replicated_members.go).
+	target  atomic.Pointer[[]cluster.Member]
+	members memberSteps
+	// reportSum is a digest of what this replica last had to report (0:
+	// not leading); the raft ticker alone uses it.
+	reportSum uint64
 
 	mu struct {
 		sync.Mutex
@@ -63,7 +72,7 @@ func groupName(k StreamKey, shard int) string {
 
 // openReplicated opens (recovering) this broker's replica of shard i of
 // spec, whose replica set is peers (raft ids), and starts its group.
-func openReplicated(b *Broker, sh *shard, peers []uint64) (*replicated, error) {
+func openReplicated(b *Broker, sh *shard, rs replicaSpec) (*replicated, error) {
 	spec := sh.st.spec
 	if b.cfg.DataDir == "" {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidStream, ErrNoDataDir)
@@ -86,7 +95,7 @@ func openReplicated(b *Broker, sh *shard, peers []uint64) (*replicated, error) {
 		r.ack = replica.AckLeader
 	}
 	r.group, err = replica.Open(replica.Config{
-		ID: raftID(b.cfg.NodeID), Peers: peers, Dir: dir, Log: log, FS: b.cfg.Storage.FS,
+		ID: raftID(b.cfg.NodeID), Peers: rs.voters, Learners: rs.learners, Dir: dir, Log: log, FS: b.cfg.Storage.FS,
 		SyncEachWrite: spec.Fsync == "on_commit",
 		Transport:     groupTransport{b.raft, r},
 		Apply:         r.apply, OnLeader: r.onLeader,
@@ -100,7 +109,8 @@ func openReplicated(b *Broker, sh *shard, peers []uint64) (*replicated, error) {
 		return nil, err
 	}
 	b.raft.add(r)
-	b.log.Info("replica opened", "stream", spec.String(), "shard", sh.id, "dir", dir, "replicas", len(peers),
+	r.target.Store(&rs.target)
+	b.log.Info("replica opened", "stream", spec.String(), "shard", sh.id, "dir", dir, "voters", len(rs.voters), "joins", len(rs.learners) > 0,
 		"first", log.First(), "next", log.Next())
 	return r, nil
 }

@@ -28,6 +28,14 @@ type ReplicaStats struct {
 	// the records they made durable.
 	Syncs         uint64 `json:"log_syncs"`
 	SyncedRecords uint64 `json:"log_synced_records"`
+	// Voters and Learners are the group's membership (member ids); InSync,
+	// on a leader, the voters caught up with it.
+	Voters   []string `json:"voters,omitempty"`
+	Learners []string `json:"learners,omitempty"`
+	InSync   []string `json:"in_sync,omitempty"`
+	// Transferee, on a leader, is the voter it is handing its leadership
+	// to.
+	Transferee string `json:"transferee,omitempty"`
 	// Followers is, on a leader, each other replica's progress.
 	Followers []FollowerStats `json:"followers,omitempty"`
 	Failed    string          `json:"failed,omitempty"`
@@ -61,6 +69,13 @@ func (r *replicated) stats() *ReplicaStats {
 	if s.Leader != 0 {
 		out.Leader = r.memberName(s.Leader)
 	}
+	out.Voters, out.Learners = r.memberNames(s.Voters), r.memberNames(s.Learners)
+	if s.Role == "leader" {
+		out.InSync = r.memberNames(inSync(s))
+		if s.Transferee != 0 {
+			out.Transferee = r.memberName(s.Transferee)
+		}
+	}
 	for id, match := range s.Match {
 		if id != s.ID {
 			out.Followers = append(out.Followers, FollowerStats{ID: r.memberName(id), Match: match,
@@ -68,6 +83,19 @@ func (r *replicated) stats() *ReplicaStats {
 		}
 	}
 	sort.Slice(out.Followers, func(i, j int) bool { return out.Followers[i].ID < out.Followers[j].ID })
+	return out
+}
+
+// memberNames are the member ids of ids, sorted.
+func (r *replicated) memberNames(ids []uint64) []string {
+	if len(ids) == 0 {
+		return nil
+	}
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = r.memberName(id)
+	}
+	sort.Strings(out)
 	return out
 }
 

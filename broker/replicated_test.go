@@ -4,7 +4,10 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,6 +35,12 @@ type raftCluster struct {
 	nodes   []*harness
 	started []bool
 	version int64
+	// set is the replica set the placement wants (the first three ids
+	// unless a test moves it); report, when set, gives the placement the
+	// group's membership as the leader's stats show it (the control
+	// plane's part in a real cluster).
+	set    []string
+	report bool
 }
 
 func raftConfig(fw *forward.Forwarder) broker.Config {
@@ -39,12 +48,19 @@ func raftConfig(fw *forward.Forwarder) broker.Config {
 		RaftDialer: func(ctx context.Context, m cluster.Member) (broker.RaftConn, error) { return fw.DialRaft(ctx, m) }}
 }
 
-func startRaftCluster(t *testing.T) *raftCluster {
+func startRaftCluster(t *testing.T) *raftCluster { return startRaftClusterOf(t, 3) }
+
+// startRaftClusterOf starts n brokers, b1..bn, the set being b1..b3.
+func startRaftClusterOf(t *testing.T, n int) *raftCluster {
 	cert, err := devtls.SelfSigned()
 	require.NoError(t, err)
 	pool, err := devtls.Pool(cert.PEM)
 	require.NoError(t, err)
-	rc := &raftCluster{t: t, cert: cert, tls: &tls.Config{RootCAs: pool}, ids: []string{"b1", "b2", "b3"}}
+	rc := &raftCluster{t: t, cert: cert, tls: &tls.Config{RootCAs: pool}}
+	for i := range n {
+		rc.ids = append(rc.ids, fmt.Sprintf("b%d", i+1))
+	}
+	rc.set = rc.ids[:3]
 	for range rc.ids {
 		rc.dirs = append(rc.dirs, t.TempDir())
 		rc.nodes = append(rc.nodes, nil)
@@ -84,8 +100,19 @@ func (rc *raftCluster) place() {
 		}
 		p.Members = append(p.Members, m)
 	}
-	p.Assignments = []cluster.Assignment{{Shard: cluster.Shard{Tenant: "t1", Namespace: "default", Stream: "rf3"},
-		Owner: "b1", Durable: true, Replicas: rc.ids}}
+	a := cluster.Assignment{Shard: cluster.Shard{Tenant: "t1", Namespace: "default", Stream: "rf3"},
+		Owner: rc.set[0], Durable: true, Replicas: rc.set}
+	if rc.report {
+		for _, h := range rc.nodes {
+			if h == nil {
+				continue
+			}
+			if r := h.b.Stats().Streams[0].Shards[0].Replica; r != nil && r.Role == "leader" {
+				a.Voters, a.Learners, a.InSync = r.Voters, r.Learners, r.InSync
+			}
+		}
+	}
+	p.Assignments = []cluster.Assignment{a}
 	for _, h := range rc.nodes {
 		if h != nil {
 			h.b.SetPlacement(p)
@@ -204,4 +231,99 @@ func TestReplicatedShardCommitsOnEveryReplica(t *testing.T) {
 	require.Len(t, want, 45)
 	require.Equal(t, want, rc.events(1))
 	require.Equal(t, want, rc.events(2))
+}
+
+// TestReplicaSetMovesToAnotherBroker: docs/cluster.md, "Operating a
+// replicated cluster": when the placement moves a replica from b3 to b4,
+// the leader adds b4 as a learner, promotes it once caught up and removes
+// b3, one change at a time; b3 drops its copy once the reported membership
+// no longer has it, and b4 holds the same events as the others.
+func TestReplicaSetMovesToAnotherBroker(t *testing.T) {
+	rc := startRaftClusterOf(t, 4)
+	rc.report = true
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	publish := func(n int, tag string) {
+		t.Helper()
+		p, err := rc.nodes[rc.leader()].dialWith(t, client.Config{TLS: rc.tls}).NewPublisher(ctx, "default", "rf3")
+		require.NoError(t, err)
+		for k := range n {
+			require.NoError(t, p.PublishShardAsync(0, [][]byte{fmt.Appendf(nil, "%s-%d", tag, k)}).Wait(ctx))
+		}
+		p.Close(ctx)
+	}
+	publish(50, "before")
+	rc.set = []string{"b1", "b2", "b4"}
+	require.Eventually(t, func() bool {
+		rc.place() // with the leader's report, as the control plane does
+		r := rc.nodes[rc.leader()].b.Stats().Streams[0].Shards[0].Replica
+		return slices.Equal(r.Voters, []string{"b1", "b2", "b4"}) && len(r.Learners) == 0 && len(r.InSync) == 3
+	}, 30*time.Second, 100*time.Millisecond)
+	rc.place()
+	b3dir := filepath.Join(rc.dirs[2], segment.ShardDirName("t1", "default", "rf3", 0))
+	require.Eventually(t, func() bool { _, err := os.Stat(b3dir); return os.IsNotExist(err) }, 10*time.Second, 20*time.Millisecond,
+		"b3 removed its copy")
+	publish(10, "after")
+	require.Eventually(t, func() bool {
+		var c []uint64
+		for _, i := range []int{0, 1, 3} {
+			c = append(c, rc.nodes[i].b.Stats().Streams[0].Shards[0].Replica.Commit)
+		}
+		return c[0] == c[1] && c[1] == c[2]
+	}, 10*time.Second, 20*time.Millisecond)
+	for i := range rc.nodes {
+		rc.stop(i)
+	}
+	want := rc.events(0)
+	require.Len(t, want, 60)
+	require.Equal(t, want, rc.events(1))
+	require.Equal(t, want, rc.events(3))
+}
+
+// TestDrainHandsTheLeadershipOver: docs/cluster.md, "Operating a
+// replicated cluster": a leader that drains (SIGTERM) hands its
+// leadership to a caught up follower first; an idempotent publisher
+// publishing meanwhile is redirected and sees no error.
+func TestDrainHandsTheLeadershipOver(t *testing.T) {
+	rc := startRaftCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	lead := rc.leader()
+	other := (lead + 1) % 3
+	c := rc.nodes[other].dialWith(t, client.Config{TLS: rc.tls})
+	pub, err := c.NewIdempotentPublisher(ctx, "default", "rf3", client.IdempotentOptions{
+		Redial: func(ctx context.Context, addr string) (*client.Client, error) {
+			if addr == "" {
+				addr = rc.nodes[other].addr
+			}
+			return client.Dial(ctx, addr, client.Config{Tenant: "t1", Token: "dev", TLS: rc.tls})
+		}})
+	require.NoError(t, err)
+	stop := make(chan struct{})
+	errs := make(chan error, 1)
+	acked := atomic.Int64{}
+	go func() {
+		defer close(errs)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := pub.Publish(ctx, [][]byte{fmt.Appendf(nil, "e%d", i)}); err != nil {
+				errs <- err
+				return
+			}
+			acked.Add(1)
+		}
+	}()
+	require.Eventually(t, func() bool { return acked.Load() > 50 }, 10*time.Second, 10*time.Millisecond)
+	require.NoError(t, rc.nodes[lead].b.Drain(ctx))
+	rc.nodes[lead] = nil
+	next := rc.leader()
+	require.NotEqual(t, lead, next)
+	at := acked.Load()
+	require.Eventually(t, func() bool { return acked.Load() > at+50 }, 10*time.Second, 10*time.Millisecond)
+	close(stop)
+	require.NoError(t, <-errs)
 }

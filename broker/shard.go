@@ -119,7 +119,7 @@ func (sh *shard) ensureDurable() (*durable, error) {
 // ensureReplica opens this broker's replica of a replicated shard, whose
 // replica set is peers, if it is not open yet. Its committed tail becomes
 // the shard's next offset before anyone can use it.
-func (sh *shard) ensureReplica(peers []uint64) (*replicated, error) {
+func (sh *shard) ensureReplica(spec replicaSpec) (*replicated, error) {
 	if r := sh.rep.Load(); r != nil {
 		return r, nil
 	}
@@ -131,7 +131,7 @@ func (sh *shard) ensureReplica(peers []uint64) (*replicated, error) {
 	if sh.closed {
 		return nil, ErrDraining
 	}
-	r, err := openReplicated(sh.b, sh, peers)
+	r, err := openReplicated(sh.b, sh, spec)
 	if err != nil {
 		return nil, err
 	}

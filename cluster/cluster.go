@@ -17,12 +17,17 @@
 // instead: that many distinct members, spread across zones, balanced by the
 // shard copies each member holds, its first member (the preferred leader)
 // chosen so that preferred leaderships balance; once chosen, the set stays
-// as it is, absent members included.
+// as it is, absent members included, until the placer replaces a member
+// absent for too long or moves a replica to balance the copies (Rules).
+// The set is the target: the shard's raft group, which the placement also
+// shows as its leader reports it (Voters, Learners, InSync), follows it
+// one membership change at a time.
 package cluster
 
 import (
 	"fmt"
 	"slices"
+	"time"
 )
 
 // Member is one broker of the cluster.
@@ -36,6 +41,18 @@ type Member struct {
 	Zone string `json:"zone,omitempty"`
 	// Live is false for an owner of durable shards whose lease lapsed.
 	Live bool `json:"live"`
+	// DownSince is when the placer first found the member absent (its
+	// lease lapsed or it left); zero while it is live. A replicated
+	// shard's member absent for longer than Rules.ReplaceAfter is
+	// replaced.
+	DownSince time.Time `json:"down_since,omitzero"`
+}
+
+// Equal reports whether m and o are the same member alike (DownSince
+// compared as instants).
+func (m Member) Equal(o Member) bool {
+	return m.ID == o.ID && m.QUICAddr == o.QUICAddr && m.AdminAddr == o.AdminAddr && m.Zone == o.Zone &&
+		m.Live == o.Live && m.DownSince.Equal(o.DownSince)
 }
 
 // Shard names one shard of one stream.
@@ -68,7 +85,15 @@ type Assignment struct {
 	// Replicas are the member IDs of a replicated shard's raft group, the
 	// preferred leader first; empty for a shard that is not replicated.
 	// Raft, not this list, decides which replica leads at any moment.
+	// It is the set the placer wants: after a move or a replacement the
+	// group's membership (Voters, Learners) catches up with it.
 	Replicas []string `json:"replicas,omitempty"`
+	// Voters and Learners are the replicated shard's raft membership as
+	// its leader last reported it, sorted by ID; nil until a report
+	// arrived. InSync are the voters the leader reported caught up.
+	Voters   []string `json:"voters,omitempty"`
+	Learners []string `json:"learners,omitempty"`
+	InSync   []string `json:"in_sync,omitempty"`
 }
 
 // Replicated reports whether a is a replicated shard's assignment.
@@ -76,7 +101,43 @@ func (a Assignment) Replicated() bool { return len(a.Replicas) > 0 }
 
 // Equal reports whether a and b assign the same shard alike.
 func (a Assignment) Equal(b Assignment) bool {
-	return a.Shard == b.Shard && a.Owner == b.Owner && a.Durable == b.Durable && slices.Equal(a.Replicas, b.Replicas)
+	return a.Shard == b.Shard && a.Owner == b.Owner && a.Durable == b.Durable && slices.Equal(a.Replicas, b.Replicas) &&
+		slices.Equal(a.Voters, b.Voters) && slices.Equal(a.Learners, b.Learners) && slices.Equal(a.InSync, b.InSync)
+}
+
+// Holds reports whether member id holds a replica of a replicated shard,
+// or is to: it is in Replicas, Voters or Learners. A member that holds a
+// replica and is in none of them, while Voters is known (not nil), was
+// removed from the group: its copy is stale.
+func (a Assignment) Holds(id string) bool {
+	return slices.Contains(a.Replicas, id) || slices.Contains(a.Voters, id) || slices.Contains(a.Learners, id)
+}
+
+// Moving reports whether a replicated shard's group is not yet its
+// target set: the reported voters differ from Replicas (as sets) or a
+// learner is catching up. False before the first report.
+func (a Assignment) Moving() bool {
+	return a.Voters != nil && (len(a.Learners) > 0 || !sameSet(a.Voters, a.Replicas))
+}
+
+// AllInSync reports whether every member of Replicas is a voter its leader
+// reported caught up (false before the first report).
+func (a Assignment) AllInSync() bool {
+	for _, id := range a.Replicas {
+		if !slices.Contains(a.InSync, id) {
+			return false
+		}
+	}
+	return a.Replicated()
+}
+
+// UnderReplicated reports whether a replicated shard has fewer in-sync
+// voters than its replication factor (also before the first report).
+func (a Assignment) UnderReplicated() bool { return a.Replicated() && len(a.InSync) < len(a.Replicas) }
+
+// sameSet reports whether a and b hold the same IDs, each once.
+func sameSet(a, b []string) bool {
+	return len(a) == len(b) && !slices.ContainsFunc(a, func(id string) bool { return !slices.Contains(b, id) })
 }
 
 // Placement is the whole cluster's shard ownership at one version. Version

@@ -16,3 +16,34 @@ var ErrOwnerUnavailable = errors.New("owner_unavailable")
 // forwarder returns it and the broker codes it, so it lives here, where
 // both can import it.
 var ErrUnacknowledged = errors.New("unacknowledged")
+
+// The refusals of a manual change of a replica set (Placement.MoveReplica,
+// Placement.PreferLeader).
+var (
+	// ErrNoShard: the placement has no replicated shard of that name.
+	ErrNoShard = errors.New("cluster: no such replicated shard")
+	// ErrShardMoving: the shard's group has not caught up with its
+	// previous target set; one move at a time.
+	ErrShardMoving = errors.New("cluster: shard is moving")
+	// ErrBadMove: the shard's set or the members do not allow the change.
+	ErrBadMove = errors.New("cluster: change not allowed")
+)
+
+// ChangeError is a refused manual change of shard Shard's replica set: Err
+// is ErrNoShard, ErrShardMoving or ErrBadMove, Reason says why.
+type ChangeError struct {
+	Err    error
+	Shard  Shard
+	Reason string
+}
+
+func (e *ChangeError) Error() string {
+	msg := e.Err.Error() + ": " + e.Shard.String()
+	if e.Reason != "" {
+		msg += ": " + e.Reason
+	}
+	return msg
+}
+
+// Is makes a ChangeError match its Err.
+func (e *ChangeError) Is(target error) bool { return target == e.Err }

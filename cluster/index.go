@@ -12,6 +12,7 @@ type Index struct {
 	members map[string]int // member ID -> position in Members
 	owned   map[string][]Shard
 	hosted  map[string][]Shard // member ID -> replicated shards it is a replica of
+	held    map[string][]Shard // member ID -> replicated shards it holds (Assignment.Holds)
 }
 
 // NewIndex indexes p (it keeps p's slices).
@@ -22,6 +23,7 @@ func NewIndex(p Placement) *Index {
 		members:   make(map[string]int, len(p.Members)),
 		owned:     map[string][]Shard{},
 		hosted:    map[string][]Shard{},
+		held:      map[string][]Shard{},
 	}
 	for i, m := range p.Members {
 		x.members[m.ID] = i
@@ -31,6 +33,11 @@ func NewIndex(p Placement) *Index {
 		x.owned[a.Owner] = append(x.owned[a.Owner], a.Shard)
 		for _, id := range a.Replicas {
 			x.hosted[id] = append(x.hosted[id], a.Shard)
+		}
+		for _, id := range slices.Concat(a.Replicas, a.Voters, a.Learners) {
+			if hs := x.held[id]; len(hs) == 0 || hs[len(hs)-1] != a.Shard {
+				x.held[id] = append(hs, a.Shard)
+			}
 		}
 	}
 	return x
@@ -100,8 +107,37 @@ func (x *Index) Replicas(s Shard) []Member {
 // them too). The slice belongs to the index: do not modify it.
 func (x *Index) ReplicaOf(id string) []Shard { return x.hosted[id] }
 
+// HeldBy returns the replicated shards member id holds a replica of or is
+// to hold one of (Assignment.Holds), in Assignments order: those of
+// ReplicaOf, and those whose reported group still has it (a move away
+// from it not finished yet). The slice belongs to the index: do not
+// modify it.
+func (x *Index) HeldBy(id string) []Shard { return x.held[id] }
+
+// Holds reports whether member id holds (or is to hold) a replica of s:
+// false when s is unassigned or not replicated.
+func (x *Index) Holds(s Shard, id string) bool {
+	a, ok := x.Assignment(s)
+	return ok && a.Holds(id)
+}
+
+// Moving reports whether s is a replicated shard whose group is not yet
+// its target set (Assignment.Moving).
+func (x *Index) Moving(s Shard) bool {
+	a, ok := x.Assignment(s)
+	return ok && a.Moving()
+}
+
+// UnderReplicated reports whether s is a replicated shard with fewer
+// in-sync voters than replicas (Assignment.UnderReplicated).
+func (x *Index) UnderReplicated(s Shard) bool {
+	a, ok := x.Assignment(s)
+	return ok && a.UnderReplicated()
+}
+
 // SameAs reports whether p and q place the same shards on the same members
-// with the same addresses and liveness, whatever their versions.
+// with the same addresses and liveness and report the same replica
+// groups, whatever their versions.
 func (p Placement) SameAs(q Placement) bool {
-	return slices.Equal(p.Members, q.Members) && slices.EqualFunc(p.Assignments, q.Assignments, Assignment.Equal)
+	return slices.EqualFunc(p.Members, q.Members, Member.Equal) && slices.EqualFunc(p.Assignments, q.Assignments, Assignment.Equal)
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+	"time"
 )
 
 // ShardSpec is one shard to place: its name and whether its stream is
@@ -17,14 +18,42 @@ import (
 // placed on that many members (a replica set) instead of one owner; 0 and
 // 1 mean not replicated. The control plane allows it for durable streams
 // only.
+//
+// Voters, Learners and InSync are a replicated shard's raft group as its
+// leader last reported it; nil Voters: no report, and the previous
+// placement's stay.
 type ShardSpec struct {
 	Shard
 	Durable  bool
 	Load     int64
 	Replicas int
+	Voters   []string
+	Learners []string
+	InSync   []string
 }
 
 func (sp ShardSpec) replicated() bool { return sp.Replicas > 1 }
+
+// Rules are the settings of the rules that change replica sets once
+// chosen (see Rules.Place). The zero value changes none: no replacement,
+// no rebalancing, no DownSince.
+type Rules struct {
+	// Now is the time of the computation: members found absent from now
+	// on get it as their DownSince.
+	Now time.Time
+	// ReplaceAfter is how long a replica set's member may be absent
+	// before it is replaced; 0 never replaces.
+	ReplaceAfter time.Duration
+	// MaxMoves bounds the replicated shards moving at once, cluster-wide,
+	// that rebalancing may start moves up to; 0 never rebalances.
+	MaxMoves int
+}
+
+// Place is Rules{}.Place: the placement rules without replacement or
+// rebalancing.
+func Place(prev Placement, members []Member, shards []ShardSpec) Placement {
+	return Rules{}.Place(prev, members, shards)
+}
 
 // Place computes the placement of shards over the live members, starting
 // from prev. It is pure and deterministic: equal inputs (in any order)
@@ -38,29 +67,40 @@ func (sp ShardSpec) replicated() bool { return sp.Replicas > 1 }
 //     in the result's Members with Live=false (its address from prev), and
 //     publishes to its shards fail with "owner unavailable" until it
 //     registers again. Likewise a replicated shard that has a replica set
-//     of its size in prev keeps the set as it is: its members hold its
-//     data, and raft serves it while a majority is up (replacing a member
-//     for good is not placement's job). Its absent members stay in
-//     Members with Live=false.
-//  2. A replicated shard without a set gets Replicas distinct live
+//     of its size in prev keeps the set: its members hold its data, and
+//     raft serves it while a majority is up. Its absent members stay in
+//     Members with Live=false and DownSince.
+//  2. Replace: a member of a kept replica set that has been absent for
+//     r.ReplaceAfter is replaced by a live member not in the set, chosen
+//     as a new set's members are (rule 3's order); if it was the
+//     preferred leader, the set's live member leading the fewest becomes
+//     it.
+//  3. A replicated shard without a set gets Replicas distinct live
 //     members (see chooseReplicas: zones first, then the fewest shard
 //     copies, where an owned shard and a replica count one each), its
 //     preferred leader first; with fewer live members it stays
 //     unassigned. New sets are chosen before the single-owner shards are
-//     balanced, and then count as pinned shards there (rule 3).
-//  3. Every other shard (ephemeral, or durable and never placed) goes to a
+//     balanced, and then count as pinned shards there (rule 5).
+//  4. Rebalance (see rebalance): while the replicas per live member
+//     differ by more than one and fewer than r.MaxMoves shards are
+//     moving, one replica of a settled shard (not moving, every member
+//     live and reported in sync) moves from a member holding the most to
+//     one holding the fewest, keeping the set's zone spread. Then, while
+//     the preferred leaderships of two members of a settled set differ by
+//     more than one, the one leading more hands that set's to the other.
+//  5. Every other shard (ephemeral, or durable and never placed) goes to a
 //     live member. Shard counts are balanced by water-filling over the
 //     pinned counts (durable owners and replicas): max-min <= 1 over live
 //     members when nothing is pinned; otherwise a member above min+1 holds
 //     only pinned shards.
-//  4. Movement is minimal: an ephemeral shard keeps its live previous
+//  6. Movement is minimal: an ephemeral shard keeps its live previous
 //     owner unless that owner is above its balanced count; the +1
 //     remainders go to the members that already hold the most, so a leave
 //     moves only the leaver's shards and a join moves only as many shards
 //     as the newcomer's share.
-//  5. Load (ShardSpec.Load; a member's load is the sum over the shards it
+//  7. Load (ShardSpec.Load; a member's load is the sum over the shards it
 //     holds, a replicated shard's counting at each of its replicas)
-//     decides only what rules 3 and 4 leave open: among members that hold
+//     decides only what rules 5 and 6 leave open: among members that hold
 //     equally many, the least loaded gets a +1 remainder; and the shards
 //     that must be dealt (new, or of a departed member) go heaviest first,
 //     each to the least-loaded member still short of its count. Shards of
@@ -69,16 +109,20 @@ func (sp ShardSpec) replicated() bool { return sp.Replicas > 1 }
 //     placement is a fixed point whatever the loads: recomputing it with
 //     the same members and shards moves nothing.
 //
+// A replicated shard's assignment carries the group its leader reported
+// (ShardSpec.Voters, Learners, InSync), or prev's without a report.
 // With no live member, shards without a pinned owner are left unassigned.
-func Place(prev Placement, members []Member, shards []ShardSpec) Placement {
-	st := newPlaceState(prev, members)
+func (r Rules) Place(prev Placement, members []Member, shards []ShardSpec) Placement {
+	st := newPlaceState(prev, members, r.Now)
 	var pool, fresh []ShardSpec
+	var sets []int // positions in st.out of the replica sets
 	for _, sp := range sortedSpecs(shards) {
 		a, had := st.prev[sp.Shard]
 		_, ownerLive := st.live.index[a.Owner]
 		switch {
 		case sp.replicated() && had && len(a.Replicas) == sp.Replicas:
-			st.pin(Assignment{Shard: sp.Shard, Owner: a.Replicas[0], Durable: sp.Durable, Replicas: slices.Clone(a.Replicas)}, sp.Load)
+			sets = append(sets, len(st.out))
+			st.pin(withGroup(Assignment{Shard: sp.Shard, Owner: a.Replicas[0], Durable: sp.Durable, Replicas: slices.Clone(a.Replicas)}, a, sp), sp.Load)
 		case sp.replicated():
 			fresh = append(fresh, sp)
 		case had && sp.Durable:
@@ -90,43 +134,61 @@ func Place(prev Placement, members []Member, shards []ShardSpec) Placement {
 			pool = append(pool, sp)
 		}
 	}
+	st.replace(sets, r)
 	for _, sp := range fresh {
 		if set := st.chooseReplicas(sp.Replicas); set != nil {
-			st.pin(Assignment{Shard: sp.Shard, Owner: set[0], Durable: sp.Durable, Replicas: set}, sp.Load)
+			sets = append(sets, len(st.out))
+			st.pin(withGroup(Assignment{Shard: sp.Shard, Owner: set[0], Durable: sp.Durable, Replicas: set}, Assignment{}, sp), sp.Load)
 		}
 	}
+	st.rebalance(sets, r.MaxMoves)
 	if len(st.live.list) > 0 {
 		st.balance(pool)
 	}
 
 	out := Placement{Version: prev.Version, Assignments: st.out}
 	out.Members = append(out.Members, st.live.list...)
-	for _, m := range st.absent {
-		out.Members = append(out.Members, m)
-	}
+	out.Members = append(out.Members, st.absentMembers()...)
 	slices.SortFunc(out.Members, func(a, b Member) int { return strings.Compare(a.ID, b.ID) })
 	slices.SortFunc(out.Assignments, func(a, b Assignment) int { return compareShards(a.Shard, b.Shard) })
 	return out
 }
 
-// placeState is what Place accumulates while it assigns.
-type placeState struct {
-	live    memberSet
-	known   map[string]Member // prev's members, for absent members' addresses
-	prev    map[Shard]Assignment
-	out     []Assignment
-	pinned  map[string]int         // live member -> shard copies it keeps (durable owners, replicas)
-	leaders map[string]int         // member -> replica sets it is the preferred leader of
-	load    map[string]int64       // live member -> load of what it holds
-	kept    map[string][]ShardSpec // live member -> movable shards it held
-	absent  map[string]Member
+// withGroup gives a the raft group sp reports, or else prev's.
+func withGroup(a, prev Assignment, sp ShardSpec) Assignment {
+	if sp.Voters == nil {
+		a.Voters, a.Learners, a.InSync = prev.Voters, prev.Learners, prev.InSync
+		return a
+	}
+	sorted := func(ids []string) []string {
+		if len(ids) == 0 {
+			return nil
+		}
+		return slices.Sorted(slices.Values(ids))
+	}
+	a.Voters, a.Learners, a.InSync = sorted(sp.Voters), sorted(sp.Learners), sorted(sp.InSync)
+	return a
 }
 
-func newPlaceState(prev Placement, members []Member) *placeState {
+// placeState is what Place accumulates while it assigns.
+type placeState struct {
+	live      memberSet
+	known     map[string]Member // prev's members, for absent members' addresses and zones
+	prev      map[Shard]Assignment
+	now       time.Time
+	out       []Assignment
+	pinned    map[string]int         // live member -> shard copies it keeps (durable owners, replicas)
+	leaders   map[string]int         // member -> replica sets it is the preferred leader of
+	load      map[string]int64       // live member -> load of what it holds
+	shardLoad map[Shard]int64        // pinned shard -> its load
+	kept      map[string][]ShardSpec // live member -> movable shards it held
+}
+
+func newPlaceState(prev Placement, members []Member, now time.Time) *placeState {
 	st := &placeState{
-		live: liveMembers(members), known: map[string]Member{}, prev: make(map[Shard]Assignment, len(prev.Assignments)),
-		pinned: map[string]int{}, leaders: map[string]int{}, load: map[string]int64{}, kept: map[string][]ShardSpec{},
-		absent: map[string]Member{},
+		live: liveMembers(members), known: map[string]Member{}, prev: make(map[Shard]Assignment, len(prev.Assignments)), now: now,
+		pinned: map[string]int{}, leaders: map[string]int{}, load: map[string]int64{}, shardLoad: map[Shard]int64{},
+		kept: map[string][]ShardSpec{},
 	}
 	for _, m := range prev.Members {
 		st.known[m.ID] = m
@@ -137,28 +199,72 @@ func newPlaceState(prev Placement, members []Member) *placeState {
 	return st
 }
 
+// isLive reports whether member id is live.
+func (st *placeState) isLive(id string) bool {
+	_, ok := st.live.index[id]
+	return ok
+}
+
+// member returns member id: live, or absent (Live=false) with its address
+// and zone from prev and the time it has been absent since.
+func (st *placeState) member(id string) Member {
+	if i, ok := st.live.index[id]; ok {
+		return st.live.list[i]
+	}
+	m, ok := st.known[id]
+	if !ok {
+		m = Member{ID: id}
+	}
+	if m.Live || m.DownSince.IsZero() {
+		m.DownSince = time.Time{}
+		if !st.now.IsZero() {
+			// Without a monotonic reading or a location: equal to itself
+			// after a JSON round trip.
+			m.DownSince = st.now.UTC().Round(0)
+		}
+	}
+	m.Live = false
+	return m
+}
+
+// absentMembers lists the members that are not live but hold a shard of
+// the result: a durable shard's owner, a replica set's member, a voter or
+// learner of a reported group.
+func (st *placeState) absentMembers() []Member {
+	seen := map[string]bool{}
+	var out []Member
+	for _, a := range st.out {
+		for _, id := range slices.Concat([]string{a.Owner}, a.Replicas, a.Voters, a.Learners) {
+			if !st.isLive(id) && !seen[id] {
+				seen[id] = true
+				out = append(out, st.member(id))
+			}
+		}
+	}
+	return out
+}
+
 // pin assigns a shard that does not move: a durable owner's or a replica
-// set's. Its members count it as pinned; absent ones are listed with
-// Live=false.
+// set's. Its live members count it as pinned.
 func (st *placeState) pin(a Assignment, load int64) {
 	st.out = append(st.out, a)
+	st.shardLoad[a.Shard] = load
+	st.count(a, 1)
+}
+
+// count adds d times a's copies to its live members' pinned counts and
+// loads, and a replica set's preferred leadership to its leader.
+func (st *placeState) count(a Assignment, d int) {
 	holders := a.Replicas
 	if !a.Replicated() {
 		holders = []string{a.Owner}
 	} else {
-		st.leaders[a.Owner]++
+		st.leaders[a.Owner] += d
 	}
 	for _, id := range holders {
-		if _, isLive := st.live.index[id]; isLive {
-			st.pinned[id]++
-			st.load[id] += load
-		} else if _, seen := st.absent[id]; !seen {
-			m, ok := st.known[id]
-			if !ok {
-				m = Member{ID: id}
-			}
-			m.Live = false
-			st.absent[id] = m
+		if st.isLive(id) {
+			st.pinned[id] += d
+			st.load[id] += int64(d) * st.shardLoad[a.Shard]
 		}
 	}
 }

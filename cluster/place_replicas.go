@@ -35,7 +35,7 @@ func (st *placeState) chooseReplicas(r int) []string {
 	set := st.fillReplicas(nil, r)
 	best := st.setQuality(set)
 	for i := range byLeading {
-		s := st.fillReplicas(&byLeading[i], r)
+		s := st.fillReplicas(byLeading[i:i+1], r)
 		if st.setQuality(s).compare(best) <= 0 {
 			set = s
 			break
@@ -59,19 +59,14 @@ func (st *placeState) compareLeading(a, b string) int {
 	return cmp.Or(cmp.Compare(st.leaders[a], st.leaders[b]), cmp.Compare(st.copies(a), st.copies(b)), strings.Compare(a, b))
 }
 
-// fillReplicas takes first (if not nil), then the best live member left,
-// one at a time, until it holds r: the fewest already taken from its
-// zone, then the fewest copies, then the most preferred leaderships, then
-// by ID.
-func (st *placeState) fillReplicas(first *Member, r int) []Member {
-	taken := make([]Member, 0, r)
+// fillReplicas adds to taken the best live member left, one at a time,
+// until it holds r: the fewest already taken from its zone, then the
+// fewest copies, then the most preferred leaderships, then by ID.
+func (st *placeState) fillReplicas(taken []Member, r int) []Member {
+	taken = slices.Clone(taken)
 	inZone := map[string]int{}
-	take := func(m Member) {
-		taken = append(taken, m)
+	for _, m := range taken {
 		inZone[m.Zone]++
-	}
-	if first != nil {
-		take(*first)
 	}
 	for len(taken) < r {
 		var best *Member
@@ -89,7 +84,11 @@ func (st *placeState) fillReplicas(first *Member, r int) []Member {
 				best = m
 			}
 		}
-		take(*best)
+		if best == nil {
+			return nil
+		}
+		taken = append(taken, *best)
+		inZone[best.Zone]++
 	}
 	return taken
 }

@@ -32,6 +32,9 @@ const (
 	ActionClusterView = "cluster.view"
 	// ActionNodeMint mints a node credential (POST /v1/token/node).
 	ActionNodeMint = "cluster.node.mint"
+	// ActionClusterManage moves a replicated shard's replicas or its
+	// preferred leader: the operator's.
+	ActionClusterManage = "cluster.manage"
 )
 
 // Authorizer decides whether a request may perform action on resource.

@@ -16,6 +16,8 @@ import (
 //     permission (a node credential) or admin, in the operator tenant.
 //   - cluster.node.mint on cluster:nodes/{subject}: an operator admin, or a
 //     node credential of that same subject renewing itself.
+//   - cluster.manage (moving a replica or a preferred leader): an
+//     operator admin.
 //
 // Without an operator tenant only the bootstrap token registers brokers.
 func (a *FelixTokenAuthorizer) clusterNeeds(action, resource, tok string) []need {
@@ -26,6 +28,10 @@ func (a *FelixTokenAuthorizer) clusterNeeds(action, resource, tok string) []need
 	case ActionClusterNode:
 		if op != "" {
 			return []need{{tenant: op, action: auth.ActionClusterNode, resource: op + "/cluster/node"}}
+		}
+	case ActionClusterManage:
+		if op != "" {
+			return []need{{tenant: op, action: auth.ActionAdmin, resource: op + "/*/*"}}
 		}
 	case ActionNodeMint:
 		if op != "" {

@@ -105,7 +105,7 @@ func (a *FelixTokenAuthorizer) Authorize(r *http.Request, action, resource strin
 	}
 	needs := a.needs(action, resource)
 	switch action {
-	case ActionClusterView, ActionClusterNode, ActionNodeMint:
+	case ActionClusterView, ActionClusterNode, ActionNodeMint, ActionClusterManage:
 		needs = a.clusterNeeds(action, resource, tok)
 	}
 	if len(needs) == 0 {

@@ -24,6 +24,7 @@ func (s *Server) clusterRoutes(add func(method, pattern string, h handlerFunc)) 
 	add(http.MethodPost, "/v1/members/{id}/keepalive", s.keepAlive)
 	add(http.MethodDelete, "/v1/members/{id}", s.leave)
 	add(http.MethodGet, "/v1/placement", s.placement)
+	s.shardRoutes(add)
 }
 
 // cluster authorizes r and returns the placer, or an error when this
@@ -99,7 +100,8 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) error {
 
 // keepAlive handles POST /v1/members/{id}/keepalive. Its body, a
 // api.KeepAliveRequest, is optional: brokers that report no load send
-// none.
+// none. A replica report is stored once the lease is renewed: only a live
+// member's counts.
 func (s *Server) keepAlive(w http.ResponseWriter, r *http.Request) error {
 	ms, id, err := s.memberRequest(r)
 	if err != nil {
@@ -115,10 +117,20 @@ func (s *Server) keepAlive(w http.ResponseWriter, r *http.Request) error {
 		if err := validLoad(req.Load); err != nil {
 			return err
 		}
+		if req.Replicas != nil {
+			if req.Replicas, err = validReports(id, req.Replicas); err != nil {
+				return err
+			}
+		}
 	}
 	ttl, err := ms.KeepAlive(r.Context(), id, req.Load)
 	if err != nil {
 		return err
+	}
+	if req.Replicas != nil {
+		if err := ms.ReportReplicas(r.Context(), id, req.Replicas); err != nil {
+			return err
+		}
 	}
 	return writeJSON(w, http.StatusOK, api.KeepAliveResponse{LeaseTTLMS: ttl.Milliseconds()})
 }

@@ -16,7 +16,14 @@ import (
 // newClusterInstance serves st with the bootstrap token and a placer
 // granting lease.
 func newClusterInstance(t testing.TB, st Store, lease time.Duration) *instance {
-	p, err := NewPlacer(st, PlacerConfig{LeaseTTL: lease, RetryDelay: 50 * time.Millisecond})
+	return newClusterInstanceWith(t, st, PlacerConfig{LeaseTTL: lease})
+}
+
+// newClusterInstanceWith is newClusterInstance with the placer's config
+// (its RetryDelay short).
+func newClusterInstanceWith(t testing.TB, st Store, cfg PlacerConfig) *instance {
+	cfg.RetryDelay = 50 * time.Millisecond
+	p, err := NewPlacer(st, cfg)
 	require.NoError(t, err)
 	auth, err := NewBootstrapAuthorizer(testToken)
 	require.NoError(t, err)
@@ -178,6 +185,8 @@ func TestClusterLeaseLapseMovesEphemeralShards(t *testing.T) {
 		after := in.awaitPlacement(t, ttl+3*time.Second, func(p cluster.Placement) bool { return len(p.Members) == 2 && !p.Members[1].Live })
 		t.Logf("lease %v lapsed; placement moved after %v", ttl, time.Since(lapsed))
 		require.Less(t, time.Since(lapsed), ttl+2*time.Second)
+		require.WithinDuration(t, time.Now(), after.Members[1].DownSince, ttl+3*time.Second, "an absent member's DownSince is when the placer found it gone")
+		after.Members[1].DownSince = time.Time{}
 		require.Equal(t, cluster.Member{ID: "lapse", QUICAddr: "127.0.0.1:7005", Live: false}, after.Members[1])
 		for i, a := range after.Assignments {
 			if a.Durable {

@@ -21,6 +21,9 @@ var (
 	// ErrConflict is a lost compare-and-swap (the stored placement): another
 	// writer changed it first; re-read and retry.
 	ErrConflict = errors.New("controlplane: concurrent update")
+	// ErrMoving refuses a move of a replicated shard whose group has not
+	// caught up with its previous move yet (409, code "moving").
+	ErrMoving = errors.New("controlplane: shard is moving")
 )
 
 // RefError is a store error about one resource; Is matches Err, one of the

@@ -21,6 +21,12 @@ import (
 //     leave deals the departed member's shards by their last rates) and,
 //     unlike every other change, does not wake Notify: load alone never
 //     triggers a recompute.
+//   - ReportReplicas replaces id's replica report (ErrNotFound unless id
+//     is a member); ReplicaReports returns the last reports, by member ID.
+//     Like a load report it outlives its member. Unlike one, it wakes
+//     Notify, since it changes the placement, but only when it differs
+//     from the stored report: the same report every keepalive wakes
+//     nobody.
 //   - A member whose lease lapses disappears from Members by itself,
 //     without any request: etcd deletes its key, the memory store runs a
 //     timer. Leave removes it at once (ErrNotFound if absent).
@@ -35,6 +41,8 @@ type MemberStore interface {
 	Register(ctx context.Context, m cluster.Member, ttl time.Duration) (time.Duration, error)
 	KeepAlive(ctx context.Context, id string, load []cluster.ShardLoad) (time.Duration, error)
 	Loads(ctx context.Context) (map[string][]cluster.ShardLoad, error)
+	ReportReplicas(ctx context.Context, id string, reports []cluster.ReplicaReport) error
+	ReplicaReports(ctx context.Context) (map[string][]cluster.ReplicaReport, error)
 	Leave(ctx context.Context, id string) error
 	Members(ctx context.Context) ([]cluster.Member, error)
 	Placement(ctx context.Context) (cluster.Placement, error)

@@ -24,12 +24,23 @@ type PlacerConfig struct {
 	// RetryDelay is the pause after a failed recompute, e.g. while etcd
 	// is unreachable (default 500ms).
 	RetryDelay time.Duration
+	// ReplaceAfter is how long a replicated shard's member may be absent
+	// before the placer replaces it with another broker (default 60s;
+	// negative: never).
+	ReplaceAfter time.Duration
+	// MaxMoves bounds the replicated shards that rebalancing keeps moving
+	// at once, cluster-wide (default 2; negative: never rebalance).
+	MaxMoves int
 	// Logger receives recompute failures; nil discards.
 	Logger *slog.Logger
 }
 
-// DefaultLeaseTTL is a member's lease when PlacerConfig.LeaseTTL is 0.
-const DefaultLeaseTTL = 3 * time.Second
+// The defaults of PlacerConfig's zero fields.
+const (
+	DefaultLeaseTTL     = 3 * time.Second
+	DefaultReplaceAfter = time.Minute
+	DefaultMaxMoves     = 2
+)
 
 func (c PlacerConfig) withDefaults() PlacerConfig {
 	if c.LeaseTTL == 0 {
@@ -38,14 +49,20 @@ func (c PlacerConfig) withDefaults() PlacerConfig {
 	if c.RetryDelay == 0 {
 		c.RetryDelay = 500 * time.Millisecond
 	}
+	if c.ReplaceAfter == 0 {
+		c.ReplaceAfter = DefaultReplaceAfter
+	}
+	if c.MaxMoves == 0 {
+		c.MaxMoves = DefaultMaxMoves
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return c
 }
 
-// Placer keeps the stored placement equal to cluster.Place of the stored
-// placement, the live members and the streams' shards.
+// Placer keeps the stored placement equal to cluster.Rules.Place of the
+// stored placement, the live members and the streams' shards.
 //
 // Design. One goroutine (pprof label goroutine=felix-cp-placer) takes the
 // store's Notify channel, recomputes, and waits for the channel: every
@@ -53,7 +70,9 @@ func (c PlacerConfig) withDefaults() PlacerConfig {
 // write, by this control plane or another on the same etcd, wakes it.
 // Members' load reports do not wake it; a recompute reads the last ones and
 // gives each shard its owner's reported rate (cluster.Place uses it only
-// for the choices counts leave open). A
+// for the choices counts leave open). Replica reports do wake it when they
+// change (they change the placement), and it also wakes when an absent
+// member of a replica set reaches its ReplaceAfter. A
 // recompute writes only when the result differs from what is stored, with
 // a compare-and-swap on the stored version; Place is deterministic, so
 // several control planes recomputing from one store agree and at most one
@@ -107,8 +126,9 @@ func (p *Placer) run(ctx context.Context) {
 	defer close(p.done)
 	for {
 		changed, err := p.members.Notify(ctx)
+		var pl cluster.Placement
 		if err == nil {
-			err = p.recompute(ctx)
+			pl, err = p.recompute(ctx)
 		}
 		var retry <-chan time.Time
 		if err != nil {
@@ -117,6 +137,8 @@ func (p *Placer) run(ctx context.Context) {
 			}
 			p.cfg.Logger.Warn("placement recompute failed; retrying", "err", err, "retry_in", p.cfg.RetryDelay)
 			changed, retry = nil, time.After(p.cfg.RetryDelay)
+		} else if at, ok := p.rules(time.Now()).NextReplace(pl); ok {
+			retry = time.After(time.Until(at))
 		}
 		select {
 		case <-changed:
@@ -127,47 +149,73 @@ func (p *Placer) run(ctx context.Context) {
 	}
 }
 
+// rules are the placement rules at now.
+func (p *Placer) rules(now time.Time) cluster.Rules {
+	return cluster.Rules{Now: now, ReplaceAfter: max(p.cfg.ReplaceAfter, 0), MaxMoves: max(p.cfg.MaxMoves, 0)}
+}
+
 // maxSwaps bounds the compare-and-swap retries of one recompute; each lost
 // swap means another control plane wrote, and the next wake-up recomputes.
 const maxSwaps = 5
 
-// recompute brings the stored placement up to date.
-func (p *Placer) recompute(ctx context.Context) error {
-	for range maxSwaps {
-		stored, err := p.members.Placement(ctx)
-		if err != nil {
-			return err
-		}
+// recompute brings the stored placement up to date and returns it.
+func (p *Placer) recompute(ctx context.Context) (cluster.Placement, error) {
+	return p.Change(ctx, func(stored cluster.Placement) (cluster.Placement, error) {
 		members, err := p.members.Members(ctx)
 		if err != nil {
-			return err
+			return stored, err
 		}
 		shards, err := p.shards(ctx)
 		if err != nil {
-			return err
+			return stored, err
 		}
 		loads, err := p.members.Loads(ctx)
 		if err != nil {
-			return err
+			return stored, err
+		}
+		reports, err := p.members.ReplicaReports(ctx)
+		if err != nil {
+			return stored, err
 		}
 		withLoads(shards, stored, loads)
-		next := cluster.Place(stored, members, shards)
+		withReports(shards, reports, members)
+		return p.rules(time.Now()).Place(stored, members, shards), nil
+	})
+}
+
+// Change stores change(the stored placement) with a compare-and-swap,
+// re-reading and retrying when another writer got there first, and returns
+// what is stored, or change's error. A result the same as the stored
+// placement is not written. Besides recomputes, it stores an operator's
+// move of a replica or of a preferred leader (cluster.Placement.MoveReplica,
+// PreferLeader), which the recomputes that follow keep (cluster.Rules.Place
+// keeps replica sets).
+func (p *Placer) Change(ctx context.Context, change func(cluster.Placement) (cluster.Placement, error)) (cluster.Placement, error) {
+	for range maxSwaps {
+		stored, err := p.members.Placement(ctx)
+		if err != nil {
+			return stored, err
+		}
+		next, err := change(stored)
+		if err != nil {
+			return stored, err
+		}
 		if stored.Version != 0 && next.SameAs(stored) {
 			p.publish(stored)
-			return nil
+			return stored, nil
 		}
 		v, err := p.members.SwapPlacement(ctx, stored.Version, next)
 		if errors.Is(err, ErrConflict) {
 			continue
 		}
 		if err != nil {
-			return err
+			return stored, err
 		}
 		next.Version = v
 		p.publish(next)
-		return nil
+		return next, nil
 	}
-	return fmt.Errorf("%w: placement changed under %d recomputes in a row", ErrConflict, maxSwaps)
+	return cluster.Placement{}, fmt.Errorf("%w: placement changed under %d recomputes in a row", ErrConflict, maxSwaps)
 }
 
 // shards lists every shard of every stream, with its stream's
@@ -216,6 +264,40 @@ func withLoads(shards []cluster.ShardSpec, stored cluster.Placement, loads map[s
 	}
 	for i := range shards {
 		shards[i].Load = rate[shards[i].Shard]
+	}
+}
+
+// withReports gives each replicated shard the group its leader reported:
+// of every member's last report, the one of the highest term for the
+// shard, unless its member is not live (a leader that died since), and
+// then none (not an older term's): the placement keeps the shard's last
+// reported group until a live leader reports.
+func withReports(shards []cluster.ShardSpec, reports map[string][]cluster.ReplicaReport, members []cluster.Member) {
+	if len(reports) == 0 {
+		return
+	}
+	live := make(map[string]bool, len(members))
+	for _, m := range members {
+		live[m.ID] = true
+	}
+	top := map[cluster.Shard]cluster.ReplicaReport{}
+	for id, rs := range reports {
+		for _, r := range rs {
+			if r.Leader != id {
+				continue
+			}
+			// Raft has one leader per term; the order among equal terms
+			// only makes the choice independent of the map's.
+			b, seen := top[r.Shard]
+			if !seen || r.Term > b.Term || r.Term == b.Term && (live[r.Leader] && !live[b.Leader] || live[r.Leader] == live[b.Leader] && r.Leader < b.Leader) {
+				top[r.Shard] = r
+			}
+		}
+	}
+	for i := range shards {
+		if r, ok := top[shards[i].Shard]; ok && live[r.Leader] && shards[i].Replicas > 1 {
+			shards[i].Voters, shards[i].Learners, shards[i].InSync = r.Voters, r.Learners, r.InSync
+		}
 	}
 }
 

@@ -247,6 +247,8 @@ func classify(err error) (int, string) {
 		return http.StatusConflict, "already_exists"
 	case errors.Is(err, ErrNotEmpty):
 		return http.StatusConflict, "not_empty"
+	case errors.Is(err, ErrMoving):
+		return http.StatusConflict, "moving"
 	case errors.Is(err, ErrResync):
 		return http.StatusGone, "resync"
 	case errors.Is(err, ErrUnavailable), errors.Is(err, ErrClosed):

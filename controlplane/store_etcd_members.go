@@ -31,13 +31,19 @@ import (
 //	              field of members/{id}: the member key then changes only
 //	              when membership does, and the notifier can ignore load
 //	              writes by their prefix (load alone never recomputes).
+//	replicas/{id} the member's last replica report ([]cluster.ReplicaReport
+//	              as JSON), without a lease like load/{id}; written only
+//	              when it differs from the stored one (a transaction
+//	              comparing the value), so that an unchanged report every
+//	              keepalive wakes no recompute.
 //
-// Neither is a resource: ParseStoreKey does not know them, so the feed,
+// None is a resource: ParseStoreKey does not know them, so the feed,
 // List and Snapshot never show them.
 
-func (s *EtcdStore) memberKey(id string) string { return s.cluster + "members/" + id }
-func (s *EtcdStore) placementKey() string       { return s.cluster + "placement" }
-func (s *EtcdStore) loadKey(id string) string   { return s.cluster + "load/" + id }
+func (s *EtcdStore) memberKey(id string) string   { return s.cluster + "members/" + id }
+func (s *EtcdStore) placementKey() string         { return s.cluster + "placement" }
+func (s *EtcdStore) loadKey(id string) string     { return s.cluster + "load/" + id }
+func (s *EtcdStore) replicasKey(id string) string { return s.cluster + "replicas/" + id }
 
 // leaseSeconds is ttl in etcd's unit, rounded up.
 func leaseSeconds(ttl time.Duration) int64 {
@@ -114,22 +120,55 @@ func (s *EtcdStore) KeepAlive(ctx context.Context, id string, load []cluster.Sha
 
 // Loads implements MemberStore.
 func (s *EtcdStore) Loads(ctx context.Context) (map[string][]cluster.ShardLoad, error) {
+	return byMember[[]cluster.ShardLoad](ctx, s, s.loadKey(""), "load")
+}
+
+// byMember reads the JSON values under prefix, by the rest of their keys
+// (a member ID).
+func byMember[T any](ctx context.Context, s *EtcdStore, prefix, what string) (map[string]T, error) {
 	cctx, cancel := s.call(ctx)
 	defer cancel()
-	prefix := s.loadKey("")
 	resp, err := s.cli.Get(cctx, prefix, clientv3.WithPrefix())
 	if err != nil {
 		return nil, unavailable(ctx, err)
 	}
-	out := make(map[string][]cluster.ShardLoad, len(resp.Kvs))
+	out := make(map[string]T, len(resp.Kvs))
 	for _, kv := range resp.Kvs {
-		var load []cluster.ShardLoad
-		if err := json.Unmarshal(kv.Value, &load); err != nil {
-			return nil, fmt.Errorf("controlplane: stored load %s is not valid: %w", kv.Key, err)
+		var v T
+		if err := json.Unmarshal(kv.Value, &v); err != nil {
+			return nil, fmt.Errorf("controlplane: stored %s %s is not valid: %w", what, kv.Key, err)
 		}
-		out[strings.TrimPrefix(string(kv.Key), prefix)] = load
+		out[strings.TrimPrefix(string(kv.Key), prefix)] = v
 	}
 	return out, nil
+}
+
+// ReportReplicas implements MemberStore with one transaction: if the
+// member's key exists, put the report unless the stored one is equal.
+func (s *EtcdStore) ReportReplicas(ctx context.Context, id string, reports []cluster.ReplicaReport) error {
+	val, err := json.Marshal(reports)
+	if err != nil {
+		return err
+	}
+	cctx, cancel := s.call(ctx)
+	defer cancel()
+	key := s.replicasKey(id)
+	// A Value comparison with a missing key fails, so a first report puts.
+	unlessSame := clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.Value(key), "=", string(val))}, nil,
+		[]clientv3.Op{clientv3.OpPut(key, string(val))})
+	resp, err := s.cli.Txn(cctx).If(clientv3.Compare(clientv3.CreateRevision(s.memberKey(id)), ">", 0)).Then(unlessSame).Commit()
+	if err != nil {
+		return unavailable(ctx, err)
+	}
+	if !resp.Succeeded {
+		return memberErr(id)
+	}
+	return nil
+}
+
+// ReplicaReports implements MemberStore.
+func (s *EtcdStore) ReplicaReports(ctx context.Context) (map[string][]cluster.ReplicaReport, error) {
+	return byMember[[]cluster.ReplicaReport](ctx, s, s.replicasKey(""), "replica report")
 }
 
 // Leave implements MemberStore: revoking the lease deletes the key.

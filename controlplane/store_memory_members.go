@@ -21,8 +21,9 @@ type memberLease struct {
 // wakes Notify) without waiting for a request; reads also drop them.
 type memoryCluster struct {
 	members   map[string]*memberLease
-	placement cluster.Placement              // Version: placementVersion
-	loads     map[string][]cluster.ShardLoad // last report by member ID, kept after it leaves
+	placement cluster.Placement                  // Version: placementVersion
+	loads     map[string][]cluster.ShardLoad     // last report by member ID, kept after it leaves
+	replicas  map[string][]cluster.ReplicaReport // last replica report by member ID, kept after it leaves
 	version   int64
 	timer     *time.Timer
 }
@@ -47,13 +48,9 @@ func (s *MemoryStore) Register(_ context.Context, m cluster.Member, ttl time.Dur
 func (s *MemoryStore) KeepAlive(_ context.Context, id string, load []cluster.ShardLoad) (time.Duration, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.mu.closed {
-		return 0, ErrClosed
-	}
-	s.expireLocked()
-	l, ok := s.mu.cluster.members[id]
-	if !ok {
-		return 0, memberErr(id)
+	l, err := s.memberLocked(id)
+	if err != nil {
+		return 0, err
 	}
 	l.expires = time.Now().Add(l.ttl)
 	if load != nil {
@@ -80,16 +77,71 @@ func (s *MemoryStore) Loads(context.Context) (map[string][]cluster.ShardLoad, er
 	return out, nil
 }
 
+// memberLocked returns member id's lease, once lapsed leases are gone.
+func (s *MemoryStore) memberLocked(id string) (*memberLease, error) {
+	if s.mu.closed {
+		return nil, ErrClosed
+	}
+	s.expireLocked()
+	l, ok := s.mu.cluster.members[id]
+	if !ok {
+		return nil, memberErr(id)
+	}
+	return l, nil
+}
+
+// ReportReplicas implements MemberStore.
+func (s *MemoryStore) ReportReplicas(_ context.Context, id string, reports []cluster.ReplicaReport) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.memberLocked(id); err != nil {
+		return err
+	}
+	if prev, ok := s.mu.cluster.replicas[id]; ok && slices.EqualFunc(prev, reports, sameReport) {
+		return nil
+	}
+	if s.mu.cluster.replicas == nil {
+		s.mu.cluster.replicas = map[string][]cluster.ReplicaReport{}
+	}
+	s.mu.cluster.replicas[id] = cloneReports(reports)
+	s.broadcastLocked()
+	return nil
+}
+
+// ReplicaReports implements MemberStore.
+func (s *MemoryStore) ReplicaReports(context.Context) (map[string][]cluster.ReplicaReport, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.closed {
+		return nil, ErrClosed
+	}
+	out := make(map[string][]cluster.ReplicaReport, len(s.mu.cluster.replicas))
+	for id, r := range s.mu.cluster.replicas {
+		out[id] = cloneReports(r)
+	}
+	return out, nil
+}
+
+func sameReport(a, b cluster.ReplicaReport) bool {
+	return a.Shard == b.Shard && a.Leader == b.Leader && a.Term == b.Term &&
+		slices.Equal(a.Voters, b.Voters) && slices.Equal(a.Learners, b.Learners) && slices.Equal(a.InSync, b.InSync)
+}
+
+func cloneReports(rs []cluster.ReplicaReport) []cluster.ReplicaReport {
+	out := make([]cluster.ReplicaReport, len(rs))
+	for i, r := range rs {
+		r.Voters, r.Learners, r.InSync = slices.Clone(r.Voters), slices.Clone(r.Learners), slices.Clone(r.InSync)
+		out[i] = r
+	}
+	return out
+}
+
 // Leave implements MemberStore.
 func (s *MemoryStore) Leave(_ context.Context, id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.mu.closed {
-		return ErrClosed
-	}
-	s.expireLocked()
-	if _, ok := s.mu.cluster.members[id]; !ok {
-		return memberErr(id)
+	if _, err := s.memberLocked(id); err != nil {
+		return err
 	}
 	delete(s.mu.cluster.members, id)
 	s.leasesChangedLocked()

@@ -25,6 +25,11 @@ type Config struct {
 	// them). A group whose state file exists keeps the membership it
 	// holds.
 	Peers []uint64
+	// Learners, with Peers the group's voters as last known, open a new
+	// replica that joins a group already running, as one of its learners
+	// (the leader added it): it takes no part in elections until the
+	// leader promotes it. Ignored when the state file exists.
+	Learners []uint64
 	// Dir is the shard's directory; the state file lives there.
 	Dir string
 	// Log is the shard's log, opened with FormatVersion v4 and

@@ -10,7 +10,6 @@ import (
 
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
-	"go.etcd.io/raft/v3/tracker"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/felixmq/felix/segment"
@@ -40,6 +39,8 @@ type Group struct {
 		msgs        []*pb.Message
 		props       []*proposal
 		unreachable []uint64
+		changes     []change
+		transfer    uint64
 		closed      bool
 	}
 	wake  chan struct{} // one slot: inputs are waiting
@@ -58,6 +59,8 @@ type Group struct {
 	applied   uint64
 	failed    error // a log failure: the group stopped taking part
 	progress  map[uint64]uint64
+	silent    []uint64       // with progress: replicas not heard from lately
+	quiet     map[uint64]int // ticks each replica has been silent, on a leader
 	lastIndex uint64
 	// syncs and syncedRecords count the log syncs under SyncEachWrite and
 	// the entries they made durable: their ratio is the group commit's
@@ -80,7 +83,7 @@ func Open(cfg Config) (*Group, error) {
 		if cfg.Log.Next() != cfg.Log.First() {
 			return nil, fmt.Errorf("%w: %s has records but no %s", ErrCorruptState, cfg.Dir, StateFile)
 		}
-		st = &state{hs: &pb.HardState{}, cs: &pb.ConfState{Voters: slices.Clone(cfg.Peers)},
+		st = &state{hs: &pb.HardState{}, cs: &pb.ConfState{Voters: slices.Clone(cfg.Peers), Learners: slices.Clone(cfg.Learners)},
 			snapshot: termStart{index: cfg.Log.First()}}
 		if err := st.save(cfg.FS, cfg.Dir); err != nil {
 			return nil, err
@@ -308,7 +311,8 @@ func (g *Group) failInputs(err error) {
 func (g *Group) drain() {
 	g.in.Lock()
 	msgs, props, unreach := g.in.msgs, g.in.props, g.in.unreachable
-	g.in.msgs, g.in.props, g.in.unreachable = nil, nil, nil
+	changes, transfer := g.in.changes, g.in.transfer
+	g.in.msgs, g.in.props, g.in.unreachable, g.in.changes, g.in.transfer = nil, nil, nil, nil, 0
 	g.in.Unlock()
 	for _, m := range msgs {
 		if g.failed == nil {
@@ -318,6 +322,7 @@ func (g *Group) drain() {
 	for _, id := range unreach {
 		g.rn.ReportUnreachable(id)
 	}
+	g.applyRequests(changes, transfer)
 	for i, p := range props {
 		if !g.propose(p) {
 			// What was proposed after a dropped proposal is refused too,
@@ -344,6 +349,11 @@ func (g *Group) propose(p *proposal) bool {
 		p.done(0, &NotLeaderError{Leader: bs.Lead, Term: bs.GetTerm()})
 		return true
 	}
+	if bs.LeadTransferee != 0 {
+		// Handing over: raft drops proposals; the target leads next.
+		p.done(0, &NotLeaderError{Leader: bs.LeadTransferee, Term: bs.GetTerm()})
+		return true
+	}
 	ents := make([]*pb.Entry, len(p.data))
 	for i, d := range p.data {
 		ents[i] = &pb.Entry{Data: d}
@@ -366,9 +376,6 @@ func (g *Group) onTick() {
 	g.props.expire(g.cfg.Now().Add(-g.cfg.QuorumTimeout))
 	g.saveCommit(false)
 	if g.leader {
-		g.progress = map[uint64]uint64{}
-		g.rn.WithProgress(func(id uint64, _ raft.ProgressType, pr tracker.Progress) {
-			g.progress[id] = pr.Match
-		})
+		g.leaderProgress()
 	}
 }

@@ -64,7 +64,7 @@ func (g *Group) handle(rd raft.Ready) error {
 func (g *Group) noteRole(leader bool) {
 	if g.leader && !leader {
 		g.props.failAll(ErrLeadershipLost)
-		g.progress = nil
+		g.progress, g.silent, g.quiet = nil, nil, nil
 	}
 	if g.leader != leader {
 		g.cfg.OnLeader(leader)

@@ -14,8 +14,16 @@ type Status struct {
 	// Match is, on a leader, each replica's highest index known to be in
 	// its log (itself included).
 	Match map[uint64]uint64
+	// Silent is, on a leader, the replicas it has not heard from within
+	// an election timeout: whatever their Match, they are not in sync.
+	Silent []uint64
 	// Pending is the proposals this replica took that are not answered yet.
 	Pending int
+	// Voters and Learners are the membership this replica applied, sorted.
+	Voters, Learners []uint64
+	// Transferee, on a leader, is the voter its leadership is being handed
+	// to (0: none).
+	Transferee uint64
 	// Failed is the storage failure that stopped the replica, "" if none.
 	Failed string
 	// Syncs is the log syncs under SyncEachWrite since Open, and
@@ -39,11 +47,12 @@ func (g *Group) publishStatus() {
 		Commit: bs.GetCommit(), Applied: g.applied, LastIndex: g.st.lastIndex(), Pending: len(g.props.q),
 		Syncs: g.syncs, SyncedRecords: g.syncedRecords}
 	if g.leader && g.progress != nil {
-		s.Match = g.progress
+		s.Match, s.Silent = g.progress, g.silent
 	}
 	if g.failed != nil {
 		s.Failed = g.failed.Error()
 	}
+	g.membershipStatus(s)
 	g.status.Store(s)
 }
 

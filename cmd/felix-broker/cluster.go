@@ -139,7 +139,8 @@ func (n *clusterNode) start(ctx context.Context, vals *knob.Values, b *broker.Br
 	tok := n.cred.Token()
 	renew := api.RenewableToken(tok)
 	n.agent, err = api.NewAgent(rctx, api.AgentConfig{URL: n.url, Token: tok, RenewToken: renew, Logger: n.log,
-		Member: cluster.Member{ID: n.id, QUICAddr: quicAddr, AdminAddr: adminAddr, Zone: knobZone.Get(vals)}, Load: b.ShardLoads})
+		Member: cluster.Member{ID: n.id, QUICAddr: quicAddr, AdminAddr: adminAddr, Zone: knobZone.Get(vals)}, Load: b.ShardLoads,
+		Replicas: b.ReplicaReports, ReportNow: b.ReplicasChanged()})
 	if err != nil {
 		return fmt.Errorf("%w: registering with the control plane as %s: %v", errConfig, n.id, err)
 	}

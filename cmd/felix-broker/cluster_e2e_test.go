@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -53,6 +54,12 @@ func startClusterControlPlane(t *testing.T) *cpHarness {
 // startClusterControlPlaneTTL mints Felix tokens (node credentials too)
 // that live ttl.
 func startClusterControlPlaneTTL(t *testing.T, ttl time.Duration) *cpHarness {
+	return startClusterControlPlaneWith(t, ttl, controlplane.PlacerConfig{})
+}
+
+// startClusterControlPlaneWith is startClusterControlPlaneTTL with the
+// placer's config (its lease and retry delay those of the tests).
+func startClusterControlPlaneWith(t *testing.T, ttl time.Duration, pc controlplane.PlacerConfig) *cpHarness {
 	const bootstrap = "bootstrap-token-for-the-cluster-e2e-0123456789"
 	st, err := controlplane.NewEtcdStore(controlplane.EtcdConfig{Endpoints: []string{startEtcd(t)}, Prefix: "/felix-e2e/"})
 	require.NoError(t, err)
@@ -63,7 +70,8 @@ func startClusterControlPlaneTTL(t *testing.T, ttl time.Duration) *cpHarness {
 	felix, err := controlplane.NewFelixTokenAuthorizer(controlplane.FelixTokenConfig{Keys: tokens, OperatorTenant: e2eOperator,
 		ClockSkew: min(ttl/10, time.Minute)}) // short tokens expire for the control plane too
 	require.NoError(t, err)
-	placer, err := controlplane.NewPlacer(st, controlplane.PlacerConfig{LeaseTTL: e2eLease, RetryDelay: 50 * time.Millisecond})
+	pc.LeaseTTL, pc.RetryDelay = e2eLease, 50*time.Millisecond
+	placer, err := controlplane.NewPlacer(st, pc)
 	require.NoError(t, err)
 	cp, err := controlplane.New(controlplane.Config{Store: st, Authorizer: controlplane.AnyOf{boot, felix}, Tokens: tokens, Placer: placer,
 		OperatorTenant: e2eOperator})
@@ -156,6 +164,8 @@ type clusterBroker struct {
 	dir             string // data and logs
 	runs            int
 	kill            func()
+	// term sends SIGTERM and waits for the process to exit (drained).
+	term func() error
 }
 
 func newClusterBroker(t *testing.T, id string, cp *cpHarness, certFile, keyFile string) *clusterBroker {
@@ -185,6 +195,12 @@ func (cb *clusterBroker) start(t *testing.T) {
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	cb.kill = func() { cmd.Process.Kill(); <-exited }
+	cb.term = func() error {
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			return err
+		}
+		return <-exited
+	}
 	t.Cleanup(func() { cmd.Process.Kill() })
 	deadline := time.After(25 * time.Second)
 	for {

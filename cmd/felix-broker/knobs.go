@@ -131,6 +131,8 @@ var (
 		"ticks between a leader's heartbeats; below FELIX_RAFT_ELECTION_TICKS")
 	knobQuorumTimeout = registry.Duration("FELIX_PUBLISH_QUORUM_TIMEOUT_MS", 5000, 10, 600000, time.Millisecond,
 		"longest a quorum publish waits to be committed before it gets quorum_timeout (outcome unknown)")
+	knobRaftCatchUp = registry.Bytes("FELIX_RAFT_CATCHUP_BYTES_PER_SEC", 32<<20, 0, 1<<40,
+		"entry bytes per second a leader sends to a replica being added (moves, replacements); 0 is unbounded")
 )
 
 // Subscriber delivery.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -122,10 +123,33 @@ type replicatedCluster struct {
 	brokers []*clusterBroker
 	proxies []*impair.Proxy
 	ccfg    client.Config
+
+	certFile, keyFile string
+	env               []string // added to every broker's
 }
 
 func startReplicatedCluster(t *testing.T, ctx context.Context) *replicatedCluster {
-	rc := &replicatedCluster{t: t, cp: startClusterControlPlane(t)}
+	return startReplicatedClusterOn(t, ctx, startClusterControlPlane(t))
+}
+
+// startReplicatedClusterOn is startReplicatedCluster with the control
+// plane cp.
+func startReplicatedClusterOn(t *testing.T, ctx context.Context, cp *cpHarness) *replicatedCluster {
+	rc := newReplicatedCluster(t, cp)
+	for _, id := range e2eIDs {
+		cb, proxy := rc.newBroker(id)
+		rc.brokers, rc.proxies = append(rc.brokers, cb), append(rc.proxies, proxy)
+	}
+	rc.cp.mustCall(t, http.StatusCreated, http.MethodPost, "/v1/tenants/t1/namespaces/default/streams",
+		`{"tenant":"t1","namespace":"default","stream":"rep","shards":1,"durable":true,"fsync":"on_commit","replicas":3,"ack":"quorum"}`)
+	rc.leader(ctx)
+	return rc
+}
+
+// newReplicatedCluster is a cluster on cp with no broker yet; env is
+// added to every broker's.
+func newReplicatedCluster(t *testing.T, cp *cpHarness, env ...string) *replicatedCluster {
+	rc := &replicatedCluster{t: t, cp: cp, env: env}
 	t.Cleanup(func() {
 		if !t.Failed() {
 			return
@@ -138,21 +162,22 @@ func startReplicatedCluster(t *testing.T, ctx context.Context) *replicatedCluste
 			}
 		}
 	})
-	certFile, keyFile, pool := writeCert(t, t.TempDir())
-	for _, id := range e2eIDs {
-		cb := newClusterBroker(t, id, rc.cp, certFile, keyFile)
-		proxy, err := impair.New(cb.addr)
-		require.NoError(t, err)
-		t.Cleanup(func() { proxy.Close() })
-		cb.env = append(cb.env, "FELIX_ADVERTISE_ADDR="+proxy.Addr(), "FELIX_LOG_LEVEL=info")
-		cb.start(t)
-		rc.brokers, rc.proxies = append(rc.brokers, cb), append(rc.proxies, proxy)
-	}
-	rc.cp.mustCall(t, http.StatusCreated, http.MethodPost, "/v1/tenants/t1/namespaces/default/streams",
-		`{"tenant":"t1","namespace":"default","stream":"rep","shards":1,"durable":true,"fsync":"on_commit","replicas":3,"ack":"quorum"}`)
+	var pool *x509.CertPool
+	rc.certFile, rc.keyFile, pool = writeCert(t, t.TempDir())
 	rc.ccfg = client.Config{Tenant: "t1", Token: rc.cp.writerToken(t), TLS: &tls.Config{RootCAs: pool}}
-	rc.leader(ctx)
 	return rc
+}
+
+// newBroker starts broker id behind its impairment proxy.
+func (rc *replicatedCluster) newBroker(id string) (*clusterBroker, *impair.Proxy) {
+	cb := newClusterBroker(rc.t, id, rc.cp, rc.certFile, rc.keyFile)
+	proxy, err := impair.New(cb.addr)
+	require.NoError(rc.t, err)
+	rc.t.Cleanup(func() { proxy.Close() })
+	cb.env = append(cb.env, "FELIX_ADVERTISE_ADDR="+proxy.Addr(), "FELIX_LOG_LEVEL=info")
+	cb.env = append(cb.env, rc.env...)
+	cb.start(rc.t)
+	return cb, proxy
 }
 
 // replica is broker i's replica of the stream as its stats show it; nil
@@ -253,7 +278,14 @@ func (rc *replicatedCluster) probe(ctx context.Context, addr string) int {
 // run starts n idempotent publishers (each first connected to a
 // different broker) and one subscriber.
 func (rc *replicatedCluster) run(ctx context.Context, n int) *repHistory {
+	return rc.runPaced(ctx, n, 0)
+}
+
+// runPaced is run with each publisher sending a batch every pace (0: as
+// fast as its window lets it).
+func (rc *replicatedCluster) runPaced(ctx context.Context, n int, pace time.Duration) *repHistory {
 	h := newRepHistory()
+	h.pace = pace
 	pctx, stop := context.WithCancel(ctx)
 	h.stop = stop
 	var rotate atomic.Uint64

@@ -29,6 +29,8 @@ type repHistory struct {
 
 	subStop context.CancelFunc
 	subCtx  context.Context
+	// pace, if set, is the time between two batches of a publisher.
+	pace time.Duration
 
 	mu       sync.Mutex
 	acks     map[[2]uint64]uint64 // (publisher, batch) → the offset its ack named
@@ -65,7 +67,20 @@ func repPayload(p, n uint64, i int) []byte {
 func (h *repHistory) publish(ctx context.Context, p uint64, pub *client.IdempotentPublisher) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	var tick <-chan time.Time
+	if h.pace > 0 {
+		t := time.NewTicker(h.pace)
+		defer t.Stop()
+		tick = t.C
+	}
 	for n := uint64(0); ctx.Err() == nil; n++ {
+		if tick != nil {
+			select {
+			case <-tick:
+			case <-ctx.Done():
+				return
+			}
+		}
 		pa := pub.PublishAsync(ctx, nil, [][]byte{repPayload(p, n, 0), repPayload(p, n, 1)})
 		h.mu.Lock()
 		h.sent[p] = n + 1
@@ -108,6 +123,21 @@ func (h *repHistory) nextAckAfter(ctx context.Context, at time.Time, from int) t
 		time.Sleep(5 * time.Millisecond)
 	}
 	return 0
+}
+
+// maxGap is the longest time between two consecutive acks (of any
+// publisher) from the last ack before from to the last one before to.
+func (h *repHistory) maxGap(from, to time.Time) time.Duration {
+	h.mu.Lock()
+	ts := slices.Clone(h.ackTimes)
+	h.mu.Unlock()
+	slices.SortFunc(ts, time.Time.Compare)
+	first, _ := slices.BinarySearchFunc(ts, from, time.Time.Compare)
+	var gap time.Duration
+	for k := max(first, 1); k < len(ts) && !ts[k].After(to); k++ {
+		gap = max(gap, ts[k].Sub(ts[k-1]))
+	}
+	return gap
 }
 
 // awaitProgress fails unless publishing goes on after a fault: ten more

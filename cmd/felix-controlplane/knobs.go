@@ -2,9 +2,11 @@ package main
 
 import (
 	"errors"
+	"log/slog"
 	"strings"
 	"time"
 
+	"github.com/felixmq/felix/controlplane"
 	"github.com/felixmq/felix/internal/knob"
 )
 
@@ -41,8 +43,23 @@ var (
 )
 
 // Cluster.
-var knobMemberLease = registry.Duration("FELIX_CP_MEMBER_LEASE_MS", 3000, 1000, 600000, time.Millisecond,
-	"lease of a registered broker: it disappears this long after its last keepalive (brokers renew at a third) and its ephemeral shards move; etcd rounds up to whole seconds")
+var (
+	knobMemberLease = registry.Duration("FELIX_CP_MEMBER_LEASE_MS", 3000, 1000, 600000, time.Millisecond,
+		"lease of a registered broker: it disappears this long after its last keepalive (brokers renew at a third) and its ephemeral shards move; etcd rounds up to whole seconds")
+	knobReplaceAfter = registry.Duration("FELIX_CP_REPLACE_AFTER_MS", 60000, 100, 604800000, time.Millisecond,
+		"how long a replicated shard's member may be absent (its lease lapsed) before its replica moves to another live broker, which catches up from the others")
+	knobMaxMoves = registry.Int("FELIX_CP_MAX_MOVES", 2, 0, 1000,
+		"replicated shards that rebalancing (a broker added, counts differing by more than one) moves at once, cluster-wide; 0: never rebalance (replacements and manual moves still happen)")
+)
+
+// placerConfig is the placer's part of the knobs.
+func placerConfig(vals *knob.Values, log *slog.Logger) controlplane.PlacerConfig {
+	maxMoves := int(knobMaxMoves.Get(vals))
+	if maxMoves == 0 {
+		maxMoves = -1 // PlacerConfig's "never"
+	}
+	return controlplane.PlacerConfig{LeaseTTL: knobMemberLease.Get(vals), ReplaceAfter: knobReplaceAfter.Get(vals), MaxMoves: maxMoves, Logger: log}
+}
 
 // Tokens.
 var (

@@ -62,7 +62,7 @@ func serve(ctx context.Context, vals *knob.Values, log *slog.Logger) error {
 	}
 	// One placer for both listeners: one goroutine recomputes, and both
 	// serve its long-polls.
-	placer, err := controlplane.NewPlacer(store, controlplane.PlacerConfig{LeaseTTL: knobMemberLease.Get(vals), Logger: log})
+	placer, err := controlplane.NewPlacer(store, placerConfig(vals, log))
 	if err != nil {
 		return err
 	}

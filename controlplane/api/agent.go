@@ -41,6 +41,16 @@ type AgentConfig struct {
 	// with it: the publish rate of each shard the broker owns (see
 	// KeepAliveRequest). nil sends an empty keepalive, as before.
 	Load func() []cluster.ShardLoad
+	// Replicas, if set, is called before each keepalive and its result
+	// sent with it: a report of each replicated shard the broker leads
+	// (see ReplicaReport; nil reports that it leads none). nil sends no
+	// report, and the control plane keeps the previous one.
+	Replicas func() []cluster.ReplicaReport
+	// ReportNow, if set, makes the agent send a keepalive (with its
+	// reports) as soon as it can receive from it, at most once per
+	// RetryDelay, rather than waiting for the next renewal: a replicated
+	// shard's membership changed, and the placer paces moves on reports.
+	ReportNow <-chan struct{}
 	// Logger receives failures and re-registrations; nil discards.
 	Logger *slog.Logger
 }
@@ -183,27 +193,46 @@ func (a *Agent) register(ctx context.Context) error {
 
 func (a *Agent) keepAlive(ctx context.Context) error {
 	var body any
-	if a.cfg.Load != nil {
-		load := a.cfg.Load()
-		if load == nil {
-			load = []cluster.ShardLoad{} // an empty report, not none
+	if a.cfg.Load != nil || a.cfg.Replicas != nil {
+		var req KeepAliveRequest
+		if a.cfg.Load != nil {
+			req.Load = a.cfg.Load()
+			if req.Load == nil {
+				req.Load = []cluster.ShardLoad{} // an empty report, not none
+			}
 		}
-		body = KeepAliveRequest{Load: load}
+		if a.cfg.Replicas != nil {
+			req.Replicas = a.cfg.Replicas()
+			if req.Replicas == nil {
+				req.Replicas = []cluster.ReplicaReport{}
+			}
+		}
+		body = req
 	}
 	var resp KeepAliveResponse
-	return a.api.Do(ctx, http.MethodPost, "/v1/members/"+url.PathEscape(a.cfg.Member.ID)+"/keepalive", body, &resp)
+	path := "/v1/members/" + url.PathEscape(a.cfg.Member.ID) + "/keepalive"
+	err := a.api.Do(ctx, http.MethodPost, path, body, &resp)
+	var refused *Error
+	if req, ok := body.(KeepAliveRequest); ok && req.Replicas != nil && errors.As(err, &refused) && refused.Status == http.StatusBadRequest {
+		// A report the control plane refuses must not cost the lease:
+		// renew it without the report.
+		a.cfg.Logger.Warn("replica report refused; keepalive sent without it", "member", a.cfg.Member.ID, "err", err)
+		req.Replicas = nil
+		err = a.api.Do(ctx, http.MethodPost, path, req, &resp)
+	}
+	return err
 }
 
 func (a *Agent) run(ctx context.Context) {
 	defer close(a.done)
 	delay := a.LeaseTTL() / 3
 	backoff := a.cfg.RetryDelay
+	var last time.Time
 	for {
-		select {
-		case <-time.After(delay):
-		case <-ctx.Done():
+		if !a.wait(ctx, delay, last) {
 			return
 		}
+		last = time.Now()
 		a.renew(ctx)
 		err := a.keepAlive(ctx)
 		if errors.Is(err, ErrNotFound) {
@@ -218,6 +247,27 @@ func (a *Agent) run(ctx context.Context) {
 			delay, backoff = backoff, min(2*backoff, max(a.LeaseTTL()/3, a.cfg.RetryDelay))
 		default:
 			delay, backoff = a.LeaseTTL()/3, a.cfg.RetryDelay
+		}
+	}
+}
+
+// wait waits delay, or less when ReportNow fires (though not before
+// RetryDelay since last); false when ctx ended.
+func (a *Agent) wait(ctx context.Context, delay time.Duration, last time.Time) bool {
+	timer := time.NewTimer(delay)
+	defer timer.Stop()
+	now := a.cfg.ReportNow
+	for {
+		select {
+		case <-timer.C:
+			return true
+		case <-ctx.Done():
+			return false
+		case <-now:
+			now = nil // one early keepalive is enough
+			if d := a.cfg.RetryDelay - time.Since(last); d < delay {
+				timer.Reset(max(d, 0))
+			}
 		}
 	}
 }

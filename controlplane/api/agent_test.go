@@ -190,3 +190,45 @@ func TestAgentRegistersZone(t *testing.T) {
 		require.Equal(t, map[string]bool{"z1": true, "z2": true, "z3": true}, zones, "shard %d", n)
 	}
 }
+
+// An Agent sends its replica report with each keepalive, at once when
+// ReportNow fires (a lease of a minute renews every 20 s otherwise), and a
+// report the control plane refuses costs no lease: the keepalive goes
+// again without it.
+func TestAgentReportsReplicas(t *testing.T) {
+	p := newPlane(t, time.Minute)
+	sh := cluster.Shard{Tenant: "t", Namespace: "ns", Stream: "r"}
+	var bad atomic.Bool
+	var sent atomic.Int64
+	now := make(chan struct{}, 1)
+	a, err := api.NewAgent(context.Background(), api.AgentConfig{URL: p.url, Token: token, RetryDelay: 10 * time.Millisecond,
+		Member: cluster.Member{ID: "b1", QUICAddr: "127.0.0.1:7100"}, ReportNow: now,
+		Replicas: func() []cluster.ReplicaReport {
+			sent.Add(1)
+			r := cluster.ReplicaReport{Shard: sh, Leader: "b1", Term: 3, Voters: []string{"b1", "b2", "b3"}, InSync: []string{"b1"}}
+			if bad.Load() {
+				r.Leader = "b2" // a member reports only its own leaderships
+			}
+			return []cluster.ReplicaReport{r}
+		}})
+	require.NoError(t, err)
+	t.Cleanup(func() { a.Close() })
+	reports := func() []cluster.ReplicaReport {
+		r, err := p.store.ReplicaReports(context.Background())
+		require.NoError(t, err)
+		return r["b1"]
+	}
+	require.Empty(t, reports())
+	now <- struct{}{}
+	require.Eventually(t, func() bool { return len(reports()) == 1 }, 5*time.Second, 5*time.Millisecond)
+	require.Equal(t, uint64(3), reports()[0].Term)
+
+	bad.Store(true)
+	n := sent.Load()
+	now <- struct{}{}
+	require.Eventually(t, func() bool { return sent.Load() > n }, 5*time.Second, 5*time.Millisecond)
+	ms, err := p.store.Members(context.Background())
+	require.NoError(t, err)
+	require.Len(t, ms, 1, "the member stays")
+	require.Equal(t, "b1", reports()[0].Leader, "the refused report did not replace the last one")
+}

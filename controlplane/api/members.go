@@ -25,8 +25,33 @@ type RegisterResponse struct {
 // the broker's observed load, replacing its previous report ([] reports
 // that it owns nothing busy). An empty body (brokers before load reports),
 // no "load" or null reports nothing and keeps the previous report.
+//
+// Replicas likewise replaces the broker's replica report: one entry per
+// replicated shard it leads ([]: it leads none); absent or null keeps the
+// previous one.
 type KeepAliveRequest struct {
-	Load []cluster.ShardLoad `json:"load"`
+	Load     []cluster.ShardLoad     `json:"load"`
+	Replicas []cluster.ReplicaReport `json:"replicas"`
+}
+
+// MoveRequest is the body of POST /v1/shards/{tenant}/{namespace}/
+// {stream}/{shard}/move: the replica on member From moves to member To.
+type MoveRequest struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+// LeaderRequest is the body of POST /v1/shards/{tenant}/{namespace}/
+// {stream}/{shard}/leader: member To becomes the preferred leader.
+type LeaderRequest struct {
+	To string `json:"to"`
+}
+
+// ShardChangeResponse answers a move or leader change: the shard's
+// assignment as stored, and the placement version that stored it.
+type ShardChangeResponse struct {
+	Version    int64              `json:"version"`
+	Assignment cluster.Assignment `json:"assignment"`
 }
 
 // KeepAliveResponse answers POST /v1/members/{id}/keepalive.

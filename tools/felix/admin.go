@@ -18,7 +18,7 @@ import (
 )
 
 const adminUsage = `usage: felix admin KIND VERB [NAME] [flags]
-  KIND  tenant | namespace | stream | cache
+  KIND  tenant | namespace | stream | cache   (shard: see below)
   VERB  create NAME | list | delete NAME | info NAME
         (tenant also: rotate-keys NAME; stream also: shards NAME)
 Talks to the control plane (--controlplane URL, default a local broker's
@@ -46,6 +46,9 @@ placement, and the leader of the moment with each replica's raft state
 (role, term, commit, followers' lag) read from its broker's
 /debug/felix/stats at the admin address it registered (--admin-token-file:
 the bearer token those admin APIs require).
+
+felix admin shard (list, move, leader, step-down) shows and moves
+replicated shards' replicas and leaderships: see felix admin shard -h.
 
 A refusal prints the control plane's code and message and exits 1.`
 
@@ -125,6 +128,9 @@ func (f *adminFlags) body(kind, name string) (any, error) {
 }
 
 func runAdmin(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "shard" {
+		return runAdminShard(args[1:], stdout, stderr)
+	}
 	kinds := []string{"tenant", "namespace", "stream", "cache"}
 	set, f := newAdminFlags()
 	if len(args) > 0 && cli.IsHelp(args[0]) {

@@ -54,8 +54,8 @@ func init() {
 				a, _ := newQueueAdminFlags("")
 				return unionFlags(s, a)
 			}, run: runQueue},
-		{name: "admin", summary: "create, list, describe and delete tenants, namespaces, streams and caches",
-			verbs: []string{"tenant", "namespace", "stream", "cache"}, flags: func() *flag.FlagSet { s, _ := newAdminFlags(); return s }, run: runAdmin},
+		{name: "admin", summary: "create, list, describe and delete tenants, namespaces, streams and caches; list and move replicated shards",
+			verbs: []string{"tenant", "namespace", "stream", "cache", "shard"}, flags: func() *flag.FlagSet { s, _ := newAdminFlags(); return s }, run: runAdmin},
 		{name: "context", summary: "save, select and show named broker addresses and credentials",
 			verbs: contextVerbs, flags: func() *flag.FlagSet { s, _ := newContextFlags(); return s }, run: runContext},
 		{name: "token", summary: "exchange an identity provider's token for a Felix token, or mint one (development issuer)",
