@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -198,11 +199,20 @@ func (r *readmeRun) block(t *testing.T, n int, lines []string) {
 	for _, p := range bg {
 		if p.step.ctrlC {
 			require.NoError(t, p.stdout.await(ctx, p.step.out), "block %d: %q:\n%s", n, p.line, p)
+		}
+	}
+	// Last started, first stopped: a watcher sees nothing of what it
+	// watches ending (the roster watch would print alice's leave).
+	for _, p := range slices.Backward(bg) {
+		if p.step.ctrlC {
 			p.cmd.Process.Signal(syscall.SIGINT)
+			r.finish(t, p)
 		}
 	}
 	for _, p := range bg {
-		r.finish(t, p)
+		if !p.step.ctrlC {
+			r.finish(t, p)
+		}
 	}
 }
 
