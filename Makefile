@@ -136,6 +136,10 @@ bench-cluster: ## docs/BENCHMARKS.md, cluster: forwarding cost; two brokers vs o
 	scripts/bench-go.sh 5 broker '^BenchmarkClusterForward4KiBx64$$'
 	scripts/bench-cluster.sh 3
 
+.PHONY: bench-replication
+bench-replication: ## docs/BENCHMARKS.md, replication: RF=1 vs RF=3 quorum / leader on three local brokers, latency, throughput, CPU/GB, raft batching (~12 min)
+	scripts/bench-replication.sh 5
+
 .PHONY: bench-controlplane
 bench-controlplane: ## docs/BENCHMARKS.md, control plane and auth: create, changes page, exchange, token checks
 	scripts/bench-go.sh 3 controlplane '^Benchmark(CreateStream|ChangesPage)$$' 2s

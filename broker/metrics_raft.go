@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
+	pb "go.etcd.io/raft/v3/raftpb"
 )
 
 // raftMetrics are replication's: what the transport sent and dropped, and
@@ -15,12 +16,19 @@ type raftMetrics struct {
 	dropped          prometheus.Counter
 	sentMessages     prometheus.Counter
 	sentBytes        prometheus.Counter
-	elections        prometheus.Counter
-	quorumLatency    prometheus.Histogram
+	// appendMessages and appendEntries are the MsgApps sent and the
+	// entries they carried: their ratio is raft's batching. A leader also
+	// sends empty ones that only move a follower's commit index (label
+	// empty="true").
+	appendMessages            *prometheus.CounterVec
+	appendsFull, appendsEmpty prometheus.Counter
+	appendEntries             prometheus.Counter
+	elections                 prometheus.Counter
+	quorumLatency             prometheus.Histogram
 }
 
 func newRaftMetrics() raftMetrics {
-	return raftMetrics{
+	m := raftMetrics{
 		catchUpThrottled: prometheus.NewCounter(prometheus.CounterOpts{Name: "felix_raft_catchup_throttled_total",
 			Help: "Appends to a replica being added (a learner) held back by FELIX_RAFT_CATCHUP_BYTES_PER_SEC (raft sends them again)."}),
 		catchUpBytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "felix_raft_catchup_bytes_total",
@@ -31,21 +39,44 @@ func newRaftMetrics() raftMetrics {
 			Help: "Raft messages sent to other brokers."}),
 		sentBytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "felix_raft_sent_bytes_total",
 			Help: "Bytes of raft batches sent to other brokers."}),
+		appendMessages: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "felix_raft_append_messages_total",
+			Help: "Raft append messages (MsgApp) sent to other brokers; empty=\"true\": carrying no entries (a commit index only)."},
+			[]string{"empty"}),
+		appendEntries: prometheus.NewCounter(prometheus.CounterOpts{Name: "felix_raft_append_entries_total",
+			Help: "Entries carried by the raft append messages sent to other brokers."}),
 		elections: prometheus.NewCounter(prometheus.CounterOpts{Name: "felix_raft_leaderships_won_total",
 			Help: "Times a replica on this broker became its shard's leader."}),
 		quorumLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "felix_raft_quorum_ack_seconds",
 			Help:    "Time from a quorum publish reaching its shard's leader to its commit.",
 			Buckets: latencyBuckets}),
 	}
+	m.appendsFull, m.appendsEmpty = m.appendMessages.WithLabelValues("false"), m.appendMessages.WithLabelValues("true")
+	return m
 }
 
-func (m raftMetrics) sent(messages, bytes int) {
-	m.sentMessages.Add(float64(messages))
+func (m raftMetrics) sent(envs []raftEnvelope, bytes int) {
+	m.sentMessages.Add(float64(len(envs)))
 	m.sentBytes.Add(float64(bytes))
+	full, empty, ents := 0, 0, 0
+	for _, e := range envs {
+		if e.msg.GetType() != pb.MessageType_MsgApp {
+			continue
+		}
+		if n := len(e.msg.GetEntries()); n > 0 {
+			full++
+			ents += n
+		} else {
+			empty++
+		}
+	}
+	m.appendsFull.Add(float64(full))
+	m.appendsEmpty.Add(float64(empty))
+	m.appendEntries.Add(float64(ents))
 }
 
 func (m raftMetrics) collectors(b *Broker) []prometheus.Collector {
-	return []prometheus.Collector{m.catchUpThrottled, m.catchUpBytes, m.dropped, m.sentMessages, m.sentBytes, m.elections, m.quorumLatency, raftCollector{b}}
+	return []prometheus.Collector{m.catchUpThrottled, m.catchUpBytes, m.dropped, m.sentMessages, m.sentBytes, m.appendMessages,
+		m.appendEntries, m.elections, m.quorumLatency, raftCollector{b}}
 }
 
 var (
@@ -62,12 +93,16 @@ var (
 		"Shards this broker leads with fewer voters in sync than the placement's replica set has members.", nil, nil)
 	raftLearnersDesc = prometheus.NewDesc("felix_raft_learners",
 		"On a leader: replicas being added (learners, catching up).", raftLabels, nil)
+	raftSyncsDesc  = prometheus.NewDesc("felix_raft_log_syncs_total", "Syncs of the replica's log (on_commit streams).", raftLabels, nil)
+	raftSyncedDesc = prometheus.NewDesc("felix_raft_log_synced_records_total",
+		"Records (raft entries) the replica's log syncs made durable.", raftLabels, nil)
 )
 
 type raftCollector struct{ b *Broker }
 
 func (c raftCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{raftRoleDesc, raftTermDesc, raftCommitDsc, raftApplyDesc, raftLagDesc, raftInSyncDesc, raftUnderDesc, raftLearnersDesc} {
+	for _, d := range []*prometheus.Desc{raftRoleDesc, raftTermDesc, raftCommitDsc, raftApplyDesc, raftLagDesc, raftInSyncDesc,
+		raftUnderDesc, raftLearnersDesc, raftSyncsDesc, raftSyncedDesc} {
 		ch <- d
 	}
 }
@@ -87,6 +122,8 @@ func (c raftCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(raftTermDesc, prometheus.GaugeValue, float64(s.Term), lv...)
 		ch <- prometheus.MustNewConstMetric(raftCommitDsc, prometheus.GaugeValue, float64(s.Commit), lv...)
 		ch <- prometheus.MustNewConstMetric(raftApplyDesc, prometheus.GaugeValue, float64(s.Applied), lv...)
+		ch <- prometheus.MustNewConstMetric(raftSyncsDesc, prometheus.CounterValue, float64(s.Syncs), lv...)
+		ch <- prometheus.MustNewConstMetric(raftSyncedDesc, prometheus.CounterValue, float64(s.SyncedRecords), lv...)
 		if s.Role == "leader" {
 			n := len(inSync(s))
 			ch <- prometheus.MustNewConstMetric(raftInSyncDesc, prometheus.GaugeValue, float64(n), lv...)

@@ -387,7 +387,7 @@ func (p *raftPeer) run() {
 			p.unreachable(envs)
 			continue
 		}
-		p.h.b.metrics.raft.sent(len(envs), len(frame))
+		p.h.b.metrics.raft.sent(envs, len(frame))
 	}
 }
 

@@ -168,6 +168,10 @@ func (r *replicated) refusal(err error) error {
 			return &notLeaderError{shard: r.shard(), leader: m, term: nl.Term}
 		}
 		return fmt.Errorf("%w: shard %s: %w (term %d)", ErrOwnerUnavailable, r.shard(), ErrNoLeader, nl.Term)
+	case errors.Is(err, replica.ErrProposalDropped):
+		// This broker leads: not_leader would name it. Nothing was
+		// appended, so the client backs off and sends the batch again.
+		return fmt.Errorf("%w: shard %s: %v", ErrOverloaded, r.shard(), err)
 	case errors.Is(err, replica.ErrLeadershipLost):
 		return fmt.Errorf("%w: shard %s: %v", ErrLeadershipLost, r.shard(), err)
 	case errors.Is(err, replica.ErrQuorumTimeout):

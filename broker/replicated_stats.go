@@ -32,6 +32,10 @@ type ReplicaStats struct {
 	// Transferee, on a leader, is the voter it is handing its leadership
 	// to.
 	Transferee string `json:"transferee,omitempty"`
+	// Syncs and SyncedRecords: this replica's log syncs (on_commit) and
+	// the records they made durable.
+	Syncs         uint64 `json:"log_syncs"`
+	SyncedRecords uint64 `json:"log_synced_records"`
 	// Followers is, on a leader, each other replica's progress.
 	Followers []FollowerStats `json:"followers,omitempty"`
 	Failed    string          `json:"failed,omitempty"`
@@ -57,7 +61,8 @@ func (q *quorumWait) observe(d time.Duration) {
 func (r *replicated) stats() *ReplicaStats {
 	s := r.group.Status()
 	out := &ReplicaStats{Role: s.Role, Term: s.Term, Commit: s.Commit, Applied: s.Applied, LastIndex: s.LastIndex,
-		Pending: s.Pending, Failed: s.Failed, QuorumAcks: r.quorum.acks.Load()}
+		Pending: s.Pending, Failed: s.Failed, QuorumAcks: r.quorum.acks.Load(),
+		Syncs: s.Syncs, SyncedRecords: s.SyncedRecords}
 	if out.QuorumAcks > 0 {
 		out.QuorumWaitMeanMs = float64(r.quorum.nanos.Load()) / float64(out.QuorumAcks) / 1e6
 	}

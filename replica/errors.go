@@ -15,6 +15,10 @@ var (
 	// ErrQuorumTimeout: a proposal was not committed within
 	// Config.QuorumTimeout. The outcome is unknown.
 	ErrQuorumTimeout = errors.New("replica: quorum timeout")
+	// ErrProposalDropped: raft refused a proposal, nothing appended: the
+	// leader is MaxUncommittedBytes ahead of its commit, or is handing its
+	// leadership over. Send it again later.
+	ErrProposalDropped = errors.New("replica: proposal dropped (uncommitted entries at their limit, or a leadership transfer)")
 	// ErrInvalidConfig: a Config that cannot be used.
 	ErrInvalidConfig = errors.New("replica: invalid config")
 	// ErrCorruptState: the raft state file is damaged.

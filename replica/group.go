@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -59,6 +60,10 @@ type Group struct {
 	failed    error // a log failure: the group stopped taking part
 	progress  map[uint64]uint64
 	lastIndex uint64
+	// syncs and syncedRecords count the log syncs under SyncEachWrite and
+	// the entries they made durable: their ratio is the group commit's
+	// batching.
+	syncs, syncedRecords uint64
 }
 
 // Open opens (recovering its state) or creates the replica in cfg.Dir and
@@ -173,8 +178,9 @@ func generationAt(log *segment.Log, off, next uint64) (uint64, bool, error) {
 
 // Propose asks the leader to append recs as one batch (their Offset fields
 // are not read) and calls done once with the offset of the first, or an
-// error: a *NotLeaderError, ErrLeadershipLost or ErrQuorumTimeout (outcome
-// unknown), ErrClosed, or the log's failure. placed, if not nil, is called
+// error: a *NotLeaderError, ErrProposalDropped (nothing appended),
+// ErrLeadershipLost or ErrQuorumTimeout (outcome unknown), ErrClosed, or
+// the log's failure. placed, if not nil, is called
 // first, once the batch has its offsets in the leader's log (before it is
 // durable or committed), so that the owner can record where it went; it is
 // not called for a batch that never got offsets. Both run on the group's
@@ -329,10 +335,12 @@ func (g *Group) propose(p *proposal) {
 		ents[i] = &pb.Entry{Data: d}
 	}
 	err := g.rn.Step(&pb.Message{Type: pb.MessageType_MsgProp.Enum(), From: proto.Uint64(g.cfg.ID), Entries: ents})
+	if errors.Is(err, raft.ErrProposalDropped) {
+		p.done(0, ErrProposalDropped)
+		return
+	}
 	if err != nil {
-		// Dropped: a leadership transfer is under way, or the leader is
-		// MaxUncommittedBytes ahead of its commit.
-		p.done(0, &NotLeaderError{Leader: bs.Lead, Term: bs.GetTerm()})
+		p.done(0, err)
 		return
 	}
 	p.term, p.data = bs.GetTerm(), nil

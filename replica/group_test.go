@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/felixmq/felix/segment"
 )
 
 // Three replicas elect a leader; what it accepts is committed at the same
@@ -61,6 +63,30 @@ func TestMinorityLeaderAcksNoQuorumPublish(t *testing.T) {
 	first, err := c.propose(newLead, "after", 5, AckQuorum)
 	require.NoError(t, err)
 	c.converged(first + 5)
+}
+
+// A leader MaxUncommittedBytes ahead of its commit has raft drop a
+// proposal: it is refused ErrProposalDropped (send again later), not as
+// not the leader, which would name the leader itself.
+func TestDroppedProposalIsNotNotLeader(t *testing.T) {
+	c := unstartedCluster(t, 1, 2, 3)
+	c.maxUncommitted = 1 << 10
+	c.boot(1, 2, 3)
+	lead := c.leader()
+	c.frozen.Store(true) // no election and no quorum timeout while cut off
+	c.partition(lead, true)
+	first := make(chan error, 1)
+	big := []segment.Record{{Payload: make([]byte, 2<<10)}} // raft takes one whatever its size
+	c.rep(lead).g.Propose(big, AckQuorum, nil, func(_ uint64, err error) { first <- err })
+	_, err := c.propose(lead, "over", 1, AckQuorum)
+	require.ErrorIs(t, err, ErrProposalDropped)
+	require.False(t, isNotLeader(err))
+
+	c.partition(lead, false)
+	c.frozen.Store(false)
+	require.NoError(t, <-first)
+	_, err = c.propose(lead, "after", 1, AckQuorum)
+	require.NoError(t, err)
 }
 
 func isNotLeader(err error) bool {
@@ -120,4 +146,26 @@ func TestFollowerBehindRetentionGetsASnapshot(t *testing.T) {
 	got := c.records(follower)
 	require.Equal(t, l.First(), got[0].Offset, "the follower's log starts where the leader's does")
 	require.Equal(t, last, got[len(got)-1].Offset+1)
+}
+
+// Under SyncEachWrite every replica counts its log syncs and the entries
+// they made durable: all of each batch, at most one sync per entry.
+func TestSyncsCountWhatTheyMadeDurable(t *testing.T) {
+	c := newCluster(t, 1, 2, 3)
+	lead := c.leader()
+	var next uint64
+	for i := range 5 {
+		first, err := c.propose(lead, fmt.Sprint("s", i), 64, AckQuorum)
+		require.NoError(t, err)
+		next = first + 64
+	}
+	c.converged(next)
+	for id := range c.dirs {
+		g := c.rep(id).g
+		require.Eventually(t, func() bool { return g.Status().SyncedRecords >= 5*64 }, 5*time.Second, time.Millisecond)
+		s := g.Status()
+		require.Positive(t, s.Syncs)
+		require.LessOrEqual(t, s.Syncs, s.SyncedRecords)
+		require.LessOrEqual(t, s.SyncedRecords, s.LastIndex, "an entry is synced once")
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,6 +27,10 @@ type cluster struct {
 	sync bool
 	// retention is the logs' RetentionBytes (0: none).
 	retention int64
+	// maxUncommitted is the groups' MaxUncommittedBytes (0: the default).
+	maxUncommitted uint64
+	// frozen stops the ticks: no election, no quorum timeout.
+	frozen atomic.Bool
 
 	mu   sync.Mutex
 	reps map[uint64]*replicaUnderTest
@@ -53,18 +58,29 @@ func (c *cluster) logConfig() segment.Config {
 }
 
 func newClusterWith(t *testing.T, retention int64, ids ...uint64) *cluster {
+	c := unstartedCluster(t, ids...)
+	c.retention = retention
+	c.boot(ids...)
+	return c
+}
+
+// unstartedCluster is a cluster to configure before boot starts it.
+func unstartedCluster(t *testing.T, ids ...uint64) *cluster {
 	c := &cluster{t: t, dirs: map[uint64]string{}, reps: map[uint64]*replicaUnderTest{},
-		cut: map[[2]uint64]bool{}, stop: make(chan struct{}), sync: true, retention: retention}
+		cut: map[[2]uint64]bool{}, stop: make(chan struct{}), sync: true}
 	for _, id := range ids {
 		c.dirs[id] = filepath.Join(t.TempDir(), fmt.Sprint(id))
 	}
+	return c
+}
+
+func (c *cluster) boot(ids ...uint64) {
 	for _, id := range ids {
 		c.start(id, ids)
 	}
 	c.wg.Add(1)
 	go c.ticker()
-	t.Cleanup(c.close)
-	return c
+	c.t.Cleanup(c.close)
 }
 
 func (c *cluster) start(id uint64, peers []uint64) {
@@ -72,7 +88,7 @@ func (c *cluster) start(id uint64, peers []uint64) {
 	require.NoError(c.t, err)
 	r := &replicaUnderTest{log: l}
 	g, err := Open(Config{ID: id, Peers: peers, Dir: c.dirs[id], Log: l, SyncEachWrite: c.sync,
-		Transport: sender{c, id}, ElectionTicks: 10, QuorumTimeout: 2 * time.Second,
+		Transport: sender{c, id}, ElectionTicks: 10, QuorumTimeout: 2 * time.Second, MaxUncommittedBytes: c.maxUncommitted,
 		Apply: func(evs []segment.Record, tail uint64) {
 			r.mu.Lock()
 			defer r.mu.Unlock()
@@ -146,6 +162,9 @@ func (c *cluster) ticker() {
 		case <-c.stop:
 			return
 		case <-t.C:
+		}
+		if c.frozen.Load() {
+			continue
 		}
 		c.mu.Lock()
 		for _, r := range c.reps {

@@ -44,6 +44,8 @@ func (g *Group) handle(rd raft.Ready) error {
 		if err := g.cfg.Log.Sync(); err != nil {
 			return err
 		}
+		g.syncs++
+		g.syncedRecords += uint64(len(rd.Entries))
 	}
 	if g.leader {
 		g.props.persisted()

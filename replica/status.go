@@ -23,6 +23,9 @@ type Status struct {
 	Transferee uint64
 	// Failed is the storage failure that stopped the replica, "" if none.
 	Failed string
+	// Syncs is the log syncs under SyncEachWrite since Open, and
+	// SyncedRecords the entries they made durable.
+	Syncs, SyncedRecords uint64
 }
 
 // Status returns the replica's last published state (it is refreshed at
@@ -38,7 +41,8 @@ func (g *Group) Leader() (id, term uint64) {
 func (g *Group) publishStatus() {
 	bs := g.rn.BasicStatus()
 	s := &Status{ID: g.cfg.ID, Role: roleName(bs.RaftState), Term: bs.GetTerm(), Leader: bs.Lead,
-		Commit: bs.GetCommit(), Applied: g.applied, LastIndex: g.st.lastIndex(), Pending: len(g.props.q)}
+		Commit: bs.GetCommit(), Applied: g.applied, LastIndex: g.st.lastIndex(), Pending: len(g.props.q),
+		Syncs: g.syncs, SyncedRecords: g.syncedRecords}
 	if g.leader && g.progress != nil {
 		s.Match = g.progress
 	}

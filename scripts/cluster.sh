@@ -3,17 +3,28 @@
 # brokers, with development identity (docs/operations.md, "A local
 # cluster").
 #
-#   scripts/cluster.sh up   [DIR]   build, start, create tenant t1 and stream t1/default/demo, mint a client token
-#   scripts/cluster.sh down [DIR]   stop what up started (by the pids it recorded)
-#   scripts/cluster.sh env  [DIR]   print the variables the walk-through uses
+#   scripts/cluster.sh up      [DIR]  build, start, create tenant t1 and stream t1/default/demo, mint a client token
+#   scripts/cluster.sh down    [DIR]  stop what up started (by the pids it recorded)
+#   scripts/cluster.sh env     [DIR]  print the variables the walk-through uses
+#   scripts/cluster.sh kill N  [DIR]  kill -9 broker N (1-3), as a lost host would die
+#   scripts/cluster.sh start N [DIR]  start broker N again on its data directory
 #
 # DIR defaults to out/cluster. Ports: CLUSTER_PORT_BASE (default
 # 7060): etcd base+0/+1, control plane base+10 (API) and base+11
 # (bootstrap), broker N QUIC base+20+N (UDP) and admin base+30+N.
-# ETCD names an etcd binary to use instead of felix-devetcd.
+# ETCD names an etcd binary to use instead of felix-devetcd. CLUSTER_PREBUILT
+# names a directory holding felix-broker, felix-controlplane, felix-devetcd and
+# felix to use instead of building them.
 set -euo pipefail
 
 cmd=${1:-}
+case "$cmd" in
+kill | start)
+	node=${2:-}
+	[[ $node =~ ^[123]$ ]] || { printf 'cluster: %s needs a broker number, 1 to 3\n' "$cmd" >&2; exit 2; }
+	shift
+	;;
+esac
 dir=${2:-out/cluster}
 base=${CLUSTER_PORT_BASE:-7060}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -76,6 +87,41 @@ export CLUSTER_ADMINS="$(for n in "${brokers[@]}"; do printf '127.0.0.1:%s ' "$(
 EOF
 }
 
+# start_broker N starts broker N with its node credential and data directory.
+start_broker() {
+	local n=$1
+	start "broker-$n" env FELIX_NODE_ID="broker-$n" FELIX_CONTROLPLANE_URL="http://127.0.0.1:$cp_port" \
+		FELIX_NODE_TOKEN_FILE="$dir/node-$n.token" FELIX_CLUSTER_CA_FILE="$dir/tls/ca.pem" \
+		FELIX_TLS_CERT_FILE="$dir/tls/broker.pem" FELIX_TLS_KEY_FILE="$dir/tls/broker-key.pem" \
+		FELIX_QUIC_BIND="127.0.0.1:$(quic_port "$n")" FELIX_ADMIN_BIND="127.0.0.1:$(admin_port "$n")" \
+		FELIX_DATA_DIR="$dir/data-$n" \
+		"$bin/felix-broker"
+}
+
+# broker_pid N is the pid up or start last recorded for broker N.
+broker_pid() { awk -v name="broker-$1" '$2 == name { pid = $1 } END { print pid }' "$dir/pids" 2>/dev/null; }
+
+cmd_kill() {
+	local pid
+	pid=$(broker_pid "$node")
+	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || die "broker-$node is not running"
+	kill -9 "$pid"
+	say "killed broker-$node ($pid) with SIGKILL"
+}
+
+cmd_start() {
+	[ -f "$dir/pids" ] || die "nothing running in $dir: run scripts/cluster.sh up $dir first"
+	local pid
+	pid=$(broker_pid "$node")
+	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+		die "broker-$node is running ($pid)"
+	fi
+	[ -f "$dir/logs/broker-$node.log" ] && mv "$dir/logs/broker-$node.log" "$dir/logs/broker-$node.log.prev"
+	start_broker "$node"
+	wait_for "broker-$node" http_ok "http://127.0.0.1:$(admin_port "$node")/ready"
+	say "started broker-$node ($(broker_pid "$node")), logs in $dir/logs/broker-$node.log"
+}
+
 cmd_down() {
 	[ -f "$dir/pids" ] || { say "nothing running in $dir"; return 0; }
 	# Brokers first (they leave the cluster), then the control plane, then etcd.
@@ -93,8 +139,12 @@ cmd_up() {
 	[ -f "$dir/pids" ] && die "$dir/pids exists: run scripts/cluster.sh down $dir first"
 	mkdir -p "$bin" "$dir/logs"
 	chmod 700 "$dir"
-	say "building into $bin"
-	(cd "$root" && go build -o "$bin/" ./cmd/felix-broker ./cmd/felix-controlplane ./cmd/felix-devetcd ./tools/felix)
+	if [ -n "${CLUSTER_PREBUILT:-}" ]; then
+		for b in felix-broker felix-controlplane felix-devetcd felix; do ln -sf "$(realpath "$CLUSTER_PREBUILT/$b")" "$bin/$b"; done
+	else
+		say "building into $bin"
+		(cd "$root" && go build -o "$bin/" ./cmd/felix-broker ./cmd/felix-controlplane ./cmd/felix-devetcd ./tools/felix)
+	fi
 	felix="$bin/felix"
 
 	# 1. etcd.
@@ -127,12 +177,7 @@ cmd_up() {
 	#    the control plane's feed and authenticates forwarded publishes.
 	for n in "${brokers[@]}"; do
 		"$felix" token node "${boot[@]}" --subject "broker-$n" --out "$dir/node-$n.token" 2>/dev/null
-		start "broker-$n" env FELIX_NODE_ID="broker-$n" FELIX_CONTROLPLANE_URL="http://127.0.0.1:$cp_port" \
-			FELIX_NODE_TOKEN_FILE="$dir/node-$n.token" FELIX_CLUSTER_CA_FILE="$dir/tls/ca.pem" \
-			FELIX_TLS_CERT_FILE="$dir/tls/broker.pem" FELIX_TLS_KEY_FILE="$dir/tls/broker-key.pem" \
-			FELIX_QUIC_BIND="127.0.0.1:$(quic_port "$n")" FELIX_ADMIN_BIND="127.0.0.1:$(admin_port "$n")" \
-			FELIX_DATA_DIR="$dir/data-$n" \
-			"$bin/felix-broker"
+		start_broker "$n"
 	done
 	for n in "${brokers[@]}"; do
 		wait_for "broker-$n" http_ok "http://127.0.0.1:$(admin_port "$n")/ready"
@@ -151,8 +196,10 @@ case "$cmd" in
 up) cmd_up ;;
 down) cmd_down ;;
 env) cmd_env ;;
+kill) cmd_kill ;;
+start) cmd_start ;;
 *)
-	sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2
+	sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 	;;
 esac

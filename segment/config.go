@@ -90,7 +90,8 @@ type Config struct {
 	// removes whole sealed segments from the head while it is exceeded.
 	// 0 = off.
 	RetentionBytes int64
-	// RetentionAge removes sealed segments whose newest record is older.
+	// RetentionAge removes sealed segments whose newest event (generation
+	// records aside; the creation when there is none) is older.
 	// 0 = off.
 	RetentionAge time.Duration
 	// KeepPartialBatches keeps a marked batch that the tail of the active

@@ -85,8 +85,9 @@
 //
 // EnforceRetention removes whole sealed segments from the head, never the
 // active one, while the log exceeds RetentionBytes or the oldest segment's
-// newest record is older than RetentionAge. It is off the append path: the
-// caller (the broker) runs it on a timer.
+// newest event (its creation, if it holds none) is older than RetentionAge;
+// generation records carry no time and do not count. It is off the append
+// path: the caller (the broker) runs it on a timer.
 //
 // # Platforms
 //

@@ -256,13 +256,15 @@ func openSealed(fsys FS, dir string, base uint64, cfg Config, st *RecoveryStats)
 			return nil, fmt.Errorf("segment: rewrite index: %w", err)
 		}
 	}
-	s.next, s.lastTS, s.sealed, s.allocated = r.next, r.lastTS, true, size
+	if r.lastTS == noEvent && from > SegmentHeaderBytes {
+		// The records after the last index entry are generation records:
+		// the newest event is before them.
+		r.lastTS = scan(s.data, s.version, SegmentHeaderBytes, size, base, nil, 0).lastTS
+	}
+	s.next, s.lastTS, s.sealed, s.allocated = r.next, eventTimeOr(r.lastTS, h.CreatedAtMicros), true, size
 	if err := s.closeFile(); err != nil { // its mapping serves it
 		_ = s.release()
 		return nil, fmt.Errorf("segment: close %s: %w", s.path, err)
-	}
-	if r.records == 0 && r.next == base {
-		s.lastTS = h.CreatedAtMicros // empty segment: its age is its creation
 	}
 	s.written.Store(size)
 	s.synced.Store(size)

@@ -14,7 +14,7 @@ import (
 // written extent only with RepairChecksumTail and only when nothing valid
 // follows.
 func openActive(fsys FS, dir string, base uint64, cfg Config, st *RecoveryStats) (*segment, error) {
-	s, size, _, err := openSegmentFile(fsys, dir, base)
+	s, size, h, err := openSegmentFile(fsys, dir, base)
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +68,7 @@ func openActive(fsys FS, dir string, base uint64, cfg Config, st *RecoveryStats)
 	if err := s.file.SyncData(); err != nil {
 		return fail(fmt.Errorf("segment: sync %s: %w", s.path, err))
 	}
-	s.next, s.lastTS = r.next, r.lastTS
+	s.next, s.lastTS = r.next, eventTimeOr(r.lastTS, h.CreatedAtMicros)
 	s.written.Store(r.end)
 	s.synced.Store(r.end)
 	return s, nil

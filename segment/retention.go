@@ -8,8 +8,9 @@ import (
 )
 
 // EnforceRetention removes whole sealed segments from the head of the log
-// while the log holds more than RetentionBytes, or while the newest record
-// of the oldest segment is older than now-RetentionAge. The active segment
+// while the log holds more than RetentionBytes, or while the newest event
+// of the oldest segment (generation records aside: a replica writes them
+// with no time) is older than now-RetentionAge. The active segment
 // is never removed. First rises to the base of the new head. It returns how
 // many segments it removed.
 //

@@ -127,3 +127,57 @@ func TestHeldReaderSurvivesRetentionAndClose(t *testing.T) {
 	require.Equal(t, int32(0), head.refs.Load())
 	require.Nil(t, head.data, "unmapped on the last release")
 }
+
+// TestRetentionByAgeIgnoresGenerationRecords: a replica's generation
+// records carry no time (timestamp 0), so a segment is as old as its
+// newest event, or its creation when it holds none, before and after a
+// reopen. Judged by its last record, a fresh segment that ends with a term
+// start was removed at once.
+func TestRetentionByAgeIgnoresGenerationRecords(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	clock := now
+	// An index entry at every record: a reopen scans only from the last one,
+	// a term start.
+	cfg := Config{SegmentBytes: 2048, IndexSpacingBytes: 1, RetentionAge: time.Hour, FormatVersion: FormatVersionV4, Now: func() time.Time { return clock }}
+	dir := t.TempDir()
+	l := openLog(t, dir, cfg)
+	gen := Record{Mark: Mark{Kind: MarkGeneration}, Payload: []byte{0, 0, 0, 0, 0, 0, 0, 2}}
+	event := Record{TimestampMicros: now.Add(-time.Minute).UnixMicro(), Payload: payload(0, 500)}
+	_, err := l.AppendRecords([]Record{gen, event, event, gen})
+	require.NoError(t, err)
+	// The next batch does not fit: the segment ending with a term start is
+	// sealed.
+	_, err = l.AppendRecords([]Record{event, event, event})
+	require.NoError(t, err)
+	require.Equal(t, 2, l.Stats().Segments)
+
+	n, err := l.EnforceRetention(now)
+	require.NoError(t, err)
+	require.Zero(t, n, "the sealed segment's newest event is a minute old")
+	require.NoError(t, l.Close())
+
+	l = openLog(t, dir, cfg)
+	n, err = l.EnforceRetention(now)
+	require.NoError(t, err)
+	require.Zero(t, n, "after a reopen too")
+	n, err = l.EnforceRetention(now.Add(time.Hour))
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "an hour after its newest event it goes")
+
+	// A segment of generation records only is as old as its creation.
+	big := Record{TimestampMicros: now.UnixMicro(), Payload: payload(1, 1900)}
+	_, err = l.AppendRecords([]Record{big}) // rolls: the events' segment is sealed
+	require.NoError(t, err)
+	clock = now.Add(30 * time.Minute)
+	_, err = l.AppendRecords([]Record{gen, gen, gen}) // rolls past big
+	require.NoError(t, err)
+	_, err = l.AppendRecords([]Record{big}) // rolls: the generation records' segment is sealed
+	require.NoError(t, err)
+	require.Equal(t, 4, l.Stats().Segments)
+	n, err = l.EnforceRetention(clock.Add(time.Hour - time.Second))
+	require.NoError(t, err)
+	require.Equal(t, 2, n, "the events' segment and big's are over an hour old, the generation records' is not")
+	n, err = l.EnforceRetention(clock.Add(time.Hour + time.Second))
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+}

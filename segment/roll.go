@@ -103,14 +103,15 @@ func (l *Log) enlargeEmptyLocked(s *segment, need int64, version uint16) error {
 		// Its header says what its records may be: rewrite it, synced
 		// before a record of the new version can follow.
 		var hdr [SegmentHeaderBytes]byte
-		putSegmentHeader(hdr[:], SegmentHeader{Version: version, BaseOffset: s.base, CreatedAtMicros: l.cfg.Now().UnixMicro()})
+		created := l.cfg.Now().UnixMicro()
+		putSegmentHeader(hdr[:], SegmentHeader{Version: version, BaseOffset: s.base, CreatedAtMicros: created})
 		if err := writeFull(s.file, hdr[:], 0); err != nil {
 			return l.failLocked(fmt.Errorf("roll: rewrite the header of %s: %w", s.path, err))
 		}
 		if err := s.file.Sync(); err != nil {
 			return l.failLocked(fmt.Errorf("roll: sync %s: %w", s.path, err))
 		}
-		s.version = version
+		s.version, s.lastTS = version, created
 	}
 	if size > int64(len(s.data)) {
 		if err := s.mapping.Unmap(); err != nil {

@@ -3,6 +3,7 @@ package segment
 import (
 	"bytes"
 	"fmt"
+	"math"
 )
 
 // This file is the pure core of recovery: functions over a byte slice that
@@ -12,7 +13,7 @@ import (
 type scanResult struct {
 	end     int64  // position after the last valid record
 	next    uint64 // offset after the last valid record
-	lastTS  int64
+	lastTS  int64  // of the newest event scanned; noEvent before one
 	records int64
 	stop    decodeVerdict // decodeOK: reached the limit cleanly
 	gap     bool          // stopped on a valid record with the wrong offset
@@ -37,11 +38,14 @@ type openBatch struct {
 	lastIndexPos int64
 }
 
+// noEvent is scanResult.lastTS until the scan passes an event.
+const noEvent = math.MinInt64
+
 // scan verifies records of a segment of version from pos while offsets
 // continue from expect, up to limit. With s != nil it adds index entries
 // to s by the append rule.
 func scan(data []byte, version uint16, pos, limit int64, expect uint64, s *segment, spacing int64) scanResult {
-	r := scanResult{end: pos, next: expect}
+	r := scanResult{end: pos, next: expect, lastTS: noEvent}
 	for r.end < limit {
 		h, m, _, v := decodeRecord(data[r.end:limit], version)
 		r.stopHdr = h
@@ -59,7 +63,9 @@ func scan(data []byte, version uint16, pos, limit int64, expect uint64, s *segme
 		}
 		r.end += h.size()
 		r.next++
-		r.lastTS = h.ts
+		if h.kind&kindGeneration == 0 {
+			r.lastTS = h.ts
+		}
 		r.records++
 	}
 	return r
@@ -190,4 +196,13 @@ func validRecordAfter(data []byte, p, extent int64, expect uint64) bool {
 		}
 	}
 	return false
+}
+
+// eventTimeOr is a scan's newest event time, or created when it saw none:
+// a segment without events is as old as it is.
+func eventTimeOr(lastTS, created int64) int64 {
+	if lastTS == noEvent {
+		return created
+	}
+	return lastTS
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 
 	"github.com/felixmq/felix/internal/invariants"
@@ -42,9 +43,13 @@ type segment struct {
 	// fill. The mapping (data) may be longer, up to the size the segment
 	// rolls at; nothing reads or writes it past allocated (that would
 	// fault past the end of the file).
-	allocated    int64
-	next         uint64       // offset the next record of this segment gets
-	lastTS       int64        // timestamp of the newest record
+	allocated int64
+	next      uint64 // offset the next record of this segment gets
+	// lastTS is the timestamp of the newest event, or the segment's
+	// creation while it holds none: what its age is judged by. A
+	// generation record has no time of its own (a replica writes 0), so
+	// it never makes a segment look older or newer.
+	lastTS       int64
 	index        []IndexEntry // append-only; readers copy the slice header
 	lastIndexPos int64
 	sealed       bool
@@ -64,7 +69,7 @@ func createSegment(fsys FS, dir string, base uint64, version uint16, size, alloc
 	if err != nil {
 		return nil, fmt.Errorf("create segment: %w", err)
 	}
-	s := &segment{path: path, indexPath: indexPath, base: base, version: version, file: f, next: base}
+	s := &segment{path: path, indexPath: indexPath, base: base, version: version, file: f, next: base, lastTS: createdMicros}
 	fail := func(err error) (*segment, error) {
 		s.closeFiles()
 		_ = fsys.Remove(path)
@@ -197,7 +202,12 @@ func (s *segment) appendLocked(recs []Record, spacing int64, stage []byte, fd bo
 		off++
 	}
 	s.next = off
-	s.lastTS = recs[len(recs)-1].TimestampMicros
+	for _, r := range slices.Backward(recs) {
+		if r.Mark.Kind != MarkGeneration {
+			s.lastTS = r.TimestampMicros
+			break
+		}
+	}
 	s.written.Store(pos)
 	return stage, nil
 }

@@ -1,6 +1,9 @@
 package segment
 
-import "sort"
+import (
+	"math"
+	"sort"
+)
 
 // OffsetForTime returns the first offset below limit whose record was
 // appended at or after ts (Unix microseconds), and false when no record
@@ -39,15 +42,28 @@ func (l *Log) OffsetForTime(ts int64, limit uint64) (uint64, bool, error) {
 		}
 		return h, nil
 	}
+	// eventTS is the time of the first event at or after pos (none: past
+	// every time). A generation record has no time (a replica writes 0):
+	// taken for one, it would break the order the search relies on.
+	eventTS := func(pos int64) (int64, error) {
+		for pos < end {
+			h, err := tsAt(pos)
+			if err != nil || h.kind&kindGeneration == 0 {
+				return h.ts, err
+			}
+			pos += h.size()
+		}
+		return math.MaxInt64, nil
+	}
 	// The last index entry whose record is older than ts: the answer is
 	// after it, within one interval.
 	var searchErr error
 	j := sort.Search(len(index), func(j int) bool {
-		h, err := tsAt(int64(index[j].Position))
+		t, err := eventTS(int64(index[j].Position))
 		if err != nil && searchErr == nil {
 			searchErr = err
 		}
-		return err != nil || h.ts >= ts
+		return err != nil || t >= ts
 	})
 	if searchErr != nil {
 		return 0, false, searchErr
@@ -61,7 +77,7 @@ func (l *Log) OffsetForTime(ts int64, limit uint64) (uint64, bool, error) {
 		if err != nil {
 			return 0, false, err
 		}
-		if h.ts >= ts {
+		if h.ts >= ts && h.kind&kindGeneration == 0 {
 			return h.offset, true, nil
 		}
 		pos += h.size()

@@ -46,3 +46,28 @@ func TestOffsetForTime(t *testing.T) {
 	_, _, err := l.OffsetForTime(1, 1)
 	require.ErrorIs(t, err, ErrClosed)
 }
+
+// TestOffsetForTimePassesGenerationRecords: a replica's generation records
+// (timestamp 0) between events, some at index entries, neither answer a
+// search nor mislead the search of the index.
+func TestOffsetForTimePassesGenerationRecords(t *testing.T) {
+	l := openLog(t, t.TempDir(), Config{FormatVersion: FormatVersionV4, IndexSpacingBytes: 1})
+	gen := Record{Mark: Mark{Kind: MarkGeneration}, Payload: []byte{0, 0, 0, 0, 0, 0, 0, 1}}
+	// Offset 4i is a term start, 4i+1..4i+3 events at 100+10i.
+	for i := range 16 {
+		ev := Record{TimestampMicros: int64(100 + 10*i), Payload: payload(i, 20)}
+		_, err := l.AppendRecords([]Record{gen, ev, ev, ev})
+		require.NoError(t, err)
+	}
+	for i := range 16 {
+		for _, d := range []int64{-5, 0} {
+			got, found, err := l.OffsetForTime(int64(100+10*i)+d, l.Next())
+			require.NoError(t, err)
+			require.True(t, found)
+			require.Equal(t, uint64(4*i+1), got, "ts %d", 100+10*i+int(d))
+		}
+	}
+	_, found, err := l.OffsetForTime(251, l.Next())
+	require.NoError(t, err)
+	require.False(t, found)
+}

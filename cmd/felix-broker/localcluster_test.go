@@ -25,7 +25,9 @@ import (
 // brokers and mints a client token with the development issuer; a
 // publish through any broker, to any shard, reaches the shard's owner
 // (forwarded when it is another broker), and felix sub at one broker
-// follows not_owner to each shard's owner and reads them all.
+// follows not_owner to each shard's owner and reads them all. Then the
+// replicated stream of docs/cluster.md, "Run a three-broker cluster on
+// this machine" (replicationWalkthrough).
 func TestLocalClusterWalkthrough(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds four binaries and runs five processes")
@@ -34,8 +36,8 @@ func TestLocalClusterWalkthrough(t *testing.T) {
 		t.Skip("scripts/cluster.sh needs bash")
 	}
 	dir, base := t.TempDir(), freePortBase(t)
-	script := func(verb string) (string, error) {
-		cmd := exec.Command("bash", "../../scripts/cluster.sh", verb, dir)
+	script := func(verb ...string) (string, error) {
+		cmd := exec.Command("bash", append(append([]string{"../../scripts/cluster.sh"}, verb...), dir)...)
 		cmd.Env = append(os.Environ(), fmt.Sprintf("CLUSTER_PORT_BASE=%d", base))
 		out, err := cmd.CombinedOutput()
 		return string(out), err
@@ -104,6 +106,8 @@ func TestLocalClusterWalkthrough(t *testing.T) {
 	}
 	require.Equal(t, 6.0, forwarded, "each broker forwards the two shards it does not own")
 	require.Equal(t, 9.0, accepted, "every publish is accepted once, by its owner")
+
+	replicationWalkthrough(t, dir, base, strings.TrimSpace(string(token)), brokers, script)
 }
 
 // metricsBearer is what scrapes of a broker's admin API send.

@@ -13,7 +13,8 @@ import (
 
 const adminUsage = `usage: felix admin KIND VERB [NAME] [flags]
   KIND  tenant | namespace | stream | cache
-  VERB  create NAME | list | delete NAME   (tenant also: rotate-keys NAME)
+  VERB  create NAME | list | delete NAME   (tenant also: rotate-keys NAME;
+        stream also: shards NAME)
   felix admin shard step-down ...: see felix admin shard -h
 Talks to the control plane (--controlplane URL, default make run's embedded
 one) with the bearer token in --token-file (default $FELIX_TOKEN, else make
@@ -22,15 +23,19 @@ parent of namespaces, streams and caches. Create flags: tenant --idp-file FILE
 (a JSON idp object) --display-name; stream --shards --durable --fsync
 --retention-bytes --retention-ms --replicas (1, 3 or 5) --ack (leader or
 quorum); cache --durable --fsync --max-entries --max-bytes. stream list shows
-each stream's replicas and, when replicated, its ack mode. A refusal prints
-the control plane's code and message and exits 1.`
+each stream's replicas and, when replicated, its ack mode. stream shards
+shows each shard's owner and replica set from the placement, and the leader
+of the moment with each replica's raft state (role, term, commit, followers'
+lag) read from its broker's /debug/felix/stats at the admin address it
+registered (--admin-token-file: the bearer token those admin APIs require).
+A refusal prints the control plane's code and message and exits 1.`
 
 // adminFlags are every admin flag; each kind uses its own.
 type adminFlags struct {
 	cp                              *cpFlags
 	tenant, namespace               string
 	idpFile, displayName, fsync     string
-	ack                             string
+	ack, adminTokenFile             string
 	shards, replicas                int
 	durable                         bool
 	retBytes, retMS, maxEnt, maxByt int64
@@ -50,6 +55,7 @@ func newAdminFlags(stderr io.Writer) (*flag.FlagSet, *adminFlags) {
 	set.BoolVar(&f.durable, "durable", false, "stream/cache create: durable")
 	set.IntVar(&f.replicas, "replicas", 0, "durable stream create: replication factor, 1, 3 or 5 (0: the control plane's default, 1)")
 	set.StringVar(&f.ack, "ack", "", "replicated stream create: default ack mode, leader or quorum (empty: quorum)")
+	set.StringVar(&f.adminTokenFile, "admin-token-file", "", "stream shards: `FILE` with the bearer token of the brokers' admin APIs (none: they are local-only)")
 	set.Int64Var(&f.retBytes, "retention-bytes", 0, "durable stream: bytes kept per shard (0: all)")
 	set.Int64Var(&f.retMS, "retention-ms", 0, "durable stream: age kept (0: all)")
 	set.Int64Var(&f.maxEnt, "max-entries", 0, "cache: entry bound (0: none)")
@@ -120,6 +126,9 @@ func runAdmin(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "felix admin: one NAME only")
 			return exitUsage
 		}
+	}
+	if kind == "stream" && verb == "shards" {
+		return f.runShards(name, stdout, stderr)
 	}
 	method, path, body, err := f.request(kind, verb, name)
 	if err == nil {

@@ -18,21 +18,11 @@ import (
 // plane's refusal while too few brokers are live is printed as it is;
 // stream list shows every stream's replicas and a replicated one's ack.
 func TestAdminStreamReplicas(t *testing.T) {
-	cp := startCP(t)
-	boot := filepath.Join(t.TempDir(), "boot.token")
-	require.NoError(t, os.WriteFile(boot, []byte(cpBootstrapToken), 0o600))
-	admin := func(args ...string) (int, string, string) {
-		return runCLI(append([]string{"admin"}, append(args, "--controlplane", cp, "--token-file", boot)...)...)
-	}
+	cp, admin := startAdminCP(t)
 	stream := func(args ...string) (int, string, string) {
 		return admin(append([]string{"stream"}, append(args, "--tenant", "t1", "--namespace", "ns")...)...)
 	}
-	code, _, stderr := admin("tenant", "create", "t1")
-	require.Equal(t, exitOK, code, stderr)
-	code, _, stderr = admin("namespace", "create", "ns", "--tenant", "t1")
-	require.Equal(t, exitOK, code, stderr)
-
-	code, _, stderr = stream("create", "r", "--durable", "--replicas", "3")
+	code, _, stderr := stream("create", "r", "--durable", "--replicas", "3")
 	require.Equal(t, exitFail, code)
 	require.Contains(t, stderr, "stream needs 3 replicas; 0 brokers are live")
 	code, _, stderr = stream("create", "r", "--durable", "--replicas", "3", "--ack", "all")
@@ -68,4 +58,21 @@ func TestAdminStreamReplicas(t *testing.T) {
 	}
 	require.Equal(t, map[string]string{"r": "3 quorum", "l": "3 leader", "plain": "1 "}, got)
 	require.Contains(t, out, `"replicas": 1`, "an unreplicated stream shows its one replica")
+}
+
+// startAdminCP starts a control plane holding tenant t1 and namespace
+// t1/ns, and returns its URL and a felix admin run against it with the
+// bootstrap token.
+func startAdminCP(t *testing.T) (string, func(args ...string) (int, string, string)) {
+	cp := startCP(t)
+	boot := filepath.Join(t.TempDir(), "boot.token")
+	require.NoError(t, os.WriteFile(boot, []byte(cpBootstrapToken), 0o600))
+	admin := func(args ...string) (int, string, string) {
+		return runCLI(append([]string{"admin"}, append(args, "--controlplane", cp, "--token-file", boot)...)...)
+	}
+	for _, args := range [][]string{{"tenant", "create", "t1"}, {"namespace", "create", "ns", "--tenant", "t1"}} {
+		code, _, stderr := admin(args...)
+		require.Equal(t, exitOK, code, stderr)
+	}
+	return cp, admin
 }

@@ -36,8 +36,11 @@ broker's OS threads by CPU, group commit (syncs/s, publish batches per sync,
 sync latency p50/p99), fanout (subscriptions, deepest subscriber queue,
 drops/s), caches (ops/s by op, entries, watchers), rosters (members, joins,
 leaves), consumer groups (lag, in flight, deliveries, acks and redeliveries
-per second), the goroutines by role and the machine's CPU split (user,
-system, softirq, iowait). Ctrl-C or --duration ends the run with a summary:
+per second), each replica of a replicated shard the broker holds (raft role,
+term and leader, commit and applied index, pending proposals, quorum acks
+per second and their mean wait, each follower's lag in records on a
+leader), the goroutines by role and the machine's CPU split (user, system,
+softirq, iowait). Ctrl-C or --duration ends the run with a summary:
 totals, means and maxima per column, and per stream over the run.
 
 Rates come from two scrapes; the broker keeps no state per scraper, so

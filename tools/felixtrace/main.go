@@ -3,16 +3,18 @@
 // (role, tenant and principal, RTT, MTU, losses, congestion events, bytes,
 // streams), per-stream publish, ack and delivery rates with ack latency,
 // CPU per OS thread, group commit batching and sync latency, fanout queue
-// depths and drops, caches, rosters and consumer groups, goroutines by
-// role, and the host's softirq and iowait shares; with --bpf, as root on the broker's
+// depths and drops, caches, rosters and consumer groups, the raft state of
+// the broker's replicas of replicated shards, goroutines by role, and the
+// host's softirq and iowait shares; with --bpf, as root on the broker's
 // host, also softirq time per vector and block I/O latency from
 // cpuprofile's eBPF probes. Ctrl-C or --duration ends it with a summary.
 //
 // Files: flags.go (flags, --help), scrape.go (the admin endpoint),
 // sample.go (one interval from two scrapes: a pure function), streams.go
-// (streams, caches, rosters, queues, roles), bpf.go and tracefs.go (the
-// probes and their graceful absence), summary.go (the run), table.go (the
-// text output) and run.go (the loop and --json).
+// (streams, caches, rosters, queues, roles), replicas.go (replicated
+// shards), bpf.go and tracefs.go (the probes and their graceful absence),
+// summary.go (the run), table.go (the text output) and run.go (the loop
+// and --json).
 //
 // The broker's counters are cumulative and it keeps no state per client;
 // every rate here is the difference of two scrapes over the broker's own

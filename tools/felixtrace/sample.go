@@ -33,7 +33,9 @@ type Sample struct {
 	Commit         CommitSample   `json:"commit"`
 	Fanout         FanoutSample   `json:"fanout"`
 	Cluster        ClusterSample  `json:"cluster"`
-	System         *SystemSample  `json:"system,omitempty"`
+	// Replicas are this broker's replicas of replicated shards, by shard.
+	Replicas []ReplicaSample `json:"replicas,omitempty"`
+	System   *SystemSample   `json:"system,omitempty"`
 	// BPF is present with --bpf when the probes run.
 	BPF *BPFSample `json:"bpf,omitempty"`
 
@@ -165,6 +167,7 @@ func compute(prev, cur *broker.Stats) Sample {
 	s.Commit, s.waiters, s.records, s.syncLatency = commitSample(prev, cur, s.Interval)
 	s.Fanout = fanoutSample(prev, cur, s.Interval)
 	s.Cluster = clusterSample(prev, cur, s.Interval)
+	s.Replicas = replicaSamples(prev, cur, s.Interval)
 	s.Streams = streamSamples(prev, cur, s.Interval)
 	s.Features = featureSample(prev, cur, s.Interval)
 	s.Roles = cur.Goroutines

@@ -16,24 +16,26 @@ type Summary struct {
 	Ended   time.Time `json:"ended"`
 	Samples int       `json:"samples"`
 	// Duration is the sum of the sample intervals.
-	Duration    time.Duration   `json:"duration_ns"`
-	Connections []ConnSummary   `json:"connections"`
-	Streams     []StreamSummary `json:"streams"`
-	Process     *ProcessSummary `json:"process,omitempty"`
-	Threads     []ThreadSummary `json:"threads,omitempty"`
-	Commit      CommitSummary   `json:"commit"`
-	Fanout      FanoutSummary   `json:"fanout"`
-	Cluster     ClusterSummary  `json:"cluster"`
-	System      *SystemSummary  `json:"system,omitempty"`
-	BPF         *BPFSummary     `json:"bpf,omitempty"`
-	Notes       []string        `json:"notes,omitempty"`
+	Duration    time.Duration    `json:"duration_ns"`
+	Connections []ConnSummary    `json:"connections"`
+	Streams     []StreamSummary  `json:"streams"`
+	Process     *ProcessSummary  `json:"process,omitempty"`
+	Threads     []ThreadSummary  `json:"threads,omitempty"`
+	Commit      CommitSummary    `json:"commit"`
+	Fanout      FanoutSummary    `json:"fanout"`
+	Cluster     ClusterSummary   `json:"cluster"`
+	Replicas    []ReplicaSummary `json:"replicas,omitempty"`
+	System      *SystemSummary   `json:"system,omitempty"`
+	BPF         *BPFSummary      `json:"bpf,omitempty"`
+	Notes       []string         `json:"notes,omitempty"`
 
 	// Accumulators behind the lists and quantiles above.
-	conns   map[uint64]*ConnSummary
-	streams map[string]*StreamSummary
-	threads map[int]*ThreadSummary
-	hists   [3]commit.HistogramSnapshot // waiters, records, latency
-	blockIO cpuprofile.BlockIOHist
+	conns    map[uint64]*ConnSummary
+	streams  map[string]*StreamSummary
+	replicas map[string]*ReplicaSummary
+	threads  map[int]*ThreadSummary
+	hists    [3]commit.HistogramSnapshot // waiters, records, latency
+	blockIO  cpuprofile.BlockIOHist
 }
 
 // MeanMax is a gauge or rate over the run.
@@ -170,6 +172,7 @@ func (m *Summary) add(s *Sample) {
 	f.Delivered += s.Fanout.Delivered
 	f.DeliveredRate.add(s.Fanout.DeliveredRate)
 	m.Cluster.add(&s.Cluster)
+	m.addReplicas(s)
 	if s.System != nil {
 		if m.System == nil {
 			m.System = &SystemSummary{}
@@ -249,6 +252,7 @@ func (m *Summary) finish(ended time.Time) {
 		return cmp.Or(cmp.Compare(b.BytesIn+b.BytesOut, a.BytesIn+a.BytesOut), cmp.Compare(a.ID, b.ID))
 	})
 	m.finishStreams()
+	m.finishReplicas()
 	m.Threads = m.Threads[:0]
 	for _, t := range m.threads {
 		if m.Duration > 0 {

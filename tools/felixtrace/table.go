@@ -39,6 +39,7 @@ func printSample(w io.Writer, s *Sample, top int) {
 		"FANOUT", f.Subscriptions, f.MaxDepth, f.MaxDepthCapacity, f.TotalDepth, fmtCount(f.DropRate), fmtCount(f.DeliveredRate))
 	printFeatures(w, &s.Features)
 	printClusterSample(w, &s.Cluster)
+	printReplicas(w, s.Replicas, top)
 	printRoles(w, s.Roles)
 	if p := s.Process; p != nil {
 		fmt.Fprintf(w, "%-9s cpu %.1f%% of one CPU (user %.1f%% sys %.1f%%)  threads %d\n", "PROCESS", p.CPU, p.User, p.System, p.Threads)
@@ -126,6 +127,7 @@ func printSummary(w io.Writer, m *Summary, top int) {
 	fmt.Fprintf(w, "%-9s subs max %d  max depth %d/%d  drops %d  delivered %d (%s/s mean, %s/s max)\n", "FANOUT",
 		f.MaxSubscriptions, f.MaxDepth, f.MaxDepthCapacity, f.Drops, f.Delivered, fmtCount(f.DeliveredRate.Mean), fmtCount(f.DeliveredRate.Max))
 	printClusterSummary(w, &m.Cluster)
+	printReplicaSummary(w, m.Replicas, top)
 	if p := m.Process; p != nil {
 		fmt.Fprintf(w, "%-9s cpu %.1f%% mean, %.1f%% max of one CPU (user %.1f%% sys %.1f%% mean)\n", "PROCESS",
 			p.CPU.Mean, p.CPU.Max, p.User.Mean, p.System.Mean)
