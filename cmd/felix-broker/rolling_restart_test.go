@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
@@ -37,12 +36,7 @@ func TestRollingRestartLosesNoPublish(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs three broker processes through restarts")
 	}
-	rounds := 1
-	if s := os.Getenv("FELIX_ROLLING_ROUNDS"); s != "" {
-		n, err := strconv.Atoi(s)
-		require.NoError(t, err, "FELIX_ROLLING_ROUNDS")
-		rounds = n
-	}
+	rounds := envCount(t, "FELIX_ROLLING_ROUNDS", 1)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(60+40*rounds)*time.Second)
 	defer cancel()
 	rc := startReplicatedCluster(t, ctx)
