@@ -89,16 +89,18 @@ func TestRollingRestartLosesNoPublish(t *testing.T) {
 	res := rc.finish(ctx, h)
 
 	var all, leaders, stops []time.Duration
+	perRound := make([]time.Duration, rounds)
 	for _, r := range restarts {
 		all, stops = append(all, r.gap), append(stops, r.stopGap)
 		if r.leader {
 			leaders = append(leaders, r.gap)
 		}
+		perRound[r.round-1] = max(perRound[r.round-1], r.gap)
 	}
 	t.Logf("rolling restart: %d rounds, %d restarts (%d of the leader); acked batches %d (records %d), failed 0, lost 0, duplicated 0; resends %d, reconnects %d; subscriber resumes %d",
 		rounds, len(restarts), len(leaders), res.batches, 2*res.batches, res.resends, res.reconnects, h.resumes())
-	t.Logf("longest ack gap per restart: %s; of the leader's: %s; until stopped: %s; overall %v",
-		spread(all), spread(leaders), spread(stops), overall.Round(time.Millisecond))
+	t.Logf("longest ack gap per restart: %s; of the leader's: %s; until stopped: %s; per round: %s; overall %v",
+		spread(all), spread(leaders), spread(stops), spread(perRound), overall.Round(time.Millisecond))
 }
 
 // spread is "min/median/max" of ds.
