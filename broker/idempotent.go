@@ -298,6 +298,12 @@ func (sh *shard) sameInRing(b batchRef, payloads [][]byte) bool {
 // producer identity). Errors are returned as for publish.
 func (p *publisher) publishIdempotent(k StreamKey, key []byte, shard int, payloads, headers [][]byte, a idemArgs, done func(publishResult, error)) error {
 	sh, r, err := p.begin(k, key, shard, 0)
+	if errors.Is(err, ErrDraining) {
+		if nl := p.handedOver(k, key, shard); nl != nil {
+			done(publishResult{shard: nl.shard.Shard}, nl.refusal())
+			return nil
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -383,4 +389,33 @@ func (ct *control) streamShards(m *wire.StreamShards) bool {
 	}
 	ct.out.send(func(b []byte) []byte { return wire.AppendJSONFrame(b, view) })
 	return true
+}
+
+// handedOver is the refusal of an idempotent publish to a draining broker
+// whose replica of the shard has handed its leadership over: not_leader
+// naming the new leader, to which the producer sends at once, rather than
+// draining, which it retries after a backoff. nil when there is no such
+// leader.
+func (p *publisher) handedOver(k StreamKey, key []byte, shard int) *notLeaderError {
+	st, err := p.resolve(k, auth.ActionPublish)
+	if err != nil {
+		return nil
+	}
+	sh, err := st.pick(key, shard, 0)
+	if err != nil {
+		return nil
+	}
+	r := sh.rep.Load()
+	if r == nil {
+		return nil
+	}
+	s := r.group.Status()
+	if s.Role == "leader" || s.Leader == 0 {
+		return nil
+	}
+	m, ok := p.c.b.raft.member(s.Leader)
+	if !ok {
+		return nil
+	}
+	return &notLeaderError{shard: r.shard(), leader: m, term: s.Term}
 }

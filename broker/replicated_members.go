@@ -207,7 +207,9 @@ func (b *Broker) handOffLeaderships(ctx context.Context) {
 		handing = append(handing, r)
 	}
 	for _, r := range handing {
-		for r.group.Status().Role == "leader" && time.Now().Before(deadline) && ctx.Err() == nil {
+		// Until the new leader is known here too: publishes refused once
+		// draining name it (not_leader) rather than fail.
+		for s := r.group.Status(); (s.Role == "leader" || s.Leader == 0) && time.Now().Before(deadline) && ctx.Err() == nil; s = r.group.Status() {
 			time.Sleep(5 * time.Millisecond)
 		}
 		s := r.group.Status()

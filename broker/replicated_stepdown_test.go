@@ -34,6 +34,9 @@ func TestStepDownByHand(t *testing.T) {
 	rc := startRaftCluster(t)
 	lead := rc.leader()
 	follower := (lead + 1) % 3
+	require.Eventually(t, func() bool { // the leader's first message reached it
+		return rc.nodes[follower].b.Stats().Streams[0].Shards[0].Replica.Leader != ""
+	}, 10*time.Second, 10*time.Millisecond)
 	code, ans := rc.stepDown(follower, "", "")
 	require.Equal(t, http.StatusConflict, code, ans.Error)
 	require.Equal(t, rc.ids[lead], ans.Leader, "a follower names the leader")

@@ -47,14 +47,14 @@ type IdempotentPublisher struct {
 
 	mu struct {
 		sync.Mutex
-		w          idemWindow
-		conn       *idemConn   // nil while reconnecting
-		dead       []*idemConn // lost connections whose writers may still run
-		addr       string      // where to dial next; "" is the first broker
-		err        error       // terminal
-		closing    bool
-		retryDelay time.Duration // backoff of consecutive retryable answers
-		spare      [][]byte      // frame buffers of answered batches, for reuse
+		w       idemWindow
+		conn    *idemConn   // nil while reconnecting
+		dead    []*idemConn // lost connections whose writers may still run
+		addr    string      // where to dial next; "" is the first broker
+		err     error       // terminal
+		closing bool
+		retry   backoff  // of consecutive retryable answers
+		spare   [][]byte // frame buffers of answered batches, for reuse
 		// answered is closed (and replaced) when a batch is answered
 		// while a PublishAsync waits for its shard's span to shrink.
 		answered chan struct{}

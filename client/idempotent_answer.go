@@ -35,7 +35,7 @@ func (p *IdempotentPublisher) acked(req uint64, res Ack) {
 		close(p.mu.answered)
 		p.mu.answered = nil
 	}
-	p.mu.retryDelay = 0
+	p.mu.retry.delay = 0
 	p.mu.spare = append(p.mu.spare, b.frame[:0])
 	p.mu.Unlock()
 	<-p.room
@@ -91,8 +91,7 @@ func (p *IdempotentPublisher) failed(req uint64, be *BrokerError) {
 		p.fatalLocked(be)
 		return
 	}
-	p.mu.retryDelay = min(max(2*p.mu.retryDelay, 10*time.Millisecond), time.Second)
-	delay := max(p.mu.retryDelay, be.RetryAfter())
+	delay := max(p.mu.retry.next(time.Now()), be.RetryAfter())
 	p.mu.Unlock()
 	time.AfterFunc(delay, func() {
 		p.mu.Lock()
@@ -100,6 +99,24 @@ func (p *IdempotentPublisher) failed(req uint64, be *BrokerError) {
 		p.mu.Unlock()
 		notify(p.wake)
 	})
+}
+
+// backoff is the delay before batches refused with a retryable answer
+// are sent again: 10 ms, doubling to 1 s, reset by an ack. It grows once
+// per round of answers: a window of batches refused together (no leader
+// for a moment, say) is one attempt; growing per batch would reach the
+// ceiling at the first refusal of a full window.
+type backoff struct {
+	delay time.Duration
+	grown time.Time
+}
+
+func (b *backoff) next(now time.Time) time.Duration {
+	if now.Sub(b.grown) >= b.delay {
+		b.delay = min(max(2*b.delay, 10*time.Millisecond), time.Second)
+		b.grown = now
+	}
+	return b.delay
 }
 
 // fatalLocked stops the publisher with err: every pending batch and every

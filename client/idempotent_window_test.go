@@ -2,6 +2,7 @@ package client
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -49,4 +50,22 @@ func TestIdemWindow(t *testing.T) {
 	x := &idemBatch{}
 	w.add(x)
 	require.Equal(t, uint64(4), x.seq, "sequences go on after a drain")
+}
+
+// TestBackoffGrowsPerRound: a window of batches refused at once waits
+// 10 ms, not the 1 s ceiling; each later round doubles, to 1 s.
+func TestBackoffGrowsPerRound(t *testing.T) {
+	var b backoff
+	now := time.Unix(1000, 0)
+	for range 16 {
+		require.Equal(t, 10*time.Millisecond, b.next(now))
+	}
+	now = now.Add(10 * time.Millisecond)
+	require.Equal(t, 20*time.Millisecond, b.next(now))
+	require.Equal(t, 20*time.Millisecond, b.next(now.Add(5*time.Millisecond)))
+	for range 10 {
+		now = now.Add(b.delay)
+		b.next(now)
+	}
+	require.Equal(t, time.Second, b.delay)
 }

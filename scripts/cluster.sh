@@ -8,8 +8,10 @@
 #   scripts/cluster.sh env     [DIR]  print the variables the walk-through uses
 #   scripts/cluster.sh kill N  [DIR]  kill -9 broker N (1-3), as a lost host would die
 #   scripts/cluster.sh start N [DIR]  start broker N again on its data directory
+#   scripts/cluster.sh stop N  [DIR]  SIGTERM broker N and wait for it to exit (it hands its leaderships over first)
+#   scripts/cluster.sh restart N [DIR]  stop and start broker N, then wait until no shard is under-replicated
 #
-# DIR defaults to out/cluster. Ports: CLUSTER_PORT_BASE (default
+# DIR defaults to $CLUSTER_DIR (which env sets), else out/cluster. Ports: CLUSTER_PORT_BASE (default
 # 7060): etcd base+0/+1, control plane base+10 (API) and base+11
 # (bootstrap), broker N QUIC base+20+N (UDP) and admin base+30+N.
 # ETCD names an etcd binary to use instead of felix-devetcd. CLUSTER_PREBUILT
@@ -19,13 +21,13 @@ set -euo pipefail
 
 cmd=${1:-}
 case "$cmd" in
-kill | start)
+kill | start | stop | restart)
 	node=${2:-}
 	[[ $node =~ ^[123]$ ]] || { printf 'cluster: %s needs a broker number, 1 to 3\n' "$cmd" >&2; exit 2; }
 	shift
 	;;
 esac
-dir=${2:-out/cluster}
+dir=${2:-${CLUSTER_DIR:-out/cluster}}
 base=${CLUSTER_PORT_BASE:-7060}
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin="$dir/bin"
@@ -84,6 +86,7 @@ export CLUSTER_CA=$dir/tls/ca.pem
 export CLUSTER_TOKEN=\$(cat $dir/client.token)
 export CLUSTER_BROKERS="$(for n in "${brokers[@]}"; do printf '127.0.0.1:%s ' "$(quic_port "$n")"; done | sed 's/ $//')"
 export CLUSTER_ADMINS="$(for n in "${brokers[@]}"; do printf '127.0.0.1:%s ' "$(admin_port "$n")"; done | sed 's/ $//')"
+$(for n in "${brokers[@]}"; do echo "export CLUSTER_BROKER_$n=127.0.0.1:$(quic_port "$n")"; done)
 EOF
 }
 
@@ -127,13 +130,51 @@ cmd_start() {
 	say "started broker-$node ($(broker_pid "$node")), logs in $dir/logs/broker-$node.log"
 }
 
+cmd_stop() {
+	local pid
+	pid=$(broker_pid "$node")
+	alive "$pid" || die "broker-$node is not running"
+	kill -TERM "$pid"
+	for _ in $(seq 300); do alive "$pid" || break; sleep 0.1; done
+	alive "$pid" && die "broker-$node ($pid) did not exit within 30 s of SIGTERM"
+	say "stopped broker-$node ($pid) with SIGTERM"
+}
+
+# http_get http://HOST:PORT/PATH prints the answer, headers and body.
+http_get() {
+	local hp=${1#http://}
+	local host=${hp%%:*} rest=${hp#*:}
+	local port=${rest%%/*} path=/${rest#*/}
+	exec 3<>"/dev/tcp/$host/$port" || return 1
+	printf 'GET %s HTTP/1.0\r\nHost: %s\r\n\r\n' "$path" "$host" >&3
+	cat <&3
+	exec 3>&-
+}
+
+# in_sync: every broker answers its metrics, and none leads a replicated
+# shard with fewer replicas in sync than the shard's replica set.
+in_sync() {
+	local n m
+	for n in "${brokers[@]}"; do
+		m=$(http_get "http://127.0.0.1:$(admin_port "$n")/metrics") || return 1
+		[[ $m == *$'\nfelix_raft_under_replicated_shards 0'* ]] || return 1
+	done
+}
+
+cmd_restart() {
+	cmd_stop
+	cmd_start
+	wait_for "every replica in sync" in_sync
+	say "broker-$node is back and every replicated shard is in sync"
+}
+
 cmd_down() {
 	[ -f "$dir/pids" ] || { say "nothing running in $dir"; return 0; }
 	# Brokers first (they leave the cluster), then the control plane, then etcd.
 	tac "$dir/pids" | while read -r pid name; do
-		if kill "$pid" 2>/dev/null; then
-			for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-			kill -0 "$pid" 2>/dev/null && kill -9 "$pid" 2>/dev/null
+		if alive "$pid" && kill "$pid" 2>/dev/null; then
+			for _ in $(seq 100); do alive "$pid" || break; sleep 0.1; done
+			alive "$pid" && kill -9 "$pid" 2>/dev/null
 			say "stopped $name ($pid)"
 		fi
 	done
@@ -203,8 +244,10 @@ down) cmd_down ;;
 env) cmd_env ;;
 kill) cmd_kill ;;
 start) cmd_start ;;
+stop) cmd_stop ;;
+restart) cmd_restart ;;
 *)
-	sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2
+	sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 	;;
 esac

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"strconv"
 	"sync"
 	"syscall"
@@ -82,12 +81,7 @@ func TestDurableCacheKill9KeepsEveryAckedPut(t *testing.T) {
 // reliability); the final value is the number of writes that applied, so
 // no update was lost.
 func TestCacheConditionalNoLostUpdate(t *testing.T) {
-	d := time.Second
-	if s := os.Getenv("FELIX_CAS_SECONDS"); s != "" {
-		secs, err := strconv.Atoi(s)
-		require.NoError(t, err)
-		d = time.Duration(secs) * time.Second
-	}
+	d := time.Duration(envCount(t, "FELIX_CAS_SECONDS", 1)) * time.Second
 	bp := startBrokerProcess(t, "FELIX_DATA_DIR="+t.TempDir(), "FELIX_CACHES=t1/default/d:on_commit")
 	ctx, cancel := context.WithTimeout(context.Background(), d+30*time.Second)
 	defer cancel()

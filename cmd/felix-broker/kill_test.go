@@ -78,13 +78,17 @@ func TestKill9UnderLoadLosesNoAckedRecord(t *testing.T) {
 }
 
 // killRounds is FELIX_KILL_ROUNDS, or def.
-func killRounds(t *testing.T, def int) int {
-	s := os.Getenv(killRoundsEnv)
+func killRounds(t *testing.T, def int) int { return envCount(t, killRoundsEnv, def) }
+
+// envCount is the count the environment variable name sets (a long
+// scenario's knob: make reliability sets it), or def when it is unset.
+func envCount(t *testing.T, name string, def int) int {
+	s := os.Getenv(name)
 	if s == "" {
 		return def
 	}
 	n, err := strconv.Atoi(s)
-	require.NoError(t, err)
+	require.NoError(t, err, name)
 	return n
 }
 

@@ -27,7 +27,8 @@ import (
 // (forwarded when it is another broker), and felix sub at one broker
 // follows not_owner to each shard's owner and reads them all. Then the
 // replicated stream of docs/cluster.md, "Run a three-broker cluster on
-// this machine" (replicationWalkthrough).
+// this machine" (replicationWalkthrough), and the rolling restart of
+// docs/operations.md, "Try it on one machine" (operationsWalkthrough).
 func TestLocalClusterWalkthrough(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds four binaries and runs five processes")
@@ -108,6 +109,7 @@ func TestLocalClusterWalkthrough(t *testing.T) {
 	require.Equal(t, 9.0, accepted, "every publish is accepted once, by its owner")
 
 	replicationWalkthrough(t, dir, base, strings.TrimSpace(string(token)), brokers, script)
+	operationsWalkthrough(t, dir, base)
 }
 
 // metricsBearer is what scrapes of a broker's admin API send.

@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -44,12 +43,7 @@ func TestReplicationFaultsLoseNothingAcked(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs three broker processes through faults")
 	}
-	faults := 20
-	if s := os.Getenv("FELIX_REPLICATION_FAULTS"); s != "" {
-		n, err := strconv.Atoi(s)
-		require.NoError(t, err, "FELIX_REPLICATION_FAULTS")
-		faults = n
-	}
+	faults := envCount(t, "FELIX_REPLICATION_FAULTS", 20)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(30+8*faults)*time.Second)
 	defer cancel()
 	rc := startReplicatedCluster(t, ctx)

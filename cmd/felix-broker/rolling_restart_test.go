@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
@@ -37,31 +36,29 @@ func TestRollingRestartLosesNoPublish(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs three broker processes through restarts")
 	}
-	rounds := 1
-	if s := os.Getenv("FELIX_ROLLING_ROUNDS"); s != "" {
-		n, err := strconv.Atoi(s)
-		require.NoError(t, err, "FELIX_ROLLING_ROUNDS")
-		rounds = n
-	}
+	rounds := envCount(t, "FELIX_ROLLING_ROUNDS", 1)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(60+40*rounds)*time.Second)
 	defer cancel()
 	rc := startReplicatedCluster(t, ctx)
 	h := rc.runPaced(ctx, 3, 5*time.Millisecond)
 	h.awaitProgress(t, ctx, 20*time.Second, "the start")
 
+	felix := testutil.GoBuild(t, "github.com/felixmq/felix/tools/felix")
 	rc.awaitInSync(ctx)
 	lead := rc.leader(ctx)
 	from := time.Now()
-	to := rc.stepDownCLI(t, ctx)
+	to := rc.stepDownCLI(t, ctx, felix)
 	require.NotEqual(t, rc.brokers[lead].id, to, "felix admin shard step-down moved the leadership")
 	h.awaitProgress(t, ctx, 20*time.Second, "the step-down")
 	t.Logf("felix admin shard step-down: %s → %s, longest ack gap %v", rc.brokers[lead].id, to, h.maxGap(from, time.Now()).Round(time.Millisecond))
 
 	start := time.Now()
+	// Per restart: the longest ack gap from SIGTERM to the exit (the
+	// hand-off and the drain), and to the restarted broker in sync.
 	type restart struct {
-		round, broker int
-		leader        bool
-		gap, back     time.Duration
+		round, broker      int
+		leader             bool
+		stopGap, gap, back time.Duration
 	}
 	var restarts []restart
 	for round := range rounds {
@@ -70,6 +67,7 @@ func TestRollingRestartLosesNoPublish(t *testing.T) {
 			wasLeader := rc.leader(ctx) == i
 			from := time.Now()
 			require.NoError(t, rc.brokers[i].term(), "broker %s exits cleanly on SIGTERM", rc.brokers[i].id)
+			stopped := time.Now()
 			if wasLeader {
 				raw, err := os.ReadFile(rc.brokers[i].logPath())
 				require.NoError(t, err)
@@ -79,25 +77,30 @@ func TestRollingRestartLosesNoPublish(t *testing.T) {
 			rc.restart(i)
 			rc.awaitInSync(ctx)
 			h.awaitProgress(t, ctx, 20*time.Second, fmt.Sprintf("round %d, restart of %s", round+1, rc.brokers[i].id))
-			r := restart{round: round + 1, broker: i, leader: wasLeader, gap: h.maxGap(from, time.Now()), back: time.Since(from)}
+			r := restart{round: round + 1, broker: i, leader: wasLeader, stopGap: h.maxGap(from, stopped),
+				gap: h.maxGap(from, time.Now()), back: time.Since(from)}
 			restarts = append(restarts, r)
-			t.Logf("round %d: %s (leader %t) restarted and in sync after %v; longest ack gap %v",
-				r.round, rc.brokers[i].id, r.leader, r.back.Round(time.Millisecond), r.gap.Round(time.Millisecond))
+			t.Logf("round %d: %s (leader %t) stopped in %v, restarted and in sync after %v; longest ack gap until stopped %v, until in sync %v",
+				r.round, rc.brokers[i].id, r.leader, stopped.Sub(from).Round(time.Millisecond), r.back.Round(time.Millisecond),
+				r.stopGap.Round(time.Millisecond), r.gap.Round(time.Millisecond))
 		}
 	}
 	overall := h.maxGap(start, time.Now())
 	res := rc.finish(ctx, h)
 
-	var all, leaders []time.Duration
+	var all, leaders, stops []time.Duration
+	perRound := make([]time.Duration, rounds)
 	for _, r := range restarts {
-		all = append(all, r.gap)
+		all, stops = append(all, r.gap), append(stops, r.stopGap)
 		if r.leader {
 			leaders = append(leaders, r.gap)
 		}
+		perRound[r.round-1] = max(perRound[r.round-1], r.gap)
 	}
 	t.Logf("rolling restart: %d rounds, %d restarts (%d of the leader); acked batches %d (records %d), failed 0, lost 0, duplicated 0; resends %d, reconnects %d; subscriber resumes %d",
 		rounds, len(restarts), len(leaders), res.batches, 2*res.batches, res.resends, res.reconnects, h.resumes())
-	t.Logf("longest ack gap per restart: %s; of the leader's: %s; overall %v", spread(all), spread(leaders), overall.Round(time.Millisecond))
+	t.Logf("longest ack gap per restart: %s; of the leader's: %s; until stopped: %s; per round: %s; overall %v",
+		spread(all), spread(leaders), spread(stops), spread(perRound), overall.Round(time.Millisecond))
 }
 
 // spread is "min/median/max" of ds.
@@ -142,8 +145,7 @@ func (rc *replicatedCluster) awaitInSync(ctx context.Context) {
 
 // stepDownCLI runs felix admin shard step-down on the stream and returns
 // the new leader it names.
-func (rc *replicatedCluster) stepDownCLI(t *testing.T, ctx context.Context) string {
-	felix := testutil.GoBuild(t, "github.com/felixmq/felix/tools/felix")
+func (rc *replicatedCluster) stepDownCLI(t *testing.T, ctx context.Context, felix string) string {
 	tok := filepath.Join(t.TempDir(), "token")
 	require.NoError(t, os.WriteFile(tok, []byte(rc.ccfg.Token), 0o600))
 	out, err := exec.CommandContext(ctx, felix, "admin", "shard", "step-down", "--controlplane", rc.cp.url, "--token-file", tok,
