@@ -23,7 +23,7 @@ Hands the leadership of a replicated shard to the voter MEMBER (a broker's
 node id), or without --to to the most caught up voter in sync. The shard's
 members and their admin addresses come from the control plane's placement
 (--controlplane, --token-file); the request goes to a member's admin API
-(POST .../shards/N/step-down, with --broker-token-file's token, default the
+(POST .../shards/N/step-down, with --admin-token-file's token, default the
 control plane's), and a member that does not lead names the one that does,
 which is asked next. Prints the answer: {"from", "leader"}.`
 
@@ -31,7 +31,7 @@ type stepDownFlags struct {
 	cp                        *cpFlags
 	tenant, namespace, stream string
 	shard                     int
-	to, brokerTokenFile       string
+	to, adminTokenFile       string
 }
 
 // runShardStepDown runs felix admin shard step-down; args start with the verb.
@@ -45,7 +45,7 @@ func runShardStepDown(args []string, stdout, stderr io.Writer) int {
 	set.StringVar(&f.stream, "stream", "", "the stream `S`")
 	set.IntVar(&f.shard, "shard", 0, "the shard `N`")
 	set.StringVar(&f.to, "to", "", "the voter `MEMBER` to hand the leadership to (default: the most caught up in sync)")
-	set.StringVar(&f.brokerTokenFile, "broker-token-file", "", "`FILE` with the bearer token of the brokers' admin API (default: the control plane's)")
+	set.StringVar(&f.adminTokenFile, "admin-token-file", "", "`FILE` with the bearer token of the brokers' admin API (default: the control plane's)")
 	if len(args) == 0 || args[0] != "step-down" {
 		set.Usage()
 		return exitUsage
@@ -164,12 +164,12 @@ func (f *stepDownFlags) post(addr, tok string) (broker.StepDownAnswer, int, erro
 }
 
 func (f *stepDownFlags) brokerToken() (string, error) {
-	if f.brokerTokenFile == "" {
+	if f.adminTokenFile == "" {
 		return f.cp.bearer()
 	}
-	tok, err := os.ReadFile(f.brokerTokenFile)
+	tok, err := os.ReadFile(f.adminTokenFile)
 	if err != nil {
-		return "", fmt.Errorf("--broker-token-file: %w", err)
+		return "", fmt.Errorf("--admin-token-file: %w", err)
 	}
 	return strings.TrimSpace(string(tok)), nil
 }

@@ -63,7 +63,7 @@ func TestAdminShardStepDownFollowsTheLeader(t *testing.T) {
 	tok := filepath.Join(t.TempDir(), "broker.token")
 	require.NoError(t, os.WriteFile(tok, []byte("broker-secret\n"), 0o600))
 	shard := func(args ...string) (int, string, string) {
-		return runCLI(append([]string{"admin", "shard", "step-down", "--controlplane", cp.URL, "--broker-token-file", tok}, args...)...)
+		return runCLI(append([]string{"admin", "shard", "step-down", "--controlplane", cp.URL, "--admin-token-file", tok}, args...)...)
 	}
 
 	code, out, stderr := shard("--tenant", "t1", "--stream", "rep", "--shard", "2", "--to", "b3")
