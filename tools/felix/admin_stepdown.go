@@ -31,7 +31,7 @@ type stepDownFlags struct {
 	cp                        *cpFlags
 	tenant, namespace, stream string
 	shard                     int
-	to, adminTokenFile       string
+	to, adminTokenFile        string
 }
 
 // runShardStepDown runs felix admin shard step-down; args start with the verb.
