@@ -74,9 +74,11 @@ type raftHost struct {
 func newRaftHost(b *Broker) *raftHost {
 	h := &raftHost{b: b, queueMessages: 8192, reportNow: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	if bps := b.cfg.RaftCatchUpBytesPerSecond; bps > 0 {
-		// The burst holds the largest append (a batch is at most one
-		// frame, and raft adds at most MaxSizePerMsg to it).
-		h.catchUp = rate.NewLimiter(rate.Limit(bps), int(max(bps, int64(b.cfg.MaxFrameBytes)+1<<20)))
+		// A burst of an eighth of a second's worth (at least one full
+		// append): a move of a few MiB is throttled too. An append larger
+		// than the burst (one entry as large as a publish frame) is
+		// charged the whole burst (admitCatchUp).
+		h.catchUp = rate.NewLimiter(rate.Limit(bps), int(max(bps/8, raftMaxAppendBytes)))
 	}
 	h.mu.groups = map[string]*replicated{}
 	h.mu.members = map[uint64]cluster.Member{}
@@ -197,7 +199,7 @@ func (h *raftHost) admitCatchUp(m *pb.Message) bool {
 	for _, e := range m.GetEntries() {
 		n += len(e.GetData())
 	}
-	if !h.catchUp.AllowN(time.Now(), n) {
+	if !h.catchUp.AllowN(time.Now(), min(n, h.catchUp.Burst())) {
 		h.b.metrics.raft.catchUpThrottled.Inc()
 		return false
 	}
@@ -286,6 +288,9 @@ type raftPeer struct {
 const (
 	raftBatchMessages = 1024
 	raftBatchBytes    = 4 << 20
+	// raftMaxAppendBytes is replica.Config's default MaxSizePerMsg, which
+	// the broker leaves as it is.
+	raftMaxAppendBytes = 1 << 20
 )
 
 func newRaftPeer(h *raftHost, m cluster.Member) *raftPeer {
@@ -405,4 +410,14 @@ func (p *raftPeer) unreachable(envs []raftEnvelope) {
 			r.group.ReportUnreachable(id)
 		}
 	}
+}
+
+// raftFrameMax bounds a replication stream's frame: a sender's batch
+// grows past raftBatchBytes by at most one message, and raft's append
+// message holds up to MaxSizePerMsg (1 MiB) of entries, or one entry,
+// itself at most a publish frame. Tied to the client frame limit alone,
+// a broker with small frames refused every large batch, and a follower
+// that was away never caught up.
+func raftFrameMax(maxFrame uint32) uint32 {
+	return raftBatchBytes + raftMaxAppendBytes + maxFrame + 64<<10
 }

@@ -19,9 +19,7 @@ func (ct *control) serveRaft() {
 		ct.fail(fmt.Errorf("%w: a replication stream needs a node credential and a cluster broker", ErrForbidden))
 		return
 	}
-	// A batch may carry an append as large as the largest publish, plus
-	// raft's framing: raise the frame limit by one frame's worth.
-	ct.fr.SetMax(b.cfg.MaxFrameBytes + b.cfg.MaxFrameBytes/2)
+	ct.fr.SetMax(raftFrameMax(b.cfg.MaxFrameBytes))
 	var batch []wire.RaftMessage
 	for {
 		_, payload, err := ct.fr.Next()

@@ -66,6 +66,11 @@ const (
 	// caughtUpSlack is how many records a replica may trail its leader's
 	// last index and still count as caught up (in sync).
 	caughtUpSlack = 1024
+	// readySlack is how close a learner must be to be promoted, or a
+	// voter to be handed the leadership: records may be large (1,024 of
+	// 64 KiB are 64 MiB), and a learner promoted that far behind would
+	// catch up the rest unthrottled, a transfer to it time out.
+	readySlack = 64
 )
 
 // reconcile is run by the raft ticker for each replica: on a leader, it
@@ -94,7 +99,7 @@ func (r *replicated) reconcile(now time.Time) {
 	})
 	if !ok {
 		if pref := raftID((*target)[0].ID); pref != s.ID && now.Sub(ms.leadSince) >= preferredAfter &&
-			slices.Contains(s.Voters, pref) && caughtUp(s, pref) && (*target)[0].Live {
+			slices.Contains(s.Voters, pref) && ready(s, pref) && (*target)[0].Live {
 			ms.askedAt = now
 			b.log.Info("replica: handing the leadership to the preferred leader", "stream", r.sh.st.spec.String(),
 				"shard", r.sh.id, "to", (*target)[0].ID)
@@ -134,7 +139,7 @@ func nextStep(s replica.Status, target []cluster.Member, self uint64, live func(
 		}
 	}
 	for _, l := range s.Learners {
-		if slices.Contains(want, l) && caughtUp(s, l) {
+		if slices.Contains(want, l) && ready(s, l) {
 			return uint8(replica.Promote), l, true
 		}
 		if !slices.Contains(want, l) {
@@ -154,7 +159,7 @@ func nextStep(s replica.Status, target []cluster.Member, self uint64, live func(
 			return uint8(replica.Remove), v, true
 		}
 		for _, w := range want {
-			if caughtUp(s, w) {
+			if ready(s, w) {
 				return stepTransfer, w, true
 			}
 		}
@@ -165,9 +170,15 @@ func nextStep(s replica.Status, target []cluster.Member, self uint64, live func(
 
 // caughtUp reports whether replica id is within caughtUpSlack records of
 // the leader's last index (s is the leader's status).
-func caughtUp(s replica.Status, id uint64) bool {
+func caughtUp(s replica.Status, id uint64) bool { return within(s, id, caughtUpSlack) }
+
+// ready reports whether replica id is within readySlack records of the
+// leader's last index: close enough to promote or to lead.
+func ready(s replica.Status, id uint64) bool { return within(s, id, readySlack) }
+
+func within(s replica.Status, id, slack uint64) bool {
 	m, ok := s.Match[id]
-	return ok && m+caughtUpSlack >= s.LastIndex && !slices.Contains(s.Silent, id)
+	return ok && m+slack >= s.LastIndex && !slices.Contains(s.Silent, id)
 }
 
 // inSync are the voters caught up with the leader.

@@ -41,6 +41,8 @@ type raftCluster struct {
 	// plane's part in a real cluster).
 	set    []string
 	report bool
+	// frame, when set, is every broker's MaxFrameBytes.
+	frame uint32
 }
 
 func raftConfig(fw *forward.Forwarder) broker.Config {
@@ -52,12 +54,22 @@ func startRaftCluster(t *testing.T) *raftCluster { return startRaftClusterOf(t, 
 
 // startRaftClusterOf starts n brokers, b1..bn, the set being b1..b3.
 func startRaftClusterOf(t *testing.T, n int) *raftCluster {
+	rc := &raftCluster{}
+	for i := range n {
+		rc.ids = append(rc.ids, fmt.Sprintf("b%d", i+1))
+	}
+	return startRaftClusterWith(t, rc)
+}
+
+// startRaftClusterWith starts rc's brokers (b1..b3 unless rc names its
+// ids), taking the options rc sets.
+func startRaftClusterWith(t *testing.T, rc *raftCluster) *raftCluster {
 	cert, err := devtls.SelfSigned()
 	require.NoError(t, err)
 	pool, err := devtls.Pool(cert.PEM)
 	require.NoError(t, err)
-	rc := &raftCluster{t: t, cert: cert, tls: &tls.Config{RootCAs: pool}}
-	for i := range n {
+	rc.t, rc.cert, rc.tls = t, cert, &tls.Config{RootCAs: pool}
+	for i := len(rc.ids); i < 3; i++ {
 		rc.ids = append(rc.ids, fmt.Sprintf("b%d", i+1))
 	}
 	rc.set = rc.ids[:3]
@@ -77,7 +89,7 @@ func startRaftClusterOf(t *testing.T, n int) *raftCluster {
 func (rc *raftCluster) start(i int) {
 	fw := forward.New(forward.Config{TLS: rc.tls, Token: "node-secret"})
 	cfg := raftConfig(fw)
-	cfg.NodeID, cfg.DataDir = rc.ids[i], rc.dirs[i]
+	cfg.NodeID, cfg.DataDir, cfg.MaxFrameBytes = rc.ids[i], rc.dirs[i], rc.frame
 	opts := brokertest.Options{Cert: rc.cert}
 	if rc.nodes[i] == nil && !rc.started[i] {
 		opts.Streams = []broker.StreamSpec{rf3} // later starts reopen it from the catalog
@@ -326,4 +338,29 @@ func TestDrainHandsTheLeadershipOver(t *testing.T) {
 	require.Eventually(t, func() bool { return acked.Load() > at+50 }, 10*time.Second, 10*time.Millisecond)
 	close(stop)
 	require.NoError(t, <-errs)
+}
+
+// A raft append may be larger than a client's frame (raft packs up to
+// 1 MiB of entries in one, and the transport batches messages): with
+// FELIX_MAX_FRAME_BYTES small, a follower that was away still catches up
+// (its replication stream once refused the batches, so it never did).
+func TestSmallFramesStillReplicate(t *testing.T) {
+	rc := startRaftClusterWith(t, &raftCluster{frame: 64 << 10})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	lead := rc.leader()
+	away := (lead + 1) % 3
+	rc.stop(away)
+	p, err := rc.nodes[lead].dialWith(t, client.Config{TLS: rc.tls}).NewPublisher(ctx, "default", "rf3")
+	require.NoError(t, err)
+	payload := make([]byte, 30<<10)
+	for range 100 {
+		require.NoError(t, p.PublishShardAsync(0, [][]byte{payload}).Wait(ctx))
+	}
+	rc.start(away)
+	rc.place()
+	require.Eventually(t, func() bool {
+		r := rc.nodes[away].b.Stats().Streams[0].Shards[0].Replica
+		return r != nil && r.Commit == rc.nodes[lead].b.Stats().Streams[0].Shards[0].Replica.Commit
+	}, 20*time.Second, 20*time.Millisecond, "the follower that was away catches up 3 MB through 64 KiB frames")
 }
