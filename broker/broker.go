@@ -342,10 +342,13 @@ func (b *Broker) Drain(ctx context.Context) error {
 		return nil
 	}
 	b.mu.closed = true
-	for _, ln := range b.mu.listeners {
+	listeners := b.mu.listeners
+	b.mu.Unlock()
+	// Closed without b.mu: a listener's Close waits for its packet loop,
+	// which may be in the admission hook (admit), waiting for b.mu.
+	for _, ln := range listeners {
 		ln.Close()
 	}
-	b.mu.Unlock()
 
 	if err := b.waitInflight(ctx); err != nil {
 		return err

@@ -34,7 +34,7 @@ func operationsWalkthrough(t *testing.T, dir string, base int) {
 		require.Contains(t, stderr.String(), fmt.Sprintf("broker-%d is back and every replicated shard is in sync", n))
 	}
 
-	events := regexp.MustCompile(`(?m)^\d+ (before|after broker-[123])$`).FindAllStringSubmatch(string(out), -1)
+	events := regexp.MustCompile(`(?m)^0 \d+ (before|after broker-[123])$`).FindAllStringSubmatch(string(out), -1)
 	require.Len(t, events, 400, "felix sub reads every event once:\n%s", out)
 	count := map[string]int{}
 	for _, e := range events {
