@@ -24,6 +24,7 @@ type Log struct {
 		failed error      // terminal failure, wraps ErrLogFailed
 		closed bool
 		stage  []byte // batch staging buffer for WriteModeFD
+		maps   mapCache
 	}
 
 	first    atomic.Uint64
@@ -47,6 +48,10 @@ func Open(dir string, cfg Config) (*Log, error) {
 	}
 	l.recovery.Duration = time.Since(start)
 	l.mu.segs = segs
+	l.mu.maps.max = cfg.MaxMappedSegments
+	for _, s := range segs[:len(segs)-1] {
+		l.addMappedLocked(s)
+	}
 	active := segs[len(segs)-1]
 	l.first.Store(segs[0].base)
 	l.next.Store(active.next)
@@ -304,6 +309,7 @@ func (l *Log) Close() error {
 		return nil
 	}
 	l.mu.closed = true
+	l.mu.maps.lru.Init()
 	var first error
 	for _, s := range l.mu.segs {
 		if err := s.release(); err != nil && first == nil {
