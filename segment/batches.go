@@ -23,34 +23,49 @@ type MarkedBatch struct {
 // they add after the call began may or may not be seen. A record header
 // that does not decode is a *CorruptionError.
 func (l *Log) Batches(from uint64, fn func(MarkedBatch) bool) error {
-	l.mu.Lock()
-	if l.mu.closed {
-		l.mu.Unlock()
-		return ErrClosed
-	}
-	segs := make([]*segment, 0, len(l.mu.segs))
-	for i, s := range l.mu.segs {
-		last := i == len(l.mu.segs)-1
-		if s.version < FormatVersion || (!last && l.mu.segs[i+1].base <= from) {
-			continue
-		}
-		s.acquire()
-		segs = append(segs, s)
-	}
-	l.mu.Unlock()
-	defer func() {
-		for _, s := range segs {
-			_ = s.release()
-		}
-	}()
 	w := batchWalk{from: from, fn: fn}
-	for _, s := range segs {
-		if err := w.segment(s); err != nil || w.stopped {
+	after := false // whether a segment was walked; base is its base
+	var base uint64
+	for !w.stopped {
+		s, err := l.nextMarkedSegment(from, after, base)
+		if err != nil || s == nil {
+			if err == nil {
+				w.flush()
+			}
+			return err
+		}
+		after, base = true, s.base
+		err = w.segment(s)
+		_ = l.releaseMapped(s)
+		if err != nil {
 			return err
 		}
 	}
-	w.flush()
 	return nil
+}
+
+// nextMarkedSegment takes a reference on the first segment after base
+// (any, when !after) that can hold marked batches at or after from, mapped;
+// nil when there is none. One segment at a time, so a walk over a long log
+// holds one mapping, not one per segment.
+func (l *Log) nextMarkedSegment(from uint64, after bool, base uint64) (*segment, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.closed {
+		return nil, ErrClosed
+	}
+	segs := l.mu.segs
+	for i, s := range segs {
+		last := i == len(segs)-1
+		if (after && s.base <= base) || s.version < FormatVersion || (!last && segs[i+1].base <= from) {
+			continue
+		}
+		if err := l.acquireMappedLocked(s); err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+	return nil, nil
 }
 
 // batchWalk groups marked records into batches across Batches' segments.

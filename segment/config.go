@@ -107,6 +107,10 @@ type Config struct {
 	// VerifyAllOnOpen scans every record of every segment on Open instead of
 	// only the records after the last index entry of sealed segments.
 	VerifyAllOnOpen bool
+	// MaxMappedSegments bounds how many sealed segments are mapped at once:
+	// the least recently read are unmapped, and mapped again when read.
+	// Segments a reader holds stay mapped beyond it. 0 = no bound.
+	MaxMappedSegments int
 	// RepairChecksumTail lets Open truncate a damaged record at the very end
 	// of the active segment that is not a provable torn write (bad header
 	// CRC, bad payload CRC, offset out of order, over-limit length) when
@@ -169,6 +173,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: RetentionBytes %d is negative", ErrInvalidConfig, c.RetentionBytes)
 	case c.WriteMode > WriteModeMapped:
 		return fmt.Errorf("%w: unknown WriteMode %v", ErrInvalidConfig, c.WriteMode)
+	case c.MaxMappedSegments < 0:
+		return fmt.Errorf("%w: MaxMappedSegments %d is negative", ErrInvalidConfig, c.MaxMappedSegments)
 	case c.RetentionAge < 0:
 		return fmt.Errorf("%w: RetentionAge %v is negative", ErrInvalidConfig, c.RetentionAge)
 	case c.FormatVersion != FormatVersion && c.FormatVersion != FormatVersionV4:

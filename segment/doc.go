@@ -69,6 +69,13 @@
 // faults; under the invariants build tag a Reader used after Close panics
 // and a reference released twice panics.
 //
+// Sealed segments are mapped on demand: with Config.MaxMappedSegments the
+// least recently read ones that no reader holds are unmapped beyond the
+// bound (their files are closed already), and mapped again, under the log
+// lock, when a reader reaches them. A segment a reader holds is never
+// unmapped: references rise from the log's own only under the log lock,
+// where eviction looks.
+//
 // # Concurrency
 //
 // Append, Sync, NewReader/Read, EnforceRetention, Stats and Close may be

@@ -307,14 +307,14 @@ func appendRecord(b []byte, offset uint64, ts int64, m Mark, bd body) []byte {
 	return b
 }
 
-// putRecord writes a whole record into b, which has room for it: the
-// header first, then the body. In a mapping that order is what recovery
-// relies on: a writer killed mid-copy leaves a header whose body runs past
-// the written bytes (a torn tail), never a whole body under a header still
-// being written.
+// putRecord writes a whole record into b, which has room for it: the body
+// first, then the header, whose CRC word is stored last. In a mapping that
+// order is what recovery relies on: a writer killed mid-copy leaves a header
+// whose CRC word is still zero (a torn tail, whatever the body holds), never
+// a committed header over a body still being copied.
 func putRecord(b []byte, offset uint64, ts int64, m Mark, bd body) {
-	putRecordHeader(b, offset, ts, m, bd)
 	bd.put(b[RecordHeaderBytes+m.tagLen():])
+	putRecordHeader(b, offset, ts, m, bd)
 }
 
 func (m Mark) tagLen() int {
@@ -341,15 +341,18 @@ func (m Mark) kindBits() uint32 {
 func (m Mark) IsEvent() bool { return m.Kind != MarkGeneration }
 
 // putRecordHeader writes the 28-byte header for bd, and the tag of a
-// record that opens a batch, into b. The body itself is checksummed from
-// the caller's slices, which are warm in cache, not from b.
+// record that opens a batch, into b, the header CRC word last. The body
+// itself is checksummed from the caller's slices, which are warm in cache,
+// not from b.
 func putRecordHeader(b []byte, offset uint64, ts int64, m Mark, bd body) {
 	_ = b[RecordHeaderBytes-1]
 	be.PutUint32(b[0:], uint32(bd.len())|m.kindBits()|bd.kindBits())
 	be.PutUint64(b[4:], offset)
 	be.PutUint64(b[12:], uint64(ts))
-	be.PutUint32(b[20:], crc32.ChecksumIEEE(b[0:20]))
-	c := crc32.Update(0, crc32.IEEETable, b[0:24])
+	h := crc32.ChecksumIEEE(b[0:20])
+	var hc [4]byte
+	be.PutUint32(hc[:], h)
+	c := crc32.Update(h, crc32.IEEETable, hc[:])
 	if m.Kind == MarkOpens {
 		tag := b[RecordHeaderBytes : RecordHeaderBytes+TagBytes]
 		be.PutUint64(tag[0:], m.ProducerID)
@@ -358,6 +361,7 @@ func putRecordHeader(b []byte, offset uint64, ts int64, m Mark, bd body) {
 		c = crc32.Update(c, crc32.IEEETable, tag)
 	}
 	be.PutUint32(b[24:], bd.crc(c))
+	copy(b[20:24], hc[:]) // the commit word: recovery reads a zero one as unfinished
 }
 
 // recordHeader is a record header whose own CRC has been checked.

@@ -25,6 +25,7 @@ type Log struct {
 		closed bool
 		stage  []byte   // batch staging buffer for WriteModeFD
 		recs   []Record // AppendMarked's records, reused
+		maps   mapCache
 	}
 
 	first          atomic.Uint64
@@ -49,6 +50,10 @@ func Open(dir string, cfg Config) (*Log, error) {
 	}
 	l.recovery.Duration = time.Since(start)
 	l.mu.segs = segs
+	l.mu.maps.max = cfg.MaxMappedSegments
+	for _, s := range segs[:len(segs)-1] {
+		l.addMappedLocked(s)
+	}
 	active := segs[len(segs)-1]
 	l.first.Store(segs[0].base)
 	l.next.Store(active.next)
@@ -332,6 +337,7 @@ func (l *Log) Close() error {
 		return nil
 	}
 	l.mu.closed = true
+	l.mu.maps.lru.Init()
 	var first error
 	for _, s := range l.mu.segs {
 		if err := s.release(); err != nil && first == nil {

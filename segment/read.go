@@ -113,7 +113,10 @@ func (r *Reader) locate() error {
 	i := sort.Search(len(segs), func(i int) bool { return segs[i].base > r.next }) - 1
 	s := segs[max(i, 0)]
 	index := s.index // append-only: the snapshot stays valid
-	s.acquire()
+	if err := l.acquireMappedLocked(s); err != nil {
+		l.mu.Unlock()
+		return err
+	}
 	l.mu.Unlock()
 	r.held = append(r.held, s)
 	r.seg = s
@@ -144,12 +147,9 @@ func (r *Reader) Close() error {
 		return nil
 	}
 	r.closed = true
-	var errs []error
-	for _, s := range r.held {
-		errs = append(errs, s.release())
-	}
+	err := r.l.releaseMapped(r.held...)
 	r.held, r.seg = nil, nil
-	return errors.Join(errs...)
+	return err
 }
 
 // Read calls fn for each record from offset from, until fn returns false,

@@ -10,9 +10,8 @@ import (
 // segment size (the file may be shorter: its allocation grows as appends
 // need it, and a segment sealed by a roll that crashed before installing
 // the next one is the newest again), scans every record, and judges the
-// tail (classifyTail): a torn write is always cut, damage inside the
-// written extent only with RepairChecksumTail and only when nothing valid
-// follows.
+// tail (classifyTail): a torn write is always cut, damage at the tail only
+// with RepairChecksumTail, damage with valid records after it never.
 func openActive(fsys FS, dir string, base uint64, cfg Config, st *RecoveryStats) (*segment, error) {
 	s, size, h, err := openSegmentFile(fsys, dir, base)
 	if err != nil {
@@ -42,12 +41,12 @@ func openActive(fsys FS, dir string, base uint64, cfg Config, st *RecoveryStats)
 	case tailClean:
 	case tailTorn:
 		cut = true
+	case tailInterior:
+		cerr := &CorruptionError{Path: s.path, Offset: r.end, Kind: r.kind(), Detail: r.detail(size)}
+		cerr.Detail += "; valid records follow, so this is not the tail"
+		return fail(cerr)
 	case tailDamage:
 		cerr := &CorruptionError{Path: s.path, Offset: r.end, Kind: r.kind(), Detail: r.detail(size)}
-		if validRecordAfter(data, r.end, extent, r.next) {
-			cerr.Detail += "; valid records follow, so this is not the tail"
-			return fail(cerr)
-		}
 		if !cfg.RepairChecksumTail {
 			cerr.Detail += "; at the tail of the newest segment: RepairChecksumTail would truncate it"
 			return fail(cerr)

@@ -96,13 +96,15 @@ func requireCorrupt(t *testing.T, err error, path string, off int64, kind Corrup
 // the end of the active segment is cut, with or without the repair flag.
 func TestRecoveryTornTailAlwaysTruncated(t *testing.T) {
 	rec := AppendRecord(nil, fixtureRecords, 99, payload(9, 300))
+	big := AppendRecord(nil, fixtureRecords, 99, payload(9, 3000))
 	for name, tc := range map[string]struct {
 		bytes []byte
 		at    int64 // relative to the end of the contents
 	}{
-		"payload half written":       {rec[:RecordHeaderBytes+150], 0},
+		"body copied, header zero":   {cat(make([]byte, RecordHeaderBytes), rec[RecordHeaderBytes:RecordHeaderBytes+150]), 0},
 		"header half written":        {rec[:10], 0},
-		"header only":                {rec[:RecordHeaderBytes], 0},
+		"header without commit word": {cat(rec[:20], make([]byte, 4), rec[24:]), 0},
+		"payload lost past a sector": {big[:RecordHeaderBytes+1000], 0},
 		"zero header then junk":      {[]byte{1, 2, 3}, 200},
 		"junk page after a zero gap": {rec, 1000},
 	} {
@@ -127,12 +129,16 @@ func TestRecoveryTornTailAlwaysTruncated(t *testing.T) {
 // RepairChecksumTail; then it is cut.
 func TestRecoveryDamagedTailNeedsRepairFlag(t *testing.T) {
 	good := AppendRecord(nil, fixtureRecords, 99, payload(3, 64)) // the offset f.next
+	zeroEnd := payload(3, 64)
+	clear(zeroEnd[40:])
 	for name, tc := range map[string]struct {
 		bytes []byte
 		kind  CorruptionKind
 	}{
-		"record header crc":     {flip(good, 6), KindRecordHeaderChecksum},
-		"payload crc":           {flip(good, RecordHeaderBytes+5), KindRecordChecksum},
+		"record header crc": {flip(good, 6), KindRecordHeaderChecksum},
+		"payload crc":       {flip(good, RecordHeaderBytes+5), KindRecordChecksum},
+		"payload ending in zeros": {flip(AppendRecord(nil, fixtureRecords, 99, zeroEnd), RecordHeaderBytes+5),
+			KindRecordChecksum},
 		"record checksum field": {flip(good, 25), KindRecordChecksum},
 		"offset gap":            {AppendRecord(nil, fixtureRecords+7, 99, payload(3, 64)), KindOffsetOutOfOrder},
 		"over-limit length":     {encodeHeaderLen(MaxPayloadBytes + 1), KindRecordTooLarge},
@@ -140,8 +146,7 @@ func TestRecoveryDamagedTailNeedsRepairFlag(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t)
 			require.Equal(t, uint64(fixtureRecords), f.next)
-			b := append([]byte(nil), tc.bytes...)
-			b[len(b)-1] |= 1 // keep the written extent at the end of the record
+			b := tc.bytes
 			f.writeAt(t, f.end, b)
 			_, err := f.open(t, false)
 			requireCorrupt(t, err, f.active, f.end, tc.kind)
@@ -149,7 +154,7 @@ func TestRecoveryDamagedTailNeedsRepairFlag(t *testing.T) {
 
 			l, err := f.open(t, true)
 			require.NoError(t, err)
-			f.requireIntact(t, l, int64(len(b)))
+			f.requireIntact(t, l, int64(len(bytes.TrimRight(b, "\x00"))))
 		})
 	}
 }

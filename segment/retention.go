@@ -45,6 +45,7 @@ func (l *Log) EnforceRetention(now time.Time) (int, error) {
 			break
 		}
 		victims = append(victims, head)
+		l.dropMappedLocked(head)
 		total -= head.bytes()
 		l.mu.segs = l.mu.segs[1:]
 	}

@@ -215,6 +215,7 @@ func (l *Log) sealLocked(s *segment) error {
 	if !s.syncing.Load() {
 		_ = s.closeFile()
 	}
+	l.addMappedLocked(s)
 	return nil
 }
 

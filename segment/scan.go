@@ -151,30 +151,60 @@ func writtenExtent(data []byte, from int64) int64 {
 type tailAction uint8
 
 const (
-	tailClean  tailAction = iota // nothing after the last valid record
-	tailTorn                     // a write that never finished: always truncate
-	tailDamage                   // damage inside the written extent
+	tailClean    tailAction = iota // nothing after the last valid record
+	tailTorn                       // a write that never finished: always truncate
+	tailDamage                     // damage at the tail, no evidence of a lost write
+	tailInterior                   // damage with a valid record after it: never repaired
 )
+
+// tearUnit is the smallest span a crash loses whole: a device sector. The
+// page cache writes back whole pages, which are whole sectors, and a device
+// that loses power in the middle of a page leaves some of its sectors old.
+const tearUnit = 512
 
 // classifyTail judges what follows the last valid record r.end of the
 // active segment (docs/storage-format.md, "Recovery verdicts"). extent is
-// writtenExtent(data, r.end).
+// writtenExtent(data, r.end). A bad record is torn only on evidence that its
+// bytes never all reached the file: the file ends inside it, its header was
+// never committed (the CRC word, stored last, is zero), or a sector of it
+// past its first byte is all zeros in the file (segments are preallocated
+// with zeros, so a lost write leaves them). What the payload's bytes are
+// decides nothing short of a whole sector.
 func classifyTail(data []byte, r scanResult, extent int64) tailAction {
 	p := r.end
-	n := int64(len(data))
 	switch {
 	case extent <= p:
 		return tailClean
-	case p+RecordHeaderBytes > n:
-		return tailTorn // header cut off by the end of the file
+	case r.stop == decodeShortHeader || r.stop == decodeShortRecord:
+		return tailTorn // cut off by the end of the file
 	case bytes.Equal(data[p:p+RecordHeaderBytes], zeros[:RecordHeaderBytes]):
-		return tailTorn // an all-zero header ends the data
-	case p+RecordHeaderBytes > extent:
-		return tailTorn // the header itself was not fully written
-	case r.stop == decodeShortRecord:
-		return tailTorn // record cut off by the end of the file
-	case r.stop == decodePayloadCRC && p+r.stopHdr.size() > extent:
-		return tailTorn // payload runs past the written extent
+		return tailTorn // an all-zero header ends the data; what follows is leftovers
+	case validRecordAfter(data, p, extent, r.next):
+		return tailInterior
+	case r.gap:
+		return tailDamage
+	case r.stop == decodeHeaderCRC:
+		if be.Uint32(data[p+20:]) == 0 {
+			return tailTorn // the header was never committed
+		}
+		return lostSector(data, p, p+RecordHeaderBytes)
+	case r.stop == decodePayloadCRC:
+		return lostSector(data, p, p+r.stopHdr.size())
+	}
+	return tailDamage
+}
+
+// lostSector judges the bad record at [p, end): torn when a sector that
+// starts inside it, after p, is all zeros in the file, else damage. The
+// sector holding p holds the header, which the header rules judge. The
+// record's last sector counts whole: a lost sector loses what followed the
+// record in it too, and bytes there that are not zeros say it was kept.
+func lostSector(data []byte, p, end int64) tailAction {
+	n := int64(len(data))
+	for q := (p/tearUnit + 1) * tearUnit; q < end; q += tearUnit {
+		if bytes.Equal(data[q:min(q+tearUnit, n)], zeros[:min(q+tearUnit, n)-q]) {
+			return tailTorn
+		}
 	}
 	return tailDamage
 }

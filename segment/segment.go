@@ -1,6 +1,7 @@
 package segment
 
 import (
+	"container/list"
 	"errors"
 	"fmt"
 	"os"
@@ -16,7 +17,9 @@ import (
 // Lifetime: the Log holds one reference while the segment is in its list;
 // every reader holds one more while it may hand out slices of data. The
 // mapping is unmapped and the file closed when the last reference goes, so
-// retention and Close never pull memory from under a reader.
+// retention and Close never pull memory from under a reader. A sealed
+// segment only the log holds may also be unmapped by the map cache
+// (mapcache.go) and mapped again when read.
 type segment struct {
 	path      string
 	indexPath string
@@ -53,6 +56,7 @@ type segment struct {
 	index        []IndexEntry // append-only; readers copy the slice header
 	lastIndexPos int64
 	sealed       bool
+	lru          *list.Element // in Log.mu.maps while sealed and mapped
 }
 
 func segmentNames(dir string, base uint64) (string, string) {

@@ -30,9 +30,12 @@ func (l *Log) OffsetForTime(ts int64, limit uint64) (uint64, bool, error) {
 	}
 	s := segs[i]
 	index := s.index // append-only: the snapshot stays valid
-	s.acquire()
+	if err := l.acquireMappedLocked(s); err != nil {
+		l.mu.Unlock()
+		return 0, false, err
+	}
 	l.mu.Unlock()
-	defer s.release()
+	defer l.releaseMapped(s)
 
 	end := s.written.Load()
 	tsAt := func(pos int64) (recordHeader, error) {

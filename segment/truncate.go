@@ -85,12 +85,19 @@ func (l *Log) unlinkLocked(s *segment) error {
 		return fmt.Errorf("remove %s: %w", s.indexPath, err)
 	}
 	l.releaseSpace(s.allocated)
+	l.dropMappedLocked(s)
 	return s.release()
 }
 
 // cutSegmentLocked removes the records at off and after it from s, the
 // last segment of the log.
 func (l *Log) cutSegmentLocked(s *segment, off uint64) error {
+	// A sealed segment may be unmapped (Config.MaxMappedSegments): map it
+	// for the scan to off, holding it like a reader meanwhile.
+	if err := l.acquireMappedLocked(s); err != nil {
+		return err
+	}
+	defer s.release()
 	pos, err := s.positionLocked(off)
 	if err != nil {
 		return err

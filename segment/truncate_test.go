@@ -34,46 +34,50 @@ func requirePayloads(t *testing.T, l *Log, want map[uint64]string, next uint64) 
 // holds exactly what was kept and written after: nothing cut comes back.
 func TestTruncateFromAnywhereIsDurable(t *testing.T) {
 	for _, mode := range []WriteMode{WriteModeFD, WriteModeMapped} {
-		for _, cut := range []uint64{95, 60, 40, 32, 0} {
-			t.Run(fmt.Sprintf("%v/cut=%d", mode, cut), func(t *testing.T) {
-				dir := t.TempDir()
-				// 20 records of ~35 bytes per 1 KiB segment (bases 0, 20,
-				// ..., 80): 95 cuts the active segment, 32 a sealed one,
-				// 40 and 60 at a base (that segment goes), 0 everything.
-				cfg := Config{SegmentBytes: 1 << 10, IndexSpacingBytes: 128, WriteMode: mode}
-				l := openLog(t, dir, cfg)
-				want := map[uint64]string{}
-				for i := 0; i < 100; i += 10 {
-					_, err := l.AppendRecords(records("old", i, 10))
-					require.NoError(t, err)
-					for j := i; j < i+10; j++ {
-						want[uint64(j)] = fmt.Sprintf("old-%d", j)
+		// mapped=1: the sealed segments the cut reaches are unmapped
+		// (MaxMappedSegments) and mapped again for it.
+		for _, mapped := range []int{0, 1} {
+			for _, cut := range []uint64{95, 60, 40, 32, 0} {
+				t.Run(fmt.Sprintf("%v/mapped=%d/cut=%d", mode, mapped, cut), func(t *testing.T) {
+					dir := t.TempDir()
+					// 20 records of ~35 bytes per 1 KiB segment (bases 0, 20,
+					// ..., 80): 95 cuts the active segment, 32 a sealed one,
+					// 40 and 60 at a base (that segment goes), 0 everything.
+					cfg := Config{SegmentBytes: 1 << 10, IndexSpacingBytes: 128, WriteMode: mode, MaxMappedSegments: mapped}
+					l := openLog(t, dir, cfg)
+					want := map[uint64]string{}
+					for i := 0; i < 100; i += 10 {
+						_, err := l.AppendRecords(records("old", i, 10))
+						require.NoError(t, err)
+						for j := i; j < i+10; j++ {
+							want[uint64(j)] = fmt.Sprintf("old-%d", j)
+						}
 					}
-				}
-				require.NoError(t, l.Sync())
-				require.Greater(t, l.Stats().Segments, 3)
+					require.NoError(t, l.Sync())
+					require.Greater(t, l.Stats().Segments, 3)
 
-				require.NoError(t, l.TruncateFrom(cut))
-				require.Equal(t, cut, l.Next())
-				require.Equal(t, cut, l.Durable())
-				for j := cut; j < 100; j++ {
-					delete(want, j)
-				}
-				requirePayloads(t, l, want, cut)
-				first, err := l.AppendRecords(records("new", int(cut), 20))
-				require.NoError(t, err)
-				require.Equal(t, cut, first)
-				for j := cut; j < cut+20; j++ {
-					want[j] = fmt.Sprintf("new-%d", j)
-				}
-				require.NoError(t, l.Sync())
-				requirePayloads(t, l, want, cut+20)
-				require.NoError(t, l.Close())
+					require.NoError(t, l.TruncateFrom(cut))
+					require.Equal(t, cut, l.Next())
+					require.Equal(t, cut, l.Durable())
+					for j := cut; j < 100; j++ {
+						delete(want, j)
+					}
+					requirePayloads(t, l, want, cut)
+					first, err := l.AppendRecords(records("new", int(cut), 20))
+					require.NoError(t, err)
+					require.Equal(t, cut, first)
+					for j := cut; j < cut+20; j++ {
+						want[j] = fmt.Sprintf("new-%d", j)
+					}
+					require.NoError(t, l.Sync())
+					requirePayloads(t, l, want, cut+20)
+					require.NoError(t, l.Close())
 
-				l2 := openLog(t, dir, cfg)
-				requirePayloads(t, l2, want, cut+20)
-				require.EqualValues(t, 1, l.Stats().Truncations)
-			})
+					l2 := openLog(t, dir, cfg)
+					requirePayloads(t, l2, want, cut+20)
+					require.EqualValues(t, 1, l.Stats().Truncations)
+				})
+			}
 		}
 	}
 }

@@ -93,6 +93,8 @@ var (
 		"durable streams the data directory's catalog lists whose missing shard directories may be recreated empty at offset 0 (their records are gone); without it such a stream stops the broker at start-up (exit 2); remove it once the broker has started", checkStreamKeys)
 	knobVerifyAll = registry.Bool("FELIX_DURABLE_VERIFY_ALL_ON_OPEN", false,
 		"check every record of every segment at start-up, not only the active segment")
+	knobMaxMapped = registry.Int("FELIX_DURABLE_MAX_MAPPED_SEGMENTS", 64, 0, 1<<20,
+		"per shard: sealed segments kept mapped; the least recently read are unmapped and mapped again on demand (segments a reader holds stay mapped); 0: no bound")
 	knobWriteMode = registry.Enum("FELIX_DURABLE_WRITE_MODE", "fd", []string{"fd", "mapped"},
 		"appends through pwrite+fdatasync (measured faster) or copies into the mapping+msync")
 )

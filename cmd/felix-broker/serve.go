@@ -267,6 +267,7 @@ func brokerConfig(vals *knob.Values, log *slog.Logger) broker.Config {
 			RetentionAge:       knobRetentionMS.Get(vals),
 			RepairChecksumTail: knobRepairTail.Get(vals),
 			VerifyAllOnOpen:    knobVerifyAll.Get(vals),
+			MaxMappedSegments:  int(knobMaxMapped.Get(vals)),
 			WriteMode:          map[string]segment.WriteMode{"fd": segment.WriteModeFD, "mapped": segment.WriteModeMapped}[knobWriteMode.Get(vals)],
 		},
 		Logger: log,
