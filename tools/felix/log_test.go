@@ -111,8 +111,11 @@ func TestLogVerifyReportsTornTailWithoutCuttingIt(t *testing.T) {
 	b, err := os.ReadFile(active)
 	require.NoError(t, err)
 	end := bytes.LastIndexByte(b, 'x') + 1 // the last record (i=39) ends in 'x'
+	// What a writer killed mid-record leaves: the body, and the header
+	// without its CRC word, which the writer stores last.
 	torn := segment.AppendRecord(nil, 40, logTestTime.UnixMicro(), []byte("never acked"))
-	copy(b[end:], torn[:segment.RecordHeaderBytes+3])
+	clear(torn[20:24])
+	copy(b[end:], torn)
 	require.NoError(t, os.WriteFile(active, b, 0o644))
 	before := snapshotDir(t, dir)
 
