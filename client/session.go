@@ -30,8 +30,12 @@ const (
 )
 
 // probeAfter is how long the broker may stay silent before the watchdog
-// sends a liveness probe, and then how often it sends one.
-const probeAfter = 500 * time.Millisecond
+// sends a liveness probe, and then how often it sends one. Not shorter:
+// quic-go times its probe timeouts from the last ack-eliciting packet, so
+// probes more often than the probe timeout grows keep its count from
+// reaching udp.StallPTOs (at 500 ms a black-holed path under -race never
+// counted as stalled).
+const probeAfter = time.Second
 
 // probePayload pads a probe past quic-go's smallest packet that earns a
 // stateless reset (protocol.MinStatelessResetSize, 42 bytes).
