@@ -71,7 +71,7 @@ type Config struct {
 	// udp.DefaultBlackHoleCooldown; negative turns stall redials off.
 	BlackHoleCooldown time.Duration
 	// SilentPeerTimeout closes a connection whose broker has sent nothing
-	// for this long although the client probed it twice a second: the
+	// for this long although the client probed it every second: the
 	// broker process died (kill -9, a lost host) or the network between
 	// is cut. Its streams then fail (publishers and subscriptions resume
 	// elsewhere, or on a new connection) instead of waiting for QUIC's
