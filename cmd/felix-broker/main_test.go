@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -100,17 +101,27 @@ func TestUnknownCommand(t *testing.T) {
 	require.Equal(t, command.ExitConfig, run([]string{"frobnicate"}, io.Discard, io.Discard))
 }
 
+// freeAddr is a loopback address free at the moment, its port below the
+// ephemeral range (32768 up): a broker killed and started again on it
+// must find it free, and any socket bound to port 0 (every client's)
+// could take an ephemeral one in between.
 func freeAddr(t *testing.T, network string) string {
-	if network == "udp" {
-		c, err := net.ListenPacket("udp", "127.0.0.1:0")
-		require.NoError(t, err)
-		defer c.Close()
-		return c.LocalAddr().String()
+	for range 200 {
+		addr := fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12000))
+		if network == "udp" {
+			if c, err := net.ListenPacket("udp", addr); err == nil {
+				c.Close()
+				return addr
+			}
+			continue
+		}
+		if l, err := net.Listen("tcp", addr); err == nil {
+			l.Close()
+			return addr
+		}
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().String()
+	t.Fatal("no free loopback port below the ephemeral range")
+	return ""
 }
 
 // A broker started with defaults (its embedded control plane included)
