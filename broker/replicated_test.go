@@ -180,6 +180,23 @@ func (rc *raftCluster) events(i int) []string {
 	return out
 }
 
+// sameCommit reports whether brokers idx (all when none) report one
+// commit index for rf3's replica.
+func (rc *raftCluster) sameCommit(idx ...int) bool {
+	if len(idx) == 0 {
+		idx = []int{0, 1, 2}
+	}
+	var c []uint64
+	for _, i := range idx {
+		r := rc.nodes[i].b.Stats().Streams[0].Shards[0].Replica
+		if r == nil {
+			return false
+		}
+		c = append(c, r.Commit)
+	}
+	return !slices.ContainsFunc(c, func(x uint64) bool { return x != c[0] })
+}
+
 // TestReplicatedShardCommitsOnEveryReplica: docs/cluster.md,
 // "Replication": a publish to any broker reaches the leader (forwarded by
 // the others), is acked once a majority holds it, and names the leader;
@@ -229,13 +246,7 @@ func TestReplicatedShardCommitsOnEveryReplica(t *testing.T) {
 	rc.place()
 	publish(rc.leader(), 5, "back")
 	// Every replica reaches the same commit, then their logs compare.
-	require.Eventually(t, func() bool {
-		var commits []uint64
-		for _, h := range rc.nodes {
-			commits = append(commits, h.b.Stats().Streams[0].Shards[0].Replica.Commit)
-		}
-		return commits[0] == commits[1] && commits[1] == commits[2]
-	}, 10*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return rc.sameCommit() }, 10*time.Second, 20*time.Millisecond)
 	for i := range rc.nodes {
 		rc.stop(i)
 	}
@@ -276,13 +287,7 @@ func TestReplicaSetMovesToAnotherBroker(t *testing.T) {
 	require.Eventually(t, func() bool { _, err := os.Stat(b3dir); return os.IsNotExist(err) }, 10*time.Second, 20*time.Millisecond,
 		"b3 removed its copy")
 	publish(10, "after")
-	require.Eventually(t, func() bool {
-		var c []uint64
-		for _, i := range []int{0, 1, 3} {
-			c = append(c, rc.nodes[i].b.Stats().Streams[0].Shards[0].Replica.Commit)
-		}
-		return c[0] == c[1] && c[1] == c[2]
-	}, 10*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return rc.sameCommit(0, 1, 3) }, 10*time.Second, 20*time.Millisecond)
 	for i := range rc.nodes {
 		rc.stop(i)
 	}
@@ -359,8 +364,5 @@ func TestSmallFramesStillReplicate(t *testing.T) {
 	}
 	rc.start(away)
 	rc.place()
-	require.Eventually(t, func() bool {
-		r := rc.nodes[away].b.Stats().Streams[0].Shards[0].Replica
-		return r != nil && r.Commit == rc.nodes[lead].b.Stats().Streams[0].Shards[0].Replica.Commit
-	}, 20*time.Second, 20*time.Millisecond, "the follower that was away catches up 3 MB through 64 KiB frames")
+	require.Eventually(t, func() bool { return rc.sameCommit(away, lead) }, 20*time.Second, 20*time.Millisecond, "the follower that was away catches up 3 MB through 64 KiB frames")
 }
