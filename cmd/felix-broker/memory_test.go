@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -26,14 +25,15 @@ const memoryRunEnv = "FELIX_MEMORY_RUN"
 // kernel can reclaim, reported apart), per docs/RELIABILITY.md's memory
 // model: what an idle broker holds, plus, twice over for Go's garbage
 // collector (GOGC=100 lets the heap reach twice what is live), the one
-// stream's queued buffers (FELIX_SUBSCRIBER_QUEUE_BYTES, counted once
+// stream's queued buffers (FELIX_SUBSCRIBER_QUEUE_BYTES at its default,
+// counted once
 // however many subscribers share them, and up to twice that for the pool's
 // power-of-two size classes) and the batch each subscriber's writer holds
 // while the subscriber does not read (one 64 × 4 KiB publish batch, a
 // 512 KiB size class).
 const (
 	idleBrokerBytes   = 32 << 20
-	testQueueBytes    = 32 << 20
+	testQueueBytes    = 64 << 20 // FELIX_SUBSCRIBER_QUEUE_BYTES's default
 	testSubscribers   = 100
 	testBatchClass    = 512 << 10
 	brokerMemoryBound = idleBrokerBytes + 2*(2*testQueueBytes+testSubscribers*testBatchClass)
@@ -57,8 +57,7 @@ func TestNonReadingSubscribersKeepBrokerMemoryBounded(t *testing.T) {
 	for _, stream := range []string{"demo", "logged"} {
 		t.Run(stream, func(t *testing.T) {
 			bp := startBrokerProcess(t, "FELIX_DATA_DIR="+filepath.Join(t.TempDir(), "data"),
-				"FELIX_STREAMS=t1/default/demo:1,t1/default/logged:1:periodic",
-				fmt.Sprintf("FELIX_SUBSCRIBER_QUEUE_BYTES=%d", testQueueBytes))
+				"FELIX_STREAMS=t1/default/demo:1,t1/default/logged:1:periodic")
 			ctx, cancel := context.WithTimeout(context.Background(), run+60*time.Second)
 			defer cancel()
 			idle := rssOf(t, bp.cmd.Process.Pid)
