@@ -71,12 +71,14 @@ type Config struct {
 	// udp.DefaultBlackHoleCooldown; negative turns stall redials off.
 	BlackHoleCooldown time.Duration
 	// SilentPeerTimeout closes a connection whose broker has sent nothing
-	// for this long although the client probed it every second: the
-	// broker process died (kill -9, a lost host) or the network between
-	// is cut. Its streams then fail (publishers and subscriptions resume
-	// elsewhere, or on a new connection) instead of waiting for QUIC's
-	// 30 s idle timeout. 0 means 2 s; negative leaves it to the idle
-	// timeout. A client starved of CPU does not count as unheard.
+	// for this long although the client probed it every second, and whose
+	// last three probe timeouts went unanswered: the broker process died
+	// (kill -9, a lost host) or the network between is cut. Its streams
+	// then fail (publishers and subscriptions resume elsewhere, or on a new
+	// connection) instead of waiting for QUIC's 30 s idle timeout. 0 means
+	// 5 s; negative leaves it to the idle timeout. A client starved of CPU
+	// does not count as unheard, and a broker that answers late (probe
+	// timeouts grow with the round trip) is not gone.
 	SilentPeerTimeout time.Duration
 	// ConnStatsInterval is FELIX_CONN_STATS_MS: log the connection's QUIC
 	// statistics and MTU at this interval (Info level). 0 is off.
@@ -111,7 +113,7 @@ func (c Config) withDefaults() Config {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	if c.SilentPeerTimeout == 0 {
-		c.SilentPeerTimeout = 2 * time.Second
+		c.SilentPeerTimeout = 5 * time.Second
 	}
 	if c.BlackHoleCooldown == 0 {
 		c.BlackHoleCooldown = udp.DefaultBlackHoleCooldown

@@ -107,15 +107,18 @@ func (c *Client) watch() {
 				lastLog = now
 				c.logStats(s, snap)
 			}
-			probe, stalled := look.look(now, c.received(s), udp.Stalled(snap))
-			if probe {
-				s.probe()
+			probe, stalled := look.look(now, c.received(s), c.unread(), udp.Stalled(snap))
+			if probe && snap.BytesInFlight == 0 {
+				s.probe() // else quic-go's own probe timeouts are running
 			}
 			if c.cfg.BlackHoleCooldown > 0 && !c.guaranteed && stalled {
 				c.redial(s, snap)
 			}
-			if d := c.cfg.SilentPeerTimeout; d > 0 && now.Sub(look.heardAt) >= d {
-				c.cfg.Logger.Warn("broker silent: closing the connection", "remote", c.raddr.String(), "silent_for", now.Sub(look.heardAt).Round(time.Millisecond))
+			if look.silent(now, c.cfg.SilentPeerTimeout, snap.PTOCount) {
+				st := s.qc.ConnectionStats()
+				c.cfg.Logger.Warn("broker silent: closing the connection", "remote", c.raddr.String(), "silent_for", now.Sub(look.heardAt).Round(time.Millisecond),
+					"packets_sent", st.PacketsSent, "packets_received", st.PacketsReceived, "pto_count", snap.PTOCount,
+					"bytes_in_flight", snap.BytesInFlight, "packets_dropped", snap.PacketsDropped, "rtt", snap.SmoothedRTT)
 				s.qc.CloseWithError(0, "broker silent")
 				watched = nil
 			}
@@ -129,11 +132,14 @@ func (c *Client) watch() {
 // black hole also silences the peer, whose replies and acks are as large
 // as ours or wait on ours, while a busy broker still sends. So a stall is
 // probe timeouts (udp.Stalled) with nothing received for stallQuietChecks
-// looks in a row. A look that comes late (more than two stallChecks after
-// the one before) shows this process was starved of CPU, and a starved
-// client cannot judge the path: it counts as hearing from the broker. The
-// zero value has heard nothing yet; set heardAt to when the session
-// started.
+// looks in a row. A client starved of CPU cannot judge the path, and both
+// signs of it count as hearing from the broker: a look that comes late
+// (more than two stallChecks after the one before), and datagrams waiting
+// unread in the socket (the Go scheduler runs a timer's goroutine ahead
+// of those the network poller readies, so the watchdog can look on time
+// while the readers wait: 500 subscribers in one process were closed as
+// "broker silent" so). The zero value has heard nothing yet; set heardAt
+// to when the session started.
 type stallWatch struct {
 	lastRecv uint64
 	quiet    int // looks in a row in which nothing arrived from the broker
@@ -142,11 +148,11 @@ type stallWatch struct {
 	lastLook time.Time
 }
 
-// look takes what has arrived from the broker so far and whether probe
-// timeouts say the path stalled, and says whether to send a liveness probe
-// and whether the session stalled.
-func (w *stallWatch) look(now time.Time, received uint64, ptoStalled bool) (probe, stalled bool) {
-	starved := !w.lastLook.IsZero() && now.Sub(w.lastLook) > 2*stallCheck
+// look takes what has arrived from the broker so far, whether datagrams
+// wait unread, and whether probe timeouts say the path stalled, and says
+// whether to send a liveness probe and whether the session stalled.
+func (w *stallWatch) look(now time.Time, received uint64, unread, ptoStalled bool) (probe, stalled bool) {
+	starved := unread || !w.lastLook.IsZero() && now.Sub(w.lastLook) > 2*stallCheck
 	w.lastLook = now
 	if received != w.lastRecv || starved {
 		w.lastRecv, w.quiet, w.heardAt = received, 0, now
@@ -160,6 +166,20 @@ func (w *stallWatch) look(now time.Time, received uint64, ptoStalled bool) (prob
 	return probe, ptoStalled && w.quiet >= stallQuietChecks
 }
 
+// silentPTOs is how many probe timeouts in a row, besides the silence,
+// make a broker count as gone. quic-go backs its probe timeout off from
+// the smoothed RTT: on a LAN three take a fifth of a second, while a broker
+// that answers, however late (measured: 500 subscribers on two cores, a
+// smoothed RTT of 100-300 ms and silences over 2 s), resets the count with
+// every ack. Silence alone closed such connections.
+const silentPTOs = 3
+
+// silent reports whether the broker counts as gone: nothing heard for d
+// (0: never) and ptos probe timeouts in a row.
+func (w *stallWatch) silent(now time.Time, d time.Duration, ptos uint32) bool {
+	return d > 0 && now.Sub(w.heardAt) >= d && ptos >= silentPTOs
+}
+
 // received counts what arrived from the broker: quic-go's processed
 // packets, plus, on the udp conn, datagrams the socket took in, so that a
 // client too busy to process what arrived is not mistaken for a silent path.
@@ -169,6 +189,12 @@ func (c *Client) received(s *session) uint64 {
 		n += uc.Stats().DatagramsIn
 	}
 	return n
+}
+
+// unread reports datagrams waiting in the client's socket (udp conn only).
+func (c *Client) unread() bool {
+	uc, ok := c.pc.(*udp.Conn)
+	return ok && uc.Unread()
 }
 
 func (c *Client) logStats(s *session, snap udp.ConnSnapshot) {

@@ -15,6 +15,7 @@ import (
 type look struct {
 	at       time.Duration // since the session started
 	received uint64
+	unread   bool // datagrams wait in the socket
 	pto      bool // udp.Stalled
 	probe    bool
 	stalled  bool
@@ -23,7 +24,8 @@ type look struct {
 // The watchdog redials only when probe timeouts pile up and the broker has
 // gone quiet for stallQuietChecks looks in a row: probe timeouts with
 // packets still arriving are a peer starved of CPU, not a black hole, and
-// looks that come late show this client starved. It probes a broker silent
+// looks that come late or datagrams waiting unread show this client
+// starved. It probes a broker silent
 // for probeAfter, then every probeAfter.
 func TestStallWatch(t *testing.T) {
 	t0 := time.Unix(1000, 0)
@@ -55,11 +57,18 @@ func TestStallWatch(t *testing.T) {
 			{at: 450 * time.Millisecond, received: 5, pto: true},
 			{at: 650 * time.Millisecond, received: 5, pto: true},
 		}},
+		{name: "datagrams waiting unread are a starved client, not a silent broker", looks: []look{
+			{at: 50 * time.Millisecond, received: 5},
+			{at: 100 * time.Millisecond, received: 5, unread: true, pto: true},
+			{at: 150 * time.Millisecond, received: 5, unread: true, pto: true},
+			{at: probeAfter + 100*time.Millisecond, received: 5, unread: true},
+			{at: probeAfter + 150*time.Millisecond, received: 5, unread: true},
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := stallWatch{heardAt: t0}
 			for i, l := range tc.looks {
-				probe, stalled := w.look(t0.Add(l.at), l.received, l.pto)
+				probe, stalled := w.look(t0.Add(l.at), l.received, l.unread, l.pto)
 				require.Equal(t, l.probe, probe, "look %d: probe", i)
 				require.Equal(t, l.stalled, stalled, "look %d: stalled", i)
 			}
@@ -82,6 +91,18 @@ func silentLooks() []look {
 		looks = append(looks, l)
 	}
 	return looks
+}
+
+// A broker counts as gone after the silence and three probe timeouts in a
+// row, not after the silence alone (a broker answering late resets the
+// count with each ack), and never with the timeout off.
+func TestSilentBroker(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	w := stallWatch{heardAt: t0}
+	require.False(t, w.silent(t0.Add(time.Second), 2*time.Second, silentPTOs))
+	require.False(t, w.silent(t0.Add(3*time.Second), 2*time.Second, silentPTOs-1))
+	require.True(t, w.silent(t0.Add(3*time.Second), 2*time.Second, silentPTOs))
+	require.False(t, w.silent(t0.Add(time.Hour), 0, 10))
 }
 
 // A redial within the cooldown of the last stall uses the black-hole size
