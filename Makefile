@@ -127,9 +127,9 @@ bench-durable: ## docs/BENCHMARKS.md, durable storage: device, append matrix, du
 	scripts/bench-durable.sh 3
 
 .PHONY: bench-semantics
-bench-semantics: ## docs/BENCHMARKS.md, caches and queues: durable cache scaling, queue drain (~4 min)
+bench-semantics: ## docs/BENCHMARKS.md, caches and consumer groups: durable cache scaling, group drain (~4 min)
 	FELIX_BENCH_CASE_TIME=6s scripts/bench-go.sh 10 broker '^BenchmarkDurableCachePutScaling$$'
-	scripts/bench-go.sh 3 broker '^BenchmarkQueueDrain$$' 20000x
+	scripts/bench-go.sh 3 broker '^BenchmarkGroupDrain$$' 20000x
 
 .PHONY: bench-udp
 bench-udp: ## docs/BENCHMARKS.md, packet path: stock vs udp conn vs pinned, bimodality (~12 min)

@@ -148,7 +148,7 @@ func (b *Broker) getStream(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": err.Error()})
 		return
 	}
-	info := StreamInfo{StreamStats: st.stats(), Groups: []QueueGroupStats{}}
+	info := StreamInfo{StreamStats: st.stats(), Groups: []GroupStats{}}
 	for _, g := range b.groups.stats() {
 		if g.Stream == k.String() {
 			info.Groups = append(info.Groups, g)
@@ -177,7 +177,7 @@ func (b *Broker) deleteStream(w http.ResponseWriter, r *http.Request) {
 // StreamInfo is GET /v1/streams/{tenant}/{namespace}/{stream}.
 type StreamInfo struct {
 	StreamStats
-	Groups []QueueGroupStats `json:"groups"`
+	Groups []GroupStats `json:"groups"`
 }
 
 // createStatus is the answer to a refused create: 409 for one that
@@ -209,8 +209,10 @@ type Stats struct {
 	Caches        []CacheStats      `json:"caches"`
 	Connections   []ConnectionStats `json:"connections"`
 	Rosters       []RosterStats     `json:"rosters"`
-	QueueGroups   []QueueGroupStats `json:"queue_groups"`
-	Cluster       ClusterStats      `json:"cluster"`
+	// Groups are the consumer groups; "queue_groups" is the name readers
+	// of this JSON know them by.
+	Groups  []GroupStats `json:"queue_groups"`
+	Cluster ClusterStats `json:"cluster"`
 	// CPU is this process's CPU per OS thread and the machine's split
 	// (user, system, softirq, iowait, idle ...), cumulative: rates come
 	// from two scrapes (cpuprofile.Delta). Absent where cpuprofile cannot
@@ -239,11 +241,11 @@ type FeatureStats struct {
 	WatchEvents      uint64            `json:"watch_events"`
 	RosterJoins      uint64            `json:"roster_joins"`
 	RosterLeaves     uint64            `json:"roster_leaves"`
-	QueueDelivered   uint64            `json:"queue_delivered"`
-	QueueRedelivered uint64            `json:"queue_redelivered"`
-	QueueAcks        uint64            `json:"queue_acks"`
-	QueueNacks       uint64            `json:"queue_nacks"`
-	QueueExpired     uint64            `json:"queue_expired"`
+	GroupDelivered   uint64            `json:"queue_delivered"`
+	GroupRedelivered uint64            `json:"queue_redelivered"`
+	GroupAcks        uint64            `json:"queue_acks"`
+	GroupNacks       uint64            `json:"queue_nacks"`
+	GroupExpired     uint64            `json:"queue_expired"`
 }
 
 // QueueBudgetStats is the broker-wide subscriber queue budget.
@@ -332,7 +334,7 @@ func (b *Broker) Stats() Stats {
 	for _, c := range b.conns() {
 		s.Connections = append(s.Connections, c.stats())
 	}
-	s.Rosters, s.QueueGroups = b.rosters.stats(), b.groups.stats()
+	s.Rosters, s.Groups = b.rosters.stats(), b.groups.stats()
 	s.CPU, s.CPUUnavailable = cpuStats()
 	if m, err := cpuprofile.Memory(0); err == nil {
 		s.Memory = &m

@@ -13,8 +13,8 @@ type RosterStats struct {
 	Watchers int    `json:"watchers"`
 }
 
-// QueueGroupStats describes one consumer group for /debug/felix/stats.
-type QueueGroupStats struct {
+// GroupStats describes one consumer group for /debug/felix/stats.
+type GroupStats struct {
 	Stream string `json:"stream"`
 	Shard  uint32 `json:"shard"` // a group over N shards shows as N entries
 	Group  string `json:"group"`
@@ -51,25 +51,25 @@ func (rs *rosterSet) stats() []RosterStats {
 	return out
 }
 
-func (gs *groupSet) stats() []QueueGroupStats {
+func (gs *groupSet) stats() []GroupStats {
 	gs.mu.Lock()
 	all := make([]*groupShard, 0, len(gs.mu.m))
 	for _, g := range gs.mu.m {
 		all = append(all, g)
 	}
 	gs.mu.Unlock()
-	out := make([]QueueGroupStats, 0, len(all))
+	out := make([]GroupStats, 0, len(all))
 	for _, g := range all {
 		g.mu.Lock()
 		l := g.mu.ledger
-		out = append(out, QueueGroupStats{
+		out = append(out, GroupStats{
 			Stream: g.key.stream.String(), Shard: g.key.shard, Group: g.key.group,
 			Committed: l.committed, Next: l.next, Tail: g.sh.tail(), Lag: g.sh.tail() - min(l.committed, g.sh.tail()),
 			Inflight: len(l.inflight), Redo: l.redo.Len(), AckedAbove: len(l.acked), DeadLetters: len(l.dead),
 		})
 		g.mu.Unlock()
 	}
-	slices.SortFunc(out, func(a, b QueueGroupStats) int {
+	slices.SortFunc(out, func(a, b GroupStats) int {
 		if c := strings.Compare(a.Stream+"\x00"+a.Group, b.Stream+"\x00"+b.Group); c != 0 {
 			return c
 		}

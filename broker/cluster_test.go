@@ -302,11 +302,11 @@ func TestClusterRefusesShardsNotPlacedYet(t *testing.T) {
 	refused(2, "not in placement version 3 yet")
 }
 
-// TestClusterQueueMembersServeTheirOwnersShards: in cluster mode a consumer
+// TestClusterGroupMembersServeTheirOwnersShards: in cluster mode a consumer
 // group's records are in each shard owner's log, so a member takes only the
 // shards its broker owns; acking a shard of another broker is refused
 // not_owner, and a broker owning none of the stream refuses the member.
-func TestClusterQueueMembersServeTheirOwnersShards(t *testing.T) {
+func TestClusterGroupMembersServeTheirOwnersShards(t *testing.T) {
 	jobs := broker.StreamSpec{StreamKey: broker.StreamKey{Tenant: "t1", Namespace: "default", Stream: "jobs"},
 		Shards: 2, Durable: true, Fsync: "on_commit"}
 	nodes, _ := startCluster(t, []string{"b1", "b2", "b3"}, []broker.StreamSpec{jobs}, true)

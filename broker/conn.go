@@ -43,7 +43,7 @@ type conn struct {
 	mu struct {
 		sync.Mutex
 		subs map[uint64]*subscription
-		// Roster watches and queue consumers: like subscriptions they own
+		// Roster watches and group members: like subscriptions they own
 		// an event stream and end with the connection.
 		extras map[uint64]ender
 		// Roster members this connection joined, left when it closes.

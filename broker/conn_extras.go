@@ -3,7 +3,7 @@ package broker
 import "github.com/felixmq/felix/fanout"
 
 // ender is an event-stream owner other than a subscription (a roster watch,
-// a queue consumer): end detaches it and releases what it holds; safe to
+// a consumer-group member): end detaches it and releases what it holds; safe to
 // call more than once, from any goroutine.
 type ender interface{ end() }
 

@@ -49,7 +49,7 @@ const (
 	RolePublisher  = "publisher"  // published, subscribed to nothing
 	RoleSubscriber = "subscriber" // subscribed (or watched), published nothing
 	RolePubSub     = "publisher+subscriber"
-	RoleClient     = "client" // caches, rosters, queues, or nothing yet
+	RoleClient     = "client" // caches, rosters, consumer groups, or nothing yet
 )
 
 // identify fills cs's identity: tenant, principal, role and the streams

@@ -19,10 +19,10 @@ const (
 	maxGroupBytes      = 255
 )
 
-// queueStreamFor checks the tenant, the action, the stream (durable) and
+// groupStreamFor checks the tenant, the action, the stream (durable) and
 // the group name. It sends the refusal itself: keep=false ends the stream
 // (authorisation), keep=true with a nil stream goes on.
-func (ct *control) queueStreamFor(tenant, ns, stream, group string) (st *stream, keep bool) {
+func (ct *control) groupStreamFor(tenant, ns, stream, group string) (st *stream, keep bool) {
 	k := streamKey(tenant, ns, stream)
 	if err := ct.authorize(k.Tenant, auth.ActionQueueConsume, "queue:"+k.Tenant+"/"+k.Namespace+"/"+k.Stream); err != nil {
 		ct.fail(err)
@@ -51,7 +51,7 @@ func (ct *control) groupShard(st *stream, shard uint32, group string) (*groupSha
 	if int64(shard) >= int64(len(st.shards)) {
 		return nil, fmt.Errorf("%w: queue: shard %d not in [0, %d) for %s", ErrInvalidRequest, shard, len(st.shards), st.spec.StreamKey)
 	}
-	if err := ct.broker().queueShardHere(st.spec.StreamKey, int(shard)); err != nil {
+	if err := ct.broker().servesShard(st.spec.StreamKey, int(shard)); err != nil {
 		return nil, err
 	}
 	return ct.openGroupShard(st, shard, group)
@@ -76,9 +76,9 @@ func (ct *control) openGroupShard(st *stream, shard uint32, group string) (*grou
 // serves (all of them outside cluster mode): a member takes from all of
 // them. In cluster mode each owner serves its own shards' records, so a
 // group needs a member on every owner. It sends the refusal itself, like
-// queueStreamFor.
+// groupStreamFor.
 func (ct *control) groupShardsFor(tenant, ns, stream, group string) (gs []*groupShard, keep bool) {
-	st, keep := ct.queueStreamFor(tenant, ns, stream, group)
+	st, keep := ct.groupStreamFor(tenant, ns, stream, group)
 	if st == nil {
 		return nil, keep
 	}
@@ -89,7 +89,7 @@ func (ct *control) groupShardsFor(tenant, ns, stream, group string) (gs []*group
 	}
 	var lastErr error
 	for i := range st.shards {
-		if lastErr = ct.broker().queueShardHere(st.spec.StreamKey, i); lastErr != nil {
+		if lastErr = ct.broker().servesShard(st.spec.StreamKey, i); lastErr != nil {
 			if errors.Is(lastErr, ErrOwnerUnavailable) {
 				// Not placed yet: a member joining now would never take
 				// this shard, so it waits for the placement (retry).
@@ -112,9 +112,9 @@ func (ct *control) groupShardsFor(tenant, ns, stream, group string) (gs []*group
 	return gs, true
 }
 
-// queueShardHere is nil when this broker serves shard idx of k: always
+// servesShard is nil when this broker serves shard idx of k: always
 // outside cluster mode, else when the placement makes it the owner.
-func (b *Broker) queueShardHere(k StreamKey, idx int) error {
+func (b *Broker) servesShard(k StreamKey, idx int) error {
 	r, err := b.routeOf(k, idx)
 	switch {
 	case err != nil:
@@ -196,28 +196,28 @@ func consumeLimits(m *wire.QueueConsume) (int, time.Duration, error) {
 // queueAck and queueNack answer with queue_ok / queue_error when the
 // request carries a request_id (an ack only once it is durable), else
 // report a refusal as an uncorrelated error. Their offsets are offsets of
-// one shard (see queueShard).
+// one shard (see ackShard).
 func (ct *control) queueAck(m *wire.QueueAck) bool {
-	return ct.queueOffsets("queue_ack", m.TenantID, m.Namespace, m.Stream, m.Group, m.Shard, m.Offsets, m.RequestID,
+	return ct.ackOrNack("queue_ack", m.TenantID, m.Namespace, m.Stream, m.Group, m.Shard, m.Offsets, m.RequestID,
 		func(g *groupShard, done func(error)) error { return g.ack(m.Offsets, done) })
 }
 
 func (ct *control) queueNack(m *wire.QueueNack) bool {
-	return ct.queueOffsets("queue_nack", m.TenantID, m.Namespace, m.Stream, m.Group, m.Shard, m.Offsets, m.RequestID,
+	return ct.ackOrNack("queue_nack", m.TenantID, m.Namespace, m.Stream, m.Group, m.Shard, m.Offsets, m.RequestID,
 		func(g *groupShard, done func(error)) error { return g.nack(m.Offsets, nackArgs{now: time.Now()}, done) })
 }
 
-func (ct *control) queueOffsets(what, tenant, ns, stream, group string, shard *uint32, offsets []uint64, reqID *uint64,
+func (ct *control) ackOrNack(what, tenant, ns, stream, group string, shard *uint32, offsets []uint64, reqID *uint64,
 	apply func(*groupShard, func(error)) error) bool {
 	if !ct.requireCap(wire.CapQueue, what) {
 		return true
 	}
-	st, keep := ct.queueStreamFor(tenant, ns, stream, group)
+	st, keep := ct.groupStreamFor(tenant, ns, stream, group)
 	if st == nil {
 		return keep
 	}
 	var g *groupShard
-	sh, err := queueShard(what, st, shard)
+	sh, err := ackShard(what, st, shard)
 	if err == nil {
 		g, err = ct.groupShard(st, sh, group)
 	}
@@ -243,11 +243,11 @@ func (ct *control) queueOffsets(what, tenant, ns, stream, group string, shard *u
 	return !errors.Is(err, ErrForbidden)
 }
 
-// queueShard is the shard an ack or nack names. One without a shard comes
+// ackShard is the shard an ack or nack names. One without a shard comes
 // from a client that predates multi-shard queues: on a single-shard stream
 // it means shard 0; on more shards its offsets could name records of any
 // shard, and applying them to shard 0 could ack records nobody processed.
-func queueShard(what string, st *stream, shard *uint32) (uint32, error) {
+func ackShard(what string, st *stream, shard *uint32) (uint32, error) {
 	switch {
 	case shard != nil:
 		return *shard, nil

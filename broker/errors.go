@@ -20,7 +20,7 @@ var (
 	ErrOverloaded = errors.New("ingress overloaded")
 	// ErrDraining: the broker is shutting down and takes no new work.
 	ErrDraining = errors.New("broker draining")
-	// ErrInvalidRequest: a roster or queue request with a field outside its
+	// ErrInvalidRequest: a roster or consumer-group request with a field outside its
 	// domain (an empty name, an oversize member, a zero max_inflight, ...).
 	ErrInvalidRequest = errors.New("invalid request")
 	// ErrNotNegotiated: a request of an optional protocol feature on a

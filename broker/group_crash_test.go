@@ -53,11 +53,11 @@ func copyTree(t *testing.T, src, dst string) {
 	require.NoError(t, err)
 }
 
-// Queue crash semantics (docs/protocol.md, at-least-once): a broker
+// Consumer-group crash semantics (docs/protocol.md, at-least-once): a broker
 // started on a crash image of a running broker's data directory never
 // redelivers a record whose ack was answered with queue_ok, and delivers
 // every other record.
-func TestQueueCrashImageKeepsAnsweredAcks(t *testing.T) {
+func TestGroupCrashImageKeepsAnsweredAcks(t *testing.T) {
 	dir := t.TempDir()
 	h := serveBroker(t, broker.Config{DataDir: dir}, durableSpec("jobs", "on_commit"))
 	ctx := ctxT(t, 30*time.Second)

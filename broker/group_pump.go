@@ -24,7 +24,7 @@ func (g *groupShard) pump() {
 		g.mu.Lock()
 		inflight := len(g.mu.ledger.inflight)
 		next, dead := g.mu.ledger.expire(time.Now())
-		g.sh.b.metrics.features.queueExpired.Add(uint64(inflight - len(g.mu.ledger.inflight)))
+		g.sh.b.metrics.features.groupExpired.Add(uint64(inflight - len(g.mu.ledger.inflight)))
 		if dead {
 			g.mu.seq++
 		}

@@ -154,7 +154,7 @@ func (g *groupShard) takeLocked(a takeArgs, dst []takenRec) []takenRec {
 	before := len(dst)
 	a.tail, a.groupCap = g.sh.tail(), g.b.cfg.Groups.MaxInFlight
 	dst, moved, dead := g.mu.ledger.take(a, dst)
-	g.sh.b.metrics.features.queueTaken(dst[before:])
+	g.sh.b.metrics.features.groupTaken(dst[before:])
 	if dead {
 		g.changedLocked(nil)
 	}
@@ -199,7 +199,7 @@ func (g *groupShard) ack(offsets []uint64, done func(error)) error {
 		if err := l.ack(offsets, tail); err != nil {
 			return false, err
 		}
-		g.sh.b.metrics.features.queueAcks.Add(uint64(len(offsets)))
+		g.sh.b.metrics.features.groupAcks.Add(uint64(len(offsets)))
 		return true, nil
 	}, done)
 }
@@ -216,7 +216,7 @@ func (g *groupShard) nack(offsets []uint64, a nackArgs, done func(error)) error 
 		if moved {
 			notify(g.kick)
 		}
-		g.sh.b.metrics.features.queueNacks.Add(uint64(len(offsets)))
+		g.sh.b.metrics.features.groupNacks.Add(uint64(len(offsets)))
 		return dead, nil
 	}, done)
 }

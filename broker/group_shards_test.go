@@ -51,11 +51,11 @@ func checkPayload(t *testing.T, msg client.QueueMessage) {
 	}
 }
 
-// queueInflight sums the broker's in-flight records of a group over its
+// groupInflight sums the broker's in-flight records of a group over its
 // shards.
-func queueInflight(h *harness) (total int, perShard map[uint32]int) {
+func groupInflight(h *harness) (total int, perShard map[uint32]int) {
 	perShard = map[uint32]int{}
-	for _, g := range h.b.Stats().QueueGroups {
+	for _, g := range h.b.Stats().Groups {
 		total += g.Inflight
 		perShard[g.Shard] += g.Inflight
 	}
@@ -65,7 +65,7 @@ func queueInflight(h *harness) (total int, perShard map[uint32]int) {
 // Two members of one group over three shards: every record of every shard
 // is delivered and acked exactly once, and each member sees each shard's
 // offsets in increasing order.
-func TestQueueShardsEveryRecordOnceAcrossTwoMembers(t *testing.T) {
+func TestGroupShardsEveryRecordOnceAcrossTwoMembers(t *testing.T) {
 	h := serveBroker(t, broker.Config{DataDir: t.TempDir()}, shardedSpec("jobs", "periodic", 3))
 	ctx := ctxT(t, 60*time.Second)
 	const shards, perShard = 3, 200
@@ -120,10 +120,10 @@ func TestQueueShardsEveryRecordOnceAcrossTwoMembers(t *testing.T) {
 	for m, k := range perMember {
 		require.NotZero(t, k, "member %d got nothing", m)
 	}
-	groups := h.b.Stats().QueueGroups
+	groups := h.b.Stats().Groups
 	require.Len(t, groups, shards)
 	for i, g := range groups {
-		require.Equal(t, broker.QueueGroupStats{Stream: "t1/default/jobs", Shard: uint32(i), Group: "workers",
+		require.Equal(t, broker.GroupStats{Stream: "t1/default/jobs", Shard: uint32(i), Group: "workers",
 			Committed: perShard, Next: perShard, Tail: perShard}, g)
 	}
 }
@@ -131,7 +131,7 @@ func TestQueueShardsEveryRecordOnceAcrossTwoMembers(t *testing.T) {
 // A member that goes away mid-batch gives back its unacked records of every
 // shard; the other member gets them with a redelivery count, and nothing is
 // lost.
-func TestQueueShardsGoneMemberRedeliveredOnEveryShard(t *testing.T) {
+func TestGroupShardsGoneMemberRedeliveredOnEveryShard(t *testing.T) {
 	h := serveBroker(t, broker.Config{DataDir: t.TempDir()}, shardedSpec("jobs", "periodic", 3))
 	ctx := ctxT(t, 60*time.Second)
 	const shards, perShard = 3, 50
@@ -150,7 +150,7 @@ func TestQueueShardsGoneMemberRedeliveredOnEveryShard(t *testing.T) {
 	}
 	require.Len(t, takenShards, shards, "the member takes from every shard, not the first only")
 	require.NoError(t, victim.Close()) // gone mid-batch: nothing acked
-	require.Eventually(t, func() bool { n, _ := queueInflight(h); return n == 0 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { n, _ := groupInflight(h); return n == 0 }, 10*time.Second, time.Millisecond)
 
 	qb, err := h.dial(t).Consume(ctx, "default", "jobs", "g", client.QueueOptions{Member: "survivor", MaxInflight: 10})
 	require.NoError(t, err)
@@ -173,7 +173,7 @@ func TestQueueShardsGoneMemberRedeliveredOnEveryShard(t *testing.T) {
 // A broker started on a crash image keeps every shard's answered acks and
 // delivers every other record of every shard; records delivered and not
 // acked before come back.
-func TestQueueShardsCrashImageKeepsAckedPositionsPerShard(t *testing.T) {
+func TestGroupShardsCrashImageKeepsAckedPositionsPerShard(t *testing.T) {
 	dir := t.TempDir()
 	h := serveBroker(t, broker.Config{DataDir: dir}, shardedSpec("jobs", "on_commit", 3))
 	ctx := ctxT(t, 60*time.Second)
@@ -224,7 +224,7 @@ func TestQueueShardsCrashImageKeepsAckedPositionsPerShard(t *testing.T) {
 
 // A clean restart keeps every shard's acked position and counts the
 // earlier deliveries of the records not acked.
-func TestQueueShardsRestartKeepsPositionsPerShard(t *testing.T) {
+func TestGroupShardsRestartKeepsPositionsPerShard(t *testing.T) {
 	dir := t.TempDir()
 	h := serveBroker(t, broker.Config{DataDir: dir}, shardedSpec("jobs", "periodic", 3))
 	ctx := ctxT(t, 60*time.Second)
@@ -268,7 +268,7 @@ func TestQueueShardsRestartKeepsPositionsPerShard(t *testing.T) {
 
 // max_inflight bounds a member's unacked records over all shards together,
 // and the member takes from every shard.
-func TestQueueShardsMaxInflightAcrossShards(t *testing.T) {
+func TestGroupShardsMaxInflightAcrossShards(t *testing.T) {
 	h := serveBroker(t, broker.Config{DataDir: t.TempDir()}, shardedSpec("jobs", "periodic", 3))
 	ctx := ctxT(t, 30*time.Second)
 	publishShards(t, ctx, h, "jobs", 3, 20)
@@ -280,9 +280,9 @@ func TestQueueShardsMaxInflightAcrossShards(t *testing.T) {
 		require.NoError(t, err)
 		got = append(got, msg)
 	}
-	overBudget := func() bool { n, _ := queueInflight(h); return n > 6 }
+	overBudget := func() bool { n, _ := groupInflight(h); return n > 6 }
 	require.Never(t, overBudget, 100*time.Millisecond, 5*time.Millisecond, "a seventh take")
-	total, perShard := queueInflight(h)
+	total, perShard := groupInflight(h)
 	require.Equal(t, 6, total)
 	require.Equal(t, map[uint32]int{0: 2, 1: 2, 2: 2}, perShard, "a fair share of the budget per shard")
 
@@ -292,14 +292,14 @@ func TestQueueShardsMaxInflightAcrossShards(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.Never(t, overBudget, 100*time.Millisecond, 5*time.Millisecond, "a take past the budget after the acks")
-	total, _ = queueInflight(h)
+	total, _ = groupInflight(h)
 	require.Equal(t, 6, total)
 }
 
 // Acks name their shard; a shard outside the stream is refused precisely;
 // an ack without a shard (as clients from before multi-shard queues send
 // it) is shard 0 on a single-shard stream and refused on more shards.
-func TestQueueShardsAckRefusals(t *testing.T) {
+func TestGroupShardsAckRefusals(t *testing.T) {
 	h := serveBroker(t, broker.Config{DataDir: t.TempDir()}, shardedSpec("jobs", "periodic", 3), durableSpec("one", "periodic"))
 	ctx := ctxT(t, 20*time.Second)
 	publishShards(t, ctx, h, "jobs", 3, 1)
@@ -331,10 +331,10 @@ func TestQueueShardsAckRefusals(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, uint32(0), msg.Shard)
 	id := uint64(1)
-	reply := rawQueueRequest(t, ctx, h, &wire.QueueAck{TenantID: "t1", Namespace: "default", Stream: "one", Group: "g", Offsets: []uint64{0}, RequestID: &id})
+	reply := rawGroupRequest(t, ctx, h, &wire.QueueAck{TenantID: "t1", Namespace: "default", Stream: "one", Group: "g", Offsets: []uint64{0}, RequestID: &id})
 	require.Equal(t, &wire.QueueOK{RequestID: 1}, reply)
 	require.Equal(t, uint64(1), committed(h, "t1/default/one", 0))
-	reply = rawQueueRequest(t, ctx, h, &wire.QueueNack{TenantID: "t1", Namespace: "default", Stream: "jobs", Group: "g", Offsets: []uint64{0}, RequestID: &id})
+	reply = rawGroupRequest(t, ctx, h, &wire.QueueNack{TenantID: "t1", Namespace: "default", Stream: "jobs", Group: "g", Offsets: []uint64{0}, RequestID: &id})
 	require.Equal(t, &wire.QueueError{RequestID: 1,
 		Message: "invalid request: queue: queue_nack without shard on stream t1/default/jobs of 3 shards"}, reply)
 	err = q1.Ack(ctx, client.QueueRef{Shard: 1, Offset: 0})
@@ -342,9 +342,9 @@ func TestQueueShardsAckRefusals(t *testing.T) {
 	require.Equal(t, "invalid request: queue: shard 1 not in [0, 1) for t1/default/one", be.Message)
 }
 
-// rawQueueRequest sends m on a control stream of its own connection, as a
+// rawGroupRequest sends m on a control stream of its own connection, as a
 // client with no notion of shards would, and returns the broker's answer.
-func rawQueueRequest(t *testing.T, ctx context.Context, h *harness, m wire.Message) wire.Message {
+func rawGroupRequest(t *testing.T, ctx context.Context, h *harness, m wire.Message) wire.Message {
 	t.Helper()
 	str, err := h.rawConn(t).OpenStreamSync(ctx)
 	require.NoError(t, err)
@@ -369,7 +369,7 @@ func rawQueueRequest(t *testing.T, ctx context.Context, h *harness, m wire.Messa
 
 // committed is a group's committed offset on one shard of stream.
 func committed(h *harness, stream string, shard uint32) uint64 {
-	for _, g := range h.b.Stats().QueueGroups {
+	for _, g := range h.b.Stats().Groups {
 		if g.Stream == stream && g.Shard == shard {
 			return g.Committed
 		}
@@ -381,7 +381,7 @@ func committed(h *harness, stream string, shard uint32) uint64 {
 // as clients from before them, is refused on a stream of several shards
 // with the old message: it would drop every record's shard and could ack
 // none of them. On a single-shard stream it is served as before.
-func TestQueueShardsNeedTheCapability(t *testing.T) {
+func TestGroupShardsNeedTheCapability(t *testing.T) {
 	h := serveBroker(t, broker.Config{DataDir: t.TempDir()}, shardedSpec("jobs", "periodic", 3), shardedSpec("one", "periodic", 1))
 	ctx := ctxT(t, 30*time.Second)
 	old := h.dialWith(t, client.Config{Flags: wire.KnownCapabilities &^ wire.CapQueueShards})

@@ -200,7 +200,7 @@ func decodeGroupState(b []byte) (groupState, error) {
 // groupStatePath is where group's state on one shard lives under dataDir:
 // one directory per stream shard (named like its log's), one file per group
 // named by a readable prefix and a hash, since group names may hold any
-// UTF-8. Shard 0's directory is the one single-shard queues always used.
+// UTF-8. Shard 0's directory is the one single-shard groups always used.
 func groupStatePath(dataDir string, k StreamKey, shard uint32, group string) string {
 	h := fnv.New64a()
 	h.Write([]byte(group))

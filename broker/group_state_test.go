@@ -86,7 +86,7 @@ func FuzzGroupState(f *testing.F) {
 	})
 }
 
-// A group's state file is per shard; shard 0's is where single-shard queues
+// A group's state file is per shard; shard 0's is where single-shard groups
 // kept it before streams had more than one, so an upgraded broker finds it.
 func TestGroupStatePathPerShard(t *testing.T) {
 	k := StreamKey{Tenant: "t1", Namespace: "default", Stream: "jobs"}

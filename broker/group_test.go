@@ -24,7 +24,7 @@ func publishJobs(t *testing.T, ctx context.Context, h *harness, stream string, n
 
 // docs/design.md, "Semantics", queue: in the happy path every record is delivered to
 // exactly one of three members, once, and acked once.
-func TestQueueEveryRecordOnceAcrossThreeMembers(t *testing.T) {
+func TestGroupEveryRecordOnceAcrossThreeMembers(t *testing.T) {
 	h := serveBroker(t, broker.Config{DataDir: t.TempDir()}, durableSpec("jobs", "periodic"))
 	ctx := ctxT(t, 60*time.Second)
 	const n = 600
@@ -76,16 +76,16 @@ func TestQueueEveryRecordOnceAcrossThreeMembers(t *testing.T) {
 	for off, k := range seen {
 		require.Equal(t, 1, k, "offset %d delivered %d times", off, k)
 	}
-	groups := h.b.Stats().QueueGroups
+	groups := h.b.Stats().Groups
 	require.Len(t, groups, 1)
-	require.Equal(t, broker.QueueGroupStats{Stream: "t1/default/jobs", Group: "workers", Committed: n, Next: n, Tail: n}, groups[0])
+	require.Equal(t, broker.GroupStats{Stream: "t1/default/jobs", Group: "workers", Committed: n, Next: n, Tail: n}, groups[0])
 }
 
 // docs/design.md, "Semantics", queue: a consumer killed mid-batch (its client closed
 // without acking) has its unacked records redelivered to another member
 // with a redelivery count; acked records survive a broker restart and are
 // not delivered again; nothing is lost.
-func TestQueueKilledConsumerRedeliveredAndNothingLostAcrossRestart(t *testing.T) {
+func TestGroupKilledConsumerRedeliveredAndNothingLostAcrossRestart(t *testing.T) {
 	dir := t.TempDir()
 	h := serveBroker(t, broker.Config{DataDir: dir}, durableSpec("jobs", "on_commit"))
 	ctx := ctxT(t, 60*time.Second)
@@ -104,7 +104,7 @@ func TestQueueKilledConsumerRedeliveredAndNothingLostAcrossRestart(t *testing.T)
 	require.NoError(t, victim.Close()) // killed mid-batch: nothing acked
 	// The broker hands the victim's records back when it sees the
 	// connection go; wait for that so the survivor's first takes are them.
-	require.Eventually(t, func() bool { return h.b.Stats().QueueGroups[0].Inflight == 0 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return h.b.Stats().Groups[0].Inflight == 0 }, 10*time.Second, time.Millisecond)
 
 	qb, err := h.dial(t).Consume(ctx, "default", "jobs", "g", client.QueueOptions{Member: "survivor", MaxInflight: 10})
 	require.NoError(t, err)
@@ -137,7 +137,7 @@ func TestQueueKilledConsumerRedeliveredAndNothingLostAcrossRestart(t *testing.T)
 
 // docs/design.md, "Semantics", queue: an unacked record comes back after the visibility
 // timeout with its redelivery count, and a nack brings it back at once.
-func TestQueueVisibilityTimeoutAndNack(t *testing.T) {
+func TestGroupVisibilityTimeoutAndNack(t *testing.T) {
 	h := serveBroker(t, broker.Config{DataDir: t.TempDir()}, durableSpec("jobs", "periodic"))
 	ctx := ctxT(t, 20*time.Second)
 	publishJobs(t, ctx, h, "jobs", 2)
@@ -171,7 +171,7 @@ func TestQueueVisibilityTimeoutAndNack(t *testing.T) {
 }
 
 // Bad queue requests get precise errors and the connection survives.
-func TestQueueBadInputKeepsConnection(t *testing.T) {
+func TestGroupBadInputKeepsConnection(t *testing.T) {
 	h := serveBroker(t, broker.Config{DataDir: t.TempDir()}, demo, durableSpec("jobs", "periodic"))
 	ctx := ctxT(t, 20*time.Second)
 	c := h.dial(t)
@@ -209,7 +209,7 @@ func TestQueueBadInputKeepsConnection(t *testing.T) {
 
 // Records delivered but not acked before a clean broker restart come back
 // after it with a redelivery count, even when no ack wrote the state since.
-func TestQueueRestartCountsEarlierDeliveries(t *testing.T) {
+func TestGroupRestartCountsEarlierDeliveries(t *testing.T) {
 	dir := t.TempDir()
 	h := serveBroker(t, broker.Config{DataDir: dir}, durableSpec("jobs", "periodic"))
 	ctx := ctxT(t, 30*time.Second)
@@ -235,7 +235,7 @@ func TestQueueRestartCountsEarlierDeliveries(t *testing.T) {
 }
 
 // Groups are independent: each group of a stream gets every record.
-func TestQueueGroupsAreIndependent(t *testing.T) {
+func TestGroupsAreIndependent(t *testing.T) {
 	h := serveBroker(t, broker.Config{DataDir: t.TempDir()}, durableSpec("jobs", "periodic"))
 	ctx := ctxT(t, 20*time.Second)
 	publishJobs(t, ctx, h, "jobs", 20)

@@ -33,7 +33,7 @@ type featureMetrics struct {
 	// Consumer groups: records handed to members (first deliveries and
 	// redeliveries), acked, nacked, and taken back after their visibility
 	// timeout.
-	queueDelivered, queueRedelivered, queueAcks, queueNacks, queueExpired atomic.Uint64
+	groupDelivered, groupRedelivered, groupAcks, groupNacks, groupExpired atomic.Uint64
 }
 
 func (fm *featureMetrics) cacheOp(op string, start time.Time) {
@@ -44,8 +44,8 @@ func (fm *featureMetrics) cacheOp(op string, start time.Time) {
 func (fm *featureMetrics) stats(b *Broker) FeatureStats {
 	fs := FeatureStats{CacheOps: map[string]uint64{}, WatchEvents: fm.watchEvents.Load(),
 		RosterJoins: b.rosters.joins.Load(), RosterLeaves: b.rosters.leaves.Load(),
-		QueueDelivered: fm.queueDelivered.Load(), QueueRedelivered: fm.queueRedelivered.Load(),
-		QueueAcks: fm.queueAcks.Load(), QueueNacks: fm.queueNacks.Load(), QueueExpired: fm.queueExpired.Load()}
+		GroupDelivered: fm.groupDelivered.Load(), GroupRedelivered: fm.groupRedelivered.Load(),
+		GroupAcks: fm.groupAcks.Load(), GroupNacks: fm.groupNacks.Load(), GroupExpired: fm.groupExpired.Load()}
 	for _, op := range cacheOpNames {
 		var m dto.Metric
 		if c, err := fm.cacheOps.GetMetricWithLabelValues(op); err == nil && c.Write(&m) == nil {
@@ -55,16 +55,16 @@ func (fm *featureMetrics) stats(b *Broker) FeatureStats {
 	return fs
 }
 
-// queueTaken counts records a member took.
-func (fm *featureMetrics) queueTaken(taken []takenRec) {
+// groupTaken counts records a member took.
+func (fm *featureMetrics) groupTaken(taken []takenRec) {
 	re := 0
 	for _, t := range taken {
 		if t.redeliveries > 0 {
 			re++
 		}
 	}
-	fm.queueDelivered.Add(uint64(len(taken)))
-	fm.queueRedelivered.Add(uint64(re))
+	fm.groupDelivered.Add(uint64(len(taken)))
+	fm.groupRedelivered.Add(uint64(re))
 }
 
 func (fm *featureMetrics) collectors(b *Broker) []prometheus.Collector {
@@ -86,11 +86,11 @@ func (fm *featureMetrics) collectors(b *Broker) []prometheus.Collector {
 		counter("felix_watch_events_total", "Cache changes written to keyed watchers.", &fm.watchEvents),
 		counter("felix_roster_joins_total", "Roster joins (a re-join replacing metadata counts).", &b.rosters.joins),
 		counter("felix_roster_leaves_total", "Roster leaves, explicit or by a closing connection.", &b.rosters.leaves),
-		counter("felix_queue_delivered_total", "Consumer-group records handed to members, redeliveries included.", &fm.queueDelivered),
-		counter("felix_queue_redeliveries_total", "Consumer-group records handed out again (after a nack, a visibility timeout or a member leaving).", &fm.queueRedelivered),
-		counter("felix_queue_acks_total", "Consumer-group records acked.", &fm.queueAcks),
-		counter("felix_queue_nacks_total", "Consumer-group records nacked.", &fm.queueNacks),
-		counter("felix_queue_visibility_expired_total", "Consumer-group records taken back from a member after their visibility timeout.", &fm.queueExpired),
+		counter("felix_queue_delivered_total", "Consumer-group records handed to members, redeliveries included.", &fm.groupDelivered),
+		counter("felix_queue_redeliveries_total", "Consumer-group records handed out again (after a nack, a visibility timeout or a member leaving).", &fm.groupRedelivered),
+		counter("felix_queue_acks_total", "Consumer-group records acked.", &fm.groupAcks),
+		counter("felix_queue_nacks_total", "Consumer-group records nacked.", &fm.groupNacks),
+		counter("felix_queue_visibility_expired_total", "Consumer-group records taken back from a member after their visibility timeout.", &fm.groupExpired),
 	}
 }
 

@@ -42,7 +42,7 @@ func (ct *control) lookupTime(k StreamKey, m *wire.OffsetForTime) (uint64, bool,
 	if int64(m.Shard) >= int64(len(st.shards)) {
 		return 0, false, fmt.Errorf("%w: shard %d not in [0, %d) for %s", ErrInvalidRequest, m.Shard, len(st.shards), k)
 	}
-	if err := ct.broker().queueShardHere(k, int(m.Shard)); err != nil {
+	if err := ct.broker().servesShard(k, int(m.Shard)); err != nil {
 		return 0, false, err
 	}
 	sh := st.shards[m.Shard]

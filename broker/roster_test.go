@@ -168,7 +168,7 @@ func fanoutCap(n int) fanout.Config { return fanout.Config{Capacity: n} }
 // docs/design.md, "Compatibility": new operations are gated by capability bits. A client that
 // did not advertise 0x0100 / 0x0200 gets a precise error, not replies it
 // cannot parse, and its stream goes on.
-func TestRosterAndQueueNeedTheirCapability(t *testing.T) {
+func TestRosterAndGroupsNeedTheirCapability(t *testing.T) {
 	h := startBroker(t, broker.Config{})
 	ctx := ctxT(t, 10*time.Second)
 	qc := h.rawConn(t)

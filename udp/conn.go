@@ -58,8 +58,8 @@ type Conn struct {
 
 	// cur is the split-mode batch; only ReadBatch's goroutine touches it.
 	cur *batch
-	// q is the handoff-mode state; nil otherwise.
-	q *handoff
+	// handoff is the handoff-mode state; nil otherwise.
+	handoff *handoff
 
 	closeOnce sync.Once
 	closing   chan struct{}
@@ -158,8 +158,8 @@ func (c *Conn) ReadBatch(ms []ipv4.Message, flags int) (int, error) {
 		return 0, errEmptyBatch
 	}
 	switch {
-	case c.q != nil:
-		return c.readQueued(ms)
+	case c.handoff != nil:
+		return c.readHandoff(ms)
 	case c.cur != nil:
 		return c.readSplit(ms)
 	default:
@@ -310,8 +310,8 @@ func (c *Conn) SetDeadline(t time.Time) error {
 // create). In handoff mode the deadline applies to waiting on the handoff;
 // the pinned reader itself runs without one.
 func (c *Conn) SetReadDeadline(t time.Time) error {
-	if c.q != nil {
-		c.q.setDeadline(t)
+	if c.handoff != nil {
+		c.handoff.setDeadline(t)
 		return nil
 	}
 	return c.uc.SetReadDeadline(t)
@@ -326,8 +326,8 @@ func (c *Conn) Close() error {
 	c.closeOnce.Do(func() {
 		close(c.closing)
 		c.closeErr = c.uc.Close()
-		if c.q != nil {
-			<-c.q.done
+		if c.handoff != nil {
+			<-c.handoff.done
 		}
 	})
 	return c.closeErr

@@ -29,31 +29,31 @@ type handoff struct {
 }
 
 func (c *Conn) startReader(bufSize int) error {
-	q := &handoff{
+	h := &handoff{
 		full: make(chan *batch, c.cfg.HandoffDepth),
 		free: make(chan *batch, c.cfg.HandoffDepth),
 		poke: make(chan struct{}, 1),
 	}
 	for range c.cfg.HandoffDepth {
-		q.free <- newBatch(c.cfg.BatchSize, bufSize)
+		h.free <- newBatch(c.cfg.BatchSize, bufSize)
 	}
-	done, err := c.cfg.Reader.Go(func() { c.readLoop(q) })
+	done, err := c.cfg.Reader.Go(func() { c.readLoop(h) })
 	if err != nil {
 		return err
 	}
-	q.done = done
-	c.q = q
+	h.done = done
+	c.handoff = h
 	return nil
 }
 
 // readLoop runs on the pinned thread: recvmmsg into a free batch, hand it on.
 // A read error travels in the batch; the loop ends on Close or on an error
 // that leaves the socket unusable.
-func (c *Conn) readLoop(q *handoff) {
+func (c *Conn) readLoop(h *handoff) {
 	for {
 		var b *batch
 		select {
-		case b = <-q.free:
+		case b = <-h.free:
 		case <-c.closing:
 			return
 		}
@@ -69,7 +69,7 @@ func (c *Conn) readLoop(q *handoff) {
 			b.load(n, &c.st)
 		}
 		select {
-		case q.full <- b:
+		case h.full <- b:
 		case <-c.closing:
 			return
 		}
@@ -79,62 +79,63 @@ func (c *Conn) readLoop(q *handoff) {
 	}
 }
 
-func (q *handoff) setDeadline(t time.Time) {
-	q.mu.Lock()
-	q.mu.deadline = t
-	q.mu.Unlock()
+func (h *handoff) setDeadline(t time.Time) {
+	h.mu.Lock()
+	h.mu.deadline = t
+	h.mu.Unlock()
 	select {
-	case q.poke <- struct{}{}:
+	case h.poke <- struct{}{}:
 	default:
 	}
 }
 
-func (q *handoff) deadline() time.Time {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.mu.deadline
+func (h *handoff) deadline() time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.mu.deadline
 }
 
-func (c *Conn) readQueued(ms []ipv4.Message) (int, error) {
-	q := c.q
+// readHandoff serves ReadBatch from the batches the pinned reader handed off.
+func (c *Conn) readHandoff(ms []ipv4.Message) (int, error) {
+	h := c.handoff
 	for {
-		if q.cur != nil {
-			if !q.cur.empty() {
-				return q.cur.deliver(ms, &c.st), nil
+		if h.cur != nil {
+			if !h.cur.empty() {
+				return h.cur.deliver(ms, &c.st), nil
 			}
-			q.free <- q.cur // never blocks: free has room for every batch
-			q.cur = nil
+			h.free <- h.cur // never blocks: free has room for every batch
+			h.cur = nil
 		}
-		if q.fatal != nil {
-			return 0, q.fatal
+		if h.fatal != nil {
+			return 0, h.fatal
 		}
-		b, err := c.waitBatch(q)
+		b, err := c.waitBatch(h)
 		if err != nil {
 			return 0, err
 		}
 		if b.err != nil {
 			err := b.err
 			b.err = nil
-			q.free <- b
+			h.free <- b
 			if !temporary(err) {
-				q.fatal = err
+				h.fatal = err
 			}
 			return 0, c.readFailed(err)
 		}
-		q.cur = b
+		h.cur = b
 	}
 }
 
 // waitBatch waits for the next batch, the deadline or Close.
-func (c *Conn) waitBatch(q *handoff) (*batch, error) {
+func (c *Conn) waitBatch(h *handoff) (*batch, error) {
 	for {
 		select {
-		case b := <-q.full:
+		case b := <-h.full:
 			return b, nil
 		default:
 		}
 		var timeout <-chan time.Time
-		if dl := q.deadline(); !dl.IsZero() {
+		if dl := h.deadline(); !dl.IsZero() {
 			d := time.Until(dl)
 			if d <= 0 {
 				return nil, c.timeoutError()
@@ -144,11 +145,11 @@ func (c *Conn) waitBatch(q *handoff) (*batch, error) {
 			timeout = t.C
 		}
 		select {
-		case b := <-q.full:
+		case b := <-h.full:
 			return b, nil
 		case <-c.closing:
 			return nil, c.closedError()
-		case <-q.poke:
+		case <-h.poke:
 			// deadline moved: recompute
 		case <-timeout:
 			return nil, c.timeoutError()

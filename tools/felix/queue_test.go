@@ -34,7 +34,7 @@ func TestQueueConsumeRedeliversUnacked(t *testing.T) {
 	require.Equal(t, "0 0 0 job\n0 1 0 job\n", r.stdout)
 	// The broker hands the records back when it sees the first consumer's
 	// connection go; wait for that so the next consumer's order is fixed.
-	require.Eventually(t, func() bool { return tb.b.Stats().QueueGroups[0].Inflight == 0 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return tb.b.Stats().Groups[0].Inflight == 0 }, 10*time.Second, time.Millisecond)
 	r = runQueueT(t, tb.args("--stream", "jobs", "--group", "g", "--count", "3", "--ack")...)
 	require.Equal(t, exitOK, r.code, r.stderr)
 	require.Equal(t, "0 0 1 job\n0 1 1 job\n0 2 0 job\n", r.stdout)

@@ -51,7 +51,7 @@ type FeatureSample struct {
 	Groups        int                `json:"queue_groups"` // group and shard pairs
 	GroupLag      uint64             `json:"queue_lag"`
 	GroupInflight int                `json:"queue_inflight"`
-	QueueRate     float64            `json:"queue_delivered_per_s"`
+	GroupRate     float64            `json:"queue_delivered_per_s"`
 	AckRate       float64            `json:"queue_acks_per_s"`
 	RedeliverRate float64            `json:"queue_redeliveries_per_s"`
 }
@@ -128,8 +128,8 @@ func featureSample(prev, cur *broker.Stats, d time.Duration) FeatureSample {
 	f := FeatureSample{Caches: len(cur.Caches), CacheOpsRate: map[string]float64{},
 		WatchRate: perSecond(sub(c.WatchEvents, p.WatchEvents), d), Rosters: len(cur.Rosters),
 		RosterJoins: sub(c.RosterJoins, p.RosterJoins), RosterLeaves: sub(c.RosterLeaves, p.RosterLeaves),
-		Groups: len(cur.QueueGroups), QueueRate: perSecond(sub(c.QueueDelivered, p.QueueDelivered), d),
-		AckRate: perSecond(sub(c.QueueAcks, p.QueueAcks), d), RedeliverRate: perSecond(sub(c.QueueRedelivered, p.QueueRedelivered), d)}
+		Groups: len(cur.Groups), GroupRate: perSecond(sub(c.GroupDelivered, p.GroupDelivered), d),
+		AckRate: perSecond(sub(c.GroupAcks, p.GroupAcks), d), RedeliverRate: perSecond(sub(c.GroupRedelivered, p.GroupRedelivered), d)}
 	for op, n := range c.CacheOps {
 		if r := perSecond(sub(n, p.CacheOps[op]), d); r > 0 {
 			f.CacheOpsRate[op] = r
@@ -142,7 +142,7 @@ func featureSample(prev, cur *broker.Stats, d time.Duration) FeatureSample {
 	for _, r := range cur.Rosters {
 		f.RosterMembers += r.Members
 	}
-	for _, g := range cur.QueueGroups {
+	for _, g := range cur.Groups {
 		f.GroupLag += sub(g.Tail, g.Committed)
 		f.GroupInflight += g.Inflight
 	}
@@ -195,7 +195,7 @@ func printFeatures(w io.Writer, f *FeatureSample) {
 	fmt.Fprintf(w, "%-9s rosters %d  members %d  joins %d  leaves %d (in the interval)\n", "ROSTER",
 		f.Rosters, f.RosterMembers, f.RosterJoins, f.RosterLeaves)
 	fmt.Fprintf(w, "%-9s groups %d  lag %d  in flight %d  delivered/s %s  acks/s %s  redeliveries/s %s\n", "QUEUE",
-		f.Groups, f.GroupLag, f.GroupInflight, fmtCount(f.QueueRate), fmtCount(f.AckRate), fmtCount(f.RedeliverRate))
+		f.Groups, f.GroupLag, f.GroupInflight, fmtCount(f.GroupRate), fmtCount(f.AckRate), fmtCount(f.RedeliverRate))
 }
 
 // printRoles lists the broker's goroutines by role (pprof label).

@@ -36,15 +36,15 @@ func TestStreamsFeaturesAndConnectionsAreNamed(t *testing.T) {
 			DeliveredEvents: 2 * pub, Subscribers: 2, AckLatency: lat}
 	}
 	prev := &broker.Stats{Time: t0, Traffic: []broker.StreamTraffic{orders(1000, 10, latency(0, 0, 0, 0, 0, 0, 10))},
-		Features: broker.FeatureStats{CacheOps: map[string]uint64{"get": 100}, QueueAcks: 5}}
+		Features: broker.FeatureStats{CacheOps: map[string]uint64{"get": 100}, GroupAcks: 5}}
 	// 2 s later: 4000 more events in 100 more acked batches, 98 of them
 	// within 50 µs, two within 1 ms.
 	cur := &broker.Stats{Time: t0.Add(2 * time.Second),
 		Traffic:  []broker.StreamTraffic{orders(5000, 110, latency(0, 0, 98, 0, 0, 0, 12))},
-		Features: broker.FeatureStats{CacheOps: map[string]uint64{"get": 300, "put": 10}, QueueAcks: 25, RosterJoins: 3},
+		Features: broker.FeatureStats{CacheOps: map[string]uint64{"get": 300, "put": 10}, GroupAcks: 25, RosterJoins: 3},
 		Caches:   []broker.CacheStats{{Entries: 7, Watchers: 1}},
 		Rosters:  []broker.RosterStats{{Roster: "t1/ns/lobby", Members: 3}},
-		QueueGroups: []broker.QueueGroupStats{{Stream: "t1/ns/orders", Group: "workers", Committed: 4000, Tail: 5000, Inflight: 16},
+		Groups: []broker.GroupStats{{Stream: "t1/ns/orders", Group: "workers", Committed: 4000, Tail: 5000, Inflight: 16},
 			{Stream: "t1/ns/orders", Shard: 1, Group: "workers", Committed: 10, Tail: 10}},
 		Connections: []broker.ConnectionStats{{ID: 1, Remote: "10.0.0.5:4242", Tenant: "t1", Principal: "alice",
 			Role: broker.RolePublisher, Streams: []string{"t1/ns/orders"}}},

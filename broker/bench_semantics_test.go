@@ -11,11 +11,11 @@ import (
 	"github.com/felixmq/felix/client"
 )
 
-// BenchmarkQueueDrain is the published Felix's queue figure: publish b.N
+// BenchmarkGroupDrain is the published Felix's queue figure: publish b.N
 // records to a durable stream (untimed), then drain them with one group of
 // one member that acks every record (asynchronously, 64 offsets per ack
 // frame, the last ack waited for until durable). Reports msg/s.
-func BenchmarkQueueDrain(b *testing.B) {
+func BenchmarkGroupDrain(b *testing.B) {
 	for _, size := range []int{0, 256, 4096} {
 		b.Run(fmt.Sprintf("%dB", size), func(b *testing.B) {
 			h := serveBroker(b, broker.Config{DataDir: b.TempDir()}, durableSpec("jobs", "periodic"))
