@@ -107,7 +107,7 @@ soak: ## mixed workload against the real binary for DURATION (default 30m); make
 bench-matrix: ## the loadgen matrix against fresh brokers: JSON, traces and SVG charts into out/bench/<date> (~15 min)
 	scripts/bench-matrix.sh
 .PHONY: bench-floor
-bench-floor: ## docs/BENCHMARKS.md, the floor: acked and on_commit publishes next to bare quic-go and a raw fdatasync, two processes, 5 rounds (~2 min)
+bench-floor: ## docs/BENCHMARKS.md, the floor: acked and on_commit publishes next to bare quic-go and a raw fdatasync, two processes, 5 rounds (~3 min)
 	scripts/bench-go.sh 5 tools/loadgen/floor '^BenchmarkFloor$$'
 
 .PHONY: bench-codec

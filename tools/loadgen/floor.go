@@ -42,7 +42,7 @@ func childMain(stdin io.Reader, stdout, stderr io.Writer) (int, bool) {
 	case "":
 		return 0, false
 	case "echo":
-		if err := floor.ServeEchoChild(stdin, stdout); err != nil {
+		if err := floor.ServeEchoChild(stdin, stdout, ""); err != nil {
 			fmt.Fprintf(stderr, "felix-loadgen: floor child: %v\n", err)
 			return exitFail, true
 		}

@@ -110,16 +110,23 @@ func Endpoint() (*devtls.Cert, *udp.Conn, error) {
 }
 
 // ServeEchoChild is the echo role: ServeEcho on an Endpoint, until in
-// ends.
-func ServeEchoChild(in io.Reader, out io.Writer) error {
+// ends; with syncDir (not ""), each reply waits for a RawSync append in it.
+func ServeEchoChild(in io.Reader, out io.Writer, syncDir string) error {
 	cert, pc, err := Endpoint()
 	if err != nil {
 		return err
 	}
 	defer pc.Close()
+	var rs *RawSync
+	if syncDir != "" {
+		if rs, err = OpenRawSync(syncDir); err != nil {
+			return err
+		}
+		defer rs.Close()
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() { served <- ServeEcho(ctx, pc, cert.TLS) }()
+	go func() { served <- ServeEcho(ctx, pc, cert.TLS, rs) }()
 	err = RunChild(in, out, pc.LocalAddr().String(), cert.Fingerprint, SocketPackets(pc))
 	cancel()
 	return errors.Join(err, <-served)

@@ -2,8 +2,10 @@
 // machine: a bare quic-go request/response between two processes, on the
 // udp conn, TLS configuration and QUIC configuration the broker and the
 // client use (QUICConfig of each), with the bytes of an acked publish and
-// of its ack; and a raw 4 KiB append + fdatasync on a preallocated file,
-// as a segment is written and synced. felix-loadgen --floor and
+// of its ack; a raw 4 KiB append + fdatasync on a preallocated file,
+// as a segment is written and synced; and the bare round trip whose server
+// appends and syncs each request before answering it (the floor of a
+// durable on_commit publish). felix-loadgen --floor and
 // BenchmarkFloor put the broker's figures next to these.
 //
 // The server side of every yardstick runs in a child process (Child): the

@@ -47,8 +47,11 @@ func Reply() []byte {
 // ServeEcho is the bare server: on pc, with the broker's TLS and QUIC
 // configuration (its per-connection tracer included), it answers every
 // frame on every stream with Reply, written by the goroutine that read the
-// frame. It returns when ctx ends.
-func ServeEcho(ctx context.Context, pc net.PacketConn, cert tls.Certificate) error {
+// frame. With rs (nil: none), that goroutine first appends the frame's
+// payload to rs's file and fdatasyncs (RawSync.Write): the floor of a
+// durable on_commit publish, one round trip and one sync of a record of
+// the same size, with no hand-off. It returns when ctx ends.
+func ServeEcho(ctx context.Context, pc net.PacketConn, cert tls.Certificate, rs *RawSync) error {
 	tlsConf := &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{broker.ALPN}}
 	qconf := broker.QUICConfig(broker.Config{}, pc.LocalAddr())
 	mtu := udp.MTUPolicy(runtime.GOOS, pc.LocalAddr(), udp.MTUKnobs{})
@@ -76,14 +79,15 @@ func ServeEcho(ctx context.Context, pc net.PacketConn, cert tls.Certificate) err
 				if err != nil {
 					return
 				}
-				go echo(str, reply)
+				go echo(str, reply, rs)
 			}
 		}()
 	}
 }
 
-// echo answers each frame on str with reply until the stream ends.
-func echo(str *quic.Stream, reply []byte) {
+// echo answers each frame on str with reply until the stream ends, each
+// after appending and syncing its payload when rs is not nil.
+func echo(str *quic.Stream, reply []byte, rs *RawSync) {
 	defer str.Close()
 	r := bufio.NewReaderSize(str, 64<<10)
 	var head [wire.HeaderLen]byte
@@ -100,6 +104,12 @@ func echo(str *quic.Stream, reply []byte) {
 		body = slices.Grow(body[:0], int(h.Length))[:h.Length]
 		if _, err := io.ReadFull(r, body); err != nil {
 			return
+		}
+		if rs != nil {
+			if _, err := rs.Write(body); err != nil {
+				str.CancelRead(1)
+				return
+			}
 		}
 		if _, err := str.Write(reply); err != nil {
 			return

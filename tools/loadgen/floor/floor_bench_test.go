@@ -30,7 +30,9 @@ func TestMain(m *testing.M) {
 	case "":
 		os.Exit(m.Run())
 	case "echo":
-		err = floor.ServeEchoChild(os.Stdin, os.Stdout)
+		err = floor.ServeEchoChild(os.Stdin, os.Stdout, "")
+	case "echo-sync":
+		err = floor.ServeEchoChild(os.Stdin, os.Stdout, os.Getenv(dataDirEnv))
 	case "broker":
 		err = serveBrokerChild()
 	default:
@@ -165,13 +167,18 @@ func (p *phase) mean() float64 {
 // publish, the reply those of its ack) and an acked publish of 256 B to an
 // ephemeral stream of a broker child (ack); a raw 4 KiB append + fdatasync
 // on a preallocated file in this process (fsync) and the same publish to a
-// durable on_commit stream (on_commit). One request at a time, each phase
-// for the case time in 8 slices whose order alternates, after a warm-up.
+// durable on_commit stream (on_commit); and the bare round trip to a child
+// that appends each request's payload to a preallocated file and
+// fdatasyncs before the reply, on the goroutine that read it (bare_fsync:
+// the on_commit floor, one round trip and one sync of a record that size,
+// with no hand-off). One request at a time, each phase for the case time
+// in 8 slices whose order alternates, after a warm-up.
 //
 // Reported: p50/p99 of each (µs), the ratios the acked publish is held to
 // (ack_p50/bare, ack_p99/bare, and on_commit_p50 over bare_p50 +
-// fsync_p50), and per round trip on both sides: CPU (µs), OS thread
-// wake-ups and packets (server in/out, client out/in).
+// fsync_p50; bare_fsync's the same; on_commit_p50 - bare_fsync_p50), and
+// per round trip on both sides: CPU (µs), OS thread wake-ups and packets
+// (server in/out, client out/in).
 func BenchmarkFloor(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -181,6 +188,9 @@ func BenchmarkFloor(b *testing.B) {
 	echo, err := floor.StartChild(ctx, exe, "echo", nil, nil)
 	require.NoError(b, err)
 	defer echo.Close()
+	echoSync, err := floor.StartChild(ctx, exe, "echo-sync", nil, []string{dataDirEnv + "=" + dir})
+	require.NoError(b, err)
+	defer echoSync.Close()
 	brk, err := floor.StartChild(ctx, exe, "broker", nil, []string{dataDirEnv + "=" + dir})
 	require.NoError(b, err)
 	defer brk.Close()
@@ -189,6 +199,9 @@ func BenchmarkFloor(b *testing.B) {
 	bare, err := floor.DialEcho(ctx, echo.Addr, echo.Fingerprint)
 	require.NoError(b, err)
 	defer bare.Close()
+	bareSync, err := floor.DialEcho(ctx, echoSync.Addr, echoSync.Fingerprint)
+	require.NoError(b, err)
+	defer bareSync.Close()
 	c, err := client.Dial(ctx, brk.Addr, client.Config{Tenant: "t1", Token: "dev", TLS: devtls.PinnedConfig(brk.Fingerprint)})
 	require.NoError(b, err)
 	defer c.Close()
@@ -212,13 +225,17 @@ func BenchmarkFloor(b *testing.B) {
 		st := c.Conn().ConnectionStats()
 		n.PacketsIn, n.PacketsOut = st.PacketsReceived, st.PacketsSent
 	}
-	barePackets := func(n *floor.Counts) { n.PacketsOut, n.PacketsIn = bare.Packets() }
+	barePackets := func(e *floor.Echo) func(*floor.Counts) {
+		return func(n *floor.Counts) { n.PacketsOut, n.PacketsIn = e.Packets() }
+	}
 	phases := []*phase{
 		{name: "bare", op: func() (time.Duration, error) { return bare.RoundTrip(req) }, server: echo,
-			client: func() floor.Counts { return floor.Own(barePackets) }},
+			client: func() floor.Counts { return floor.Own(barePackets(bare)) }},
 		{name: "ack", op: publish(eph), server: brk, client: func() floor.Counts { return floor.Own(quicPackets) }},
 		{name: "fsync", op: raw.Append, client: func() floor.Counts { return floor.Own(nil) }},
 		{name: "on_commit", op: publish(dur), server: brk, client: func() floor.Counts { return floor.Own(quicPackets) }},
+		{name: "bare_fsync", op: func() (time.Duration, error) { return bareSync.RoundTrip(req) }, server: echoSync,
+			client: func() floor.Counts { return floor.Own(barePackets(bareSync)) }},
 	}
 	caseTime := floorCaseTime() * time.Duration(b.N)
 	const nslices = 8
@@ -261,11 +278,13 @@ func report(b *testing.B, phases []*phase) {
 		b.ReportMetric(p.per(float64(p.cli.Wakeups)), p.name+"_cli_wakeups")
 		b.ReportMetric(p.per(float64(p.cli.Allocs)), p.name+"_cli_allocs")
 	}
-	bare, ack, fsync, dur := byName["bare"], byName["ack"], byName["fsync"], byName["on_commit"]
+	bare, ack, fsync, dur, bareSync := byName["bare"], byName["ack"], byName["fsync"], byName["on_commit"], byName["bare_fsync"]
 	b.ReportMetric(ack.pct(0.50)/bare.pct(0.50), "ack_p50/bare")
 	b.ReportMetric(ack.pct(0.99)/bare.pct(0.99), "ack_p99/bare")
 	b.ReportMetric(float64(ack.srv.CPU)/float64(len(ack.lat))/(float64(bare.srv.CPU)/float64(len(bare.lat))), "ack_cpu/bare")
 	b.ReportMetric((dur.pct(0.50)-bare.pct(0.50))/fsync.pct(0.50), "on_commit_extra/fsync")
+	b.ReportMetric((bareSync.pct(0.50)-bare.pct(0.50))/fsync.pct(0.50), "bare_fsync_extra/fsync")
+	b.ReportMetric(dur.pct(0.50)-bareSync.pct(0.50), "on_commit-bare_fsync_us")
 	b.ReportMetric(fsync.mean(), "fsync_mean_us")
 	b.ReportMetric(ack.pct(0.50)*1e3, "ns/op")
 }

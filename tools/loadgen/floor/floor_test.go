@@ -25,7 +25,7 @@ func TestEchoAnswersEachRequestWithAnAck(t *testing.T) {
 	require.NoError(t, err)
 	defer pc.Close()
 	served := make(chan error, 1)
-	go func() { served <- floor.ServeEcho(ctx, pc, cert.TLS) }()
+	go func() { served <- floor.ServeEcho(ctx, pc, cert.TLS, nil) }()
 	e, err := floor.DialEcho(ctx, pc.LocalAddr().String(), cert.Fingerprint)
 	require.NoError(t, err)
 	for _, size := range []int{0, 256, 4096, 100_000} {

@@ -3,7 +3,7 @@ package floor
 import (
 	"errors"
 	"os"
-	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/felixmq/felix/internal/linux"
@@ -17,14 +17,15 @@ const rawSyncFileBytes = 64 << 20
 // the broker (every write lands in an unwritten extent, whose conversion
 // the sync commits, as in a fresh segment).
 type RawSync struct {
+	mu  sync.Mutex // Append is called from every stream of an echo server
 	f   *os.File
 	off int64
 	buf []byte
 }
 
-// OpenRawSync creates the file in dir.
+// OpenRawSync creates a file of its own in dir.
 func OpenRawSync(dir string) (*RawSync, error) {
-	f, err := os.OpenFile(filepath.Join(dir, "floor-raw-sync"), os.O_CREATE|os.O_RDWR|os.O_TRUNC, 0o600)
+	f, err := os.CreateTemp(dir, "floor-raw-sync-*")
 	if err != nil {
 		return nil, err
 	}
@@ -43,12 +44,18 @@ func OpenRawSync(dir string) (*RawSync, error) {
 
 // Append writes the next 4 KiB (from the start again once the file is
 // full) and syncs; it returns how long both took.
-func (r *RawSync) Append() (time.Duration, error) {
-	if r.off+int64(len(r.buf)) > rawSyncFileBytes {
+func (r *RawSync) Append() (time.Duration, error) { return r.Write(r.buf) }
+
+// Write appends p, as Append its 4 KiB: the echo server appends each
+// request as a log appends a record.
+func (r *RawSync) Write(p []byte) (time.Duration, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.off+int64(len(p)) > rawSyncFileBytes {
 		r.off = 0
 	}
 	t0 := time.Now()
-	if _, err := r.f.WriteAt(r.buf, r.off); err != nil {
+	if _, err := r.f.WriteAt(p, r.off); err != nil {
 		return 0, err
 	}
 	err := linux.Fdatasync(r.f.Fd())
@@ -58,7 +65,7 @@ func (r *RawSync) Append() (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	r.off += int64(len(r.buf))
+	r.off += int64(len(p))
 	return time.Since(t0), nil
 }
 
