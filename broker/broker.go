@@ -250,6 +250,9 @@ func (b *Broker) Serve(pc net.PacketConn) error {
 	tlsConf.NextProtos = []string{ALPN}
 	tr := &quic.Transport{Conn: pc, StatelessResetKey: statelessResetKey(tlsConf),
 		ConnContext: func(ctx context.Context, ci *quic.ClientInfo) (context.Context, error) {
+			if b.draining.Load() {
+				return nil, ErrDraining // refused at once (Drain)
+			}
 			ctx = withConnState(ctx)
 			if b.cfg.NoConnTrace && b.cfg.ConnStatsInterval == 0 {
 				return ctx, nil // udp.StatsTracer then gives quic-go no tracer
@@ -328,8 +331,8 @@ func (b *Broker) Listening() <-chan struct{} { return b.listening }
 // Ready reports whether the broker serves and is not draining.
 func (b *Broker) Ready() bool { return b.ready.Load() && !b.draining.Load() }
 
-// Drain shuts the broker down gracefully: readiness flips, listeners stop
-// accepting, new publishes and subscribes are refused, subscriber queues are
+// Drain shuts the broker down gracefully: readiness flips, listeners refuse
+// new connections, new publishes and subscribes are refused, subscriber queues are
 // flushed to their streams, and then every connection is closed with
 // CONNECTION_CLOSE and a reason. ctx bounds the whole drain; what is left
 // when it ends is closed at once.
@@ -344,11 +347,19 @@ func (b *Broker) Drain(ctx context.Context) error {
 	b.mu.closed = true
 	listeners := b.mu.listeners
 	b.mu.Unlock()
-	// Closed without b.mu: a listener's Close waits for its packet loop,
-	// which may be in the admission hook (admit), waiting for b.mu.
-	for _, ln := range listeners {
-		ln.Close()
-	}
+	// The listeners stay open until the connections are drained, refusing
+	// every new handshake at once (CONNECTION_REFUSED, see Serve): closed,
+	// they would drop it unanswered from a socket still open, and a client
+	// sent here by a redirect (a leadership being handed over) would wait
+	// out its dial timeout before trying another broker. Closed without
+	// b.mu: a listener's Close waits for its packet loop, which may be in
+	// the admission hook (admit), waiting for b.mu.
+	closeListeners := sync.OnceFunc(func() {
+		for _, ln := range listeners {
+			ln.Close()
+		}
+	})
+	defer closeListeners()
 
 	if err := b.waitInflight(ctx); err != nil {
 		return err
@@ -360,6 +371,7 @@ func (b *Broker) Drain(ctx context.Context) error {
 		go func() { defer wg.Done(); c.drain(ctx) }()
 	}
 	wg.Wait()
+	closeListeners()
 	done := make(chan struct{})
 	go func() { b.work.Wait(); b.serving.Wait(); close(done) }()
 	select {

@@ -3,6 +3,11 @@ package broker_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -126,4 +131,128 @@ func TestClusterClientReroutes(t *testing.T) {
 		require.NoError(t, cc.Publish(ctx, "default", "six", uint32(i), [][]byte{[]byte("b")}), "shard %d", i)
 	}
 	require.Zero(t, forwarded(nodes))
+}
+
+// TestClusterClientFollowsLeadershipMoves: docs/cluster.md, "Routing":
+// while a replicated shard's leadership moves (step-downs by hand, round
+// the replicas) and its replica set moves (the leading replica to a
+// fourth broker, which hands the leadership over first), ClusterClients
+// publishing acked records in a loop, one following the placement and one
+// that knows a bootstrap broker only, see no error: not_leader naming the
+// new leader, and shard_unavailable while it is elected, are followed
+// inside the client. Every acked record is in the log once, in its
+// publisher's order, and the log holds nothing else.
+func TestClusterClientFollowsLeadershipMoves(t *testing.T) {
+	// The default raft tick: an election timeout of 1 s, so that a loaded
+	// machine does not elect for nothing (leadership_lost is an error a
+	// client must not retry, and this test's publishers are not
+	// idempotent).
+	rc := startRaftClusterWith(t, &raftCluster{ids: []string{"b1", "b2", "b3", "b4"}, tick: 100 * time.Millisecond})
+	rc.report = true
+	ctx := ctxT(t, 2*time.Minute)
+	ccfg := client.Config{Tenant: "t1", Token: "dev", TLS: rc.tls}
+	var ccs []*client.ClusterClient
+	for _, boot := range []int{0, 1} {
+		cc, err := client.DialCluster(ctx, client.ClusterConfig{Config: ccfg, Bootstrap: []string{rc.nodes[boot].addr}})
+		require.NoError(t, err)
+		t.Cleanup(func() { cc.Close() })
+		ccs = append(ccs, cc)
+	}
+	rc.follow = ccs[0].SetPlacement
+	rc.place()
+	rc.leader() // the group's first election is not what this test is about
+
+	const pubs = 4
+	var acked [pubs]atomic.Int64
+	var failed atomic.Pointer[error]
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for p := range pubs {
+		wg.Go(func() {
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if err := ccs[p%2].Publish(ctx, "default", "rf3", 0, [][]byte{fmt.Appendf(nil, "p%d-%d", p, n)}); err != nil {
+					err = fmt.Errorf("publisher %d, record %d: %w", p, n, err)
+					failed.CompareAndSwap(nil, &err)
+					return
+				}
+				acked[p].Add(1)
+			}
+		})
+	}
+	// progress waits until every publisher had 20 more records acked.
+	progress := func(after string) {
+		t.Helper()
+		var from [pubs]int64
+		for p := range pubs {
+			from[p] = acked[p].Load()
+		}
+		require.Eventually(t, func() bool {
+			for p := range pubs {
+				if acked[p].Load() < from[p]+20 && failed.Load() == nil {
+					return false
+				}
+			}
+			return true
+		}, 30*time.Second, 10*time.Millisecond, "publishing goes on after %s", after)
+		if err := failed.Load(); err != nil {
+			t.Fatalf("after %s: %v", after, *err)
+		}
+	}
+	stepDown := func(to int) {
+		t.Helper()
+		from := -1
+		require.Eventually(t, func() bool { // once the target is in sync
+			if from = rc.leader(); from == to {
+				return true // (the preferred leader took it back meanwhile)
+			}
+			code, _ := rc.stepDown(from, "", `{"to":"`+rc.ids[to]+`"}`)
+			return code == http.StatusOK
+		}, 20*time.Second, 20*time.Millisecond, "step-down to %s", rc.ids[to])
+		progress(fmt.Sprintf("the step-down %s → %s", rc.ids[from], rc.ids[to]))
+	}
+
+	progress("the start")
+	for k := range 4 {
+		stepDown((rc.leader() + 1 + k%2) % 3)
+	}
+	// b3 leads, and its replica moves to b4: it hands the leadership over,
+	// then leaves the group.
+	stepDown(2)
+	rc.moveSet("b1", "b2", "b4")
+	progress("the move of b3's replica to b4")
+	stepDown(3)
+
+	close(stop)
+	wg.Wait()
+	if err := failed.Load(); err != nil {
+		t.Fatal(*err)
+	}
+	resends := ccs[0].Resends() + ccs[1].Resends()
+	require.NotZero(t, resends, "the leadership moved under some publish")
+	require.Eventually(t, func() bool { return rc.sameCommit(0, 1, 3) }, 10*time.Second, 20*time.Millisecond)
+	for i := range rc.nodes {
+		if rc.nodes[i] != nil {
+			rc.stop(i)
+		}
+	}
+	records := rc.events(0)
+	require.Equal(t, records, rc.events(1))
+	require.Equal(t, records, rc.events(3))
+	next := map[string]int64{}
+	for _, ev := range records {
+		_, payload, _ := strings.Cut(ev, ":")
+		p, n, ok := strings.Cut(payload, "-")
+		require.True(t, ok, "a record no publisher sent: %s", ev)
+		require.Equal(t, strconv.FormatInt(next[p], 10), n, "%s: each record of %s once, in order", ev, p)
+		next[p]++
+	}
+	for p := range pubs {
+		require.Equal(t, acked[p].Load(), next[fmt.Sprintf("p%d", p)], "publisher %d: every acked record is in the log", p)
+	}
+	t.Logf("%d records acked through step-downs and a replica move; %d publishes sent again after a refusal", len(records), resends)
 }

@@ -76,14 +76,26 @@ func (b *Broker) leaderRoute(k StreamKey, idx int, r *route) (*route, error) {
 		return r, nil // the preferred leader
 	}
 	for _, m := range r.replicas {
-		if raftID(m.ID) != lead {
-			continue
+		if raftID(m.ID) == lead {
+			return r.via(m, b.cfg.NodeID, term), nil
 		}
-		self := m.ID == b.cfg.NodeID
-		return &route{self: self, live: self || m.Live, member: m, shard: r.shard, replicas: r.replicas, holds: r.holds,
-			owner: wire.Owner{ID: m.ID, Addr: m.QUICAddr, Generation: term}}, nil
 	}
-	return r, nil // a leader outside the set the placement names: stale
+	if m, ok := b.raft.member(lead); ok && r.holds && m.QUICAddr != "" {
+		// A member the placement is moving out of the set leads until it
+		// has handed its leadership over (seconds: the member joining is
+		// added and caught up first). Raft here says so; the preferred
+		// leader would forward it back, or refuse a forwarded publish.
+		return r.via(m, b.cfg.NodeID, term), nil
+	}
+	return r, nil // a hint naming a leader outside the set: stale
+}
+
+// via is r through member m, which leads at term (self is this broker's
+// id).
+func (r *route) via(m cluster.Member, self string, term uint64) *route {
+	me := m.ID == self
+	return &route{self: me, live: me || m.Live, member: m, shard: r.shard, replicas: r.replicas, holds: r.holds,
+		owner: wire.Owner{ID: m.ID, Addr: m.QUICAddr, Generation: term}}
 }
 
 // leaderHints are the leaders this broker learned of shards it holds no

@@ -341,6 +341,14 @@ func (p *Publisher) Err() error {
 	return nil
 }
 
+// broken reports whether the stream failed or was closed: a publish on it
+// now would fail without being sent.
+func (p *Publisher) broken() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.err != nil
+}
+
 func (p *Publisher) complete(id uint64, res Ack, err error) {
 	p.mu.Lock()
 	pa := p.mu.pending[id]

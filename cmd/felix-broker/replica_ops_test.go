@@ -245,7 +245,7 @@ func TestGrowBalancesReplicas(t *testing.T) {
 	if e := g.firstErr.Load(); e != nil {
 		first = *e
 	}
-	t.Logf("grow: publish ack p50/p99 before the move %v/%v (%d acks), during it %v/%v (%d acks); failed publishes %d (cluster clients, no retry; the first: %v)",
+	t.Logf("grow: publish ack p50/p99 before the move %v/%v (%d acks), during it %v/%v (%d acks); failed publishes %d (cluster clients, refusals sent again; the first: %v)",
 		pct(before, 50), pct(before, 99), len(before), pct(during, 50), pct(during, 99), len(during), g.errs.Load(), first)
 }
 

@@ -126,18 +126,22 @@ func (h *repHistory) nextAckAfter(ctx context.Context, at time.Time, from int) t
 }
 
 // maxGap is the longest time between two consecutive acks (of any
-// publisher) from the last ack before from to the last one before to.
-func (h *repHistory) maxGap(from, to time.Time) time.Duration {
+// publisher) from the last ack before from to the last one before to,
+// and the time of the ack that began it.
+func (h *repHistory) maxGap(from, to time.Time) (time.Duration, time.Time) {
 	h.mu.Lock()
 	ts := slices.Clone(h.ackTimes)
 	h.mu.Unlock()
 	slices.SortFunc(ts, time.Time.Compare)
 	first, _ := slices.BinarySearchFunc(ts, from, time.Time.Compare)
 	var gap time.Duration
+	var at time.Time
 	for k := max(first, 1); k < len(ts) && !ts[k].After(to); k++ {
-		gap = max(gap, ts[k].Sub(ts[k-1]))
+		if d := ts[k].Sub(ts[k-1]); d > gap {
+			gap, at = d, ts[k-1]
+		}
 	}
-	return gap
+	return gap, at
 }
 
 // awaitProgress fails unless publishing goes on after a fault: ten more

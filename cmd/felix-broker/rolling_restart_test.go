@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -40,6 +41,7 @@ func TestRollingRestartLosesNoPublish(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(60+40*rounds)*time.Second)
 	defer cancel()
 	rc := startReplicatedCluster(t, ctx)
+	stalls := meterStalls(t)
 	h := rc.runPaced(ctx, 3, 5*time.Millisecond)
 	h.awaitProgress(t, ctx, 20*time.Second, "the start")
 
@@ -50,15 +52,16 @@ func TestRollingRestartLosesNoPublish(t *testing.T) {
 	to := rc.stepDownCLI(t, ctx, felix)
 	require.NotEqual(t, rc.brokers[lead].id, to, "felix admin shard step-down moved the leadership")
 	h.awaitProgress(t, ctx, 20*time.Second, "the step-down")
-	t.Logf("felix admin shard step-down: %s → %s, longest ack gap %v", rc.brokers[lead].id, to, h.maxGap(from, time.Now()).Round(time.Millisecond))
+	gap, at := h.maxGap(from, time.Now())
+	t.Logf("felix admin shard step-down: %s → %s, longest ack gap %v (from %s)", rc.brokers[lead].id, to, gap.Round(time.Millisecond), clock(at))
 
 	start := time.Now()
 	// Per restart: the longest ack gap from SIGTERM to the exit (the
 	// hand-off and the drain), and to the restarted broker in sync.
 	type restart struct {
-		round, broker      int
-		leader             bool
-		stopGap, gap, back time.Duration
+		round, broker             int
+		leader                    bool
+		stopGap, gap, back, stall time.Duration
 	}
 	var restarts []restart
 	for round := range rounds {
@@ -77,21 +80,23 @@ func TestRollingRestartLosesNoPublish(t *testing.T) {
 			rc.restart(i)
 			rc.awaitInSync(ctx)
 			h.awaitProgress(t, ctx, 20*time.Second, fmt.Sprintf("round %d, restart of %s", round+1, rc.brokers[i].id))
-			r := restart{round: round + 1, broker: i, leader: wasLeader, stopGap: h.maxGap(from, stopped),
-				gap: h.maxGap(from, time.Now()), back: time.Since(from)}
+			r := restart{round: round + 1, broker: i, leader: wasLeader, back: time.Since(from)}
+			r.stopGap, _ = h.maxGap(from, stopped)
+			r.gap, at = h.maxGap(from, time.Now())
+			r.stall = stalls.longest(from, time.Now())
 			restarts = append(restarts, r)
-			t.Logf("round %d: %s (leader %t) stopped in %v, restarted and in sync after %v; longest ack gap until stopped %v, until in sync %v",
-				r.round, rc.brokers[i].id, r.leader, stopped.Sub(from).Round(time.Millisecond), r.back.Round(time.Millisecond),
-				r.stopGap.Round(time.Millisecond), r.gap.Round(time.Millisecond))
+			t.Logf("round %d: %s (leader %t) SIGTERM at %s, stopped in %v, restarted and in sync after %v; longest ack gap until stopped %v, until in sync %v (from %s); the test process stalled up to %v",
+				r.round, rc.brokers[i].id, r.leader, clock(from), stopped.Sub(from).Round(time.Millisecond), r.back.Round(time.Millisecond),
+				r.stopGap.Round(time.Millisecond), r.gap.Round(time.Millisecond), clock(at), r.stall.Round(time.Millisecond))
 		}
 	}
-	overall := h.maxGap(start, time.Now())
+	overall, _ := h.maxGap(start, time.Now())
 	res := rc.finish(ctx, h)
 
-	var all, leaders, stops []time.Duration
+	var all, leaders, stops, stalled []time.Duration
 	perRound := make([]time.Duration, rounds)
 	for _, r := range restarts {
-		all, stops = append(all, r.gap), append(stops, r.stopGap)
+		all, stops, stalled = append(all, r.gap), append(stops, r.stopGap), append(stalled, r.stall)
 		if r.leader {
 			leaders = append(leaders, r.gap)
 		}
@@ -99,9 +104,70 @@ func TestRollingRestartLosesNoPublish(t *testing.T) {
 	}
 	t.Logf("rolling restart: %d rounds, %d restarts (%d of the leader); acked batches %d (records %d), failed 0, lost 0, duplicated 0; resends %d, reconnects %d; subscriber resumes %d",
 		rounds, len(restarts), len(leaders), res.batches, 2*res.batches, res.resends, res.reconnects, h.resumes())
-	t.Logf("longest ack gap per restart: %s; of the leader's: %s; until stopped: %s; per round: %s; overall %v",
-		spread(all), spread(leaders), spread(stops), spread(perRound), overall.Round(time.Millisecond))
+	t.Logf("longest ack gap per restart: %s; of the leader's: %s; until stopped: %s; per round: %s; overall %v; "+
+		"the test process's longest stall per restart: %s", spread(all), spread(leaders), spread(stops), spread(perRound),
+		overall.Round(time.Millisecond), spread(stalled))
 }
+
+// stallMeter records how late a 5 ms ticker of the test process fires.
+// This process relays every message between brokers (the impairment
+// proxies) and runs the publishers and the control plane: while it does
+// not run, acks pause however the brokers hand over, and a gap that a
+// stall as long covers is the machine's, not the hand-off's.
+type stallMeter struct {
+	mu     sync.Mutex
+	stalls []stall // ticks more than 20 ms late
+}
+
+type stall struct {
+	at   time.Time // when the late tick fired
+	late time.Duration
+}
+
+func meterStalls(t *testing.T) *stallMeter {
+	m := &stallMeter{}
+	const every = 5 * time.Millisecond
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	t.Cleanup(func() { close(stop); <-done })
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		prev := time.Now()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				now := time.Now()
+				if late := now.Sub(prev) - every; late > 20*time.Millisecond {
+					m.mu.Lock()
+					m.stalls = append(m.stalls, stall{now, late})
+					m.mu.Unlock()
+				}
+				prev = now
+			}
+		}
+	}()
+	return m
+}
+
+// longest is the longest stall that ended between from and to.
+func (m *stallMeter) longest(from, to time.Time) time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var d time.Duration
+	for _, s := range m.stalls {
+		if !s.at.Before(from) && !s.at.After(to) {
+			d = max(d, s.late)
+		}
+	}
+	return d
+}
+
+// clock is t as the brokers' logs show it, to find what they did then.
+func clock(t time.Time) string { return t.UTC().Format("15:04:05.000") }
 
 // spread is "min/median/max" of ds.
 func spread(ds []time.Duration) string {
