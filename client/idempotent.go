@@ -135,9 +135,12 @@ func (p *IdempotentPublisher) open(ctx context.Context, c, own *Client) (*idemCo
 		ct.str.CancelWrite(0)
 		return nil, err
 	}
-	ic.rr = newReplyReader(ct.fr, ct.str, ct.sess.qc.Context().Done(), ct.str.Context().Done(),
+	ic.rr = newReplyReader(ct.fr, ct.str, ct.sess, ct.str.Context().Done(),
 		func(h wire.Header, payload []byte) error { return p.answerFrame(ic, h, payload) },
-		func() bool { return ic.closed.Load() || p.inflight() > 0 },
+		func() (read, due bool) {
+			w := ic.closed.Load() || p.inflight() > 0
+			return w, w
+		},
 		func(err error) {
 			if !errors.Is(err, io.EOF) {
 				p.first.cfg.Logger.Debug("idempotent publisher: connection lost", "err", err)
