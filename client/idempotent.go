@@ -77,7 +77,9 @@ type IdempotentOptions struct {
 	// closes the Clients it dialled.
 	Redial func(ctx context.Context, addr string) (*Client, error)
 	// DialTimeout bounds one redial; 0 means 2 s. Failed redials are
-	// retried, backing off to 2 s, until Close.
+	// retried, backing off to 2 s (to 100 ms after one the broker's host
+	// refused: nothing listens there, so the next broker is asked soon),
+	// until Close.
 	DialTimeout time.Duration
 }
 
