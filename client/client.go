@@ -68,7 +68,7 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Client, error) {
 	}
 	dctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	stop := watchRefused(raddr, cancel)
+	stop := watchRefused(raddr, func() { cancel(ErrConnectionRefused) })
 	s, err := c.dial(dctx, c.normal)
 	stop()
 	if err != nil {
@@ -341,6 +341,8 @@ func (c *Client) openControl(ctx context.Context) (*control, error) {
 func (ct *control) readJSON(ctx context.Context) (wire.Message, error) {
 	stop := context.AfterFunc(ctx, func() { ct.str.SetReadDeadline(time.Now()) })
 	defer stop()
+	ct.sess.awaiting.Add(1)
+	defer ct.sess.awaiting.Add(-1)
 	h, payload, err := ct.fr.Next()
 	if err != nil {
 		if ctx.Err() != nil {

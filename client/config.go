@@ -72,13 +72,24 @@ type Config struct {
 	BlackHoleCooldown time.Duration
 	// SilentPeerTimeout closes a connection whose broker has sent nothing
 	// for this long although the client probed it every second, and whose
-	// last three probe timeouts went unanswered: the broker process died
-	// (kill -9, a lost host) or the network between is cut. Its streams
-	// then fail (publishers and subscriptions resume elsewhere, or on a new
-	// connection) instead of waiting for QUIC's 30 s idle timeout. 0 means
-	// 5 s; negative leaves it to the idle timeout. A client starved of CPU
-	// does not count as unheard, and a broker that answers late (probe
-	// timeouts grow with the round trip) is not gone.
+	// last three probe timeouts went unanswered: the broker's host was
+	// lost, the network between is cut, or the broker process died. Its
+	// streams then fail (publishers and subscriptions resume elsewhere, or
+	// on a new connection) instead of waiting for QUIC's 30 s idle
+	// timeout. 0 means 5 s; negative leaves it to the idle timeout. A
+	// client starved of CPU does not count as unheard, and a broker that
+	// answers late (probe timeouts grow with the round trip) is not gone.
+	//
+	// A broker process that died (kill -9, a crash) on a host that still
+	// runs is noticed sooner, whatever this says: while the client waits
+	// for an answer and the broker has been silent for 100 ms (at least
+	// twice the RTT), it asks the host, with an empty datagram from a
+	// socket of its own every such interval, whether anything still
+	// listens on the broker's port. The host's ICMP port unreachable
+	// closes the connection at once, and its streams' errors wrap
+	// ErrConnectionRefused. A live broker ignores the datagram, and an
+	// idle client sends none. Only where ICMP is filtered, or a lost host
+	// cannot answer, does it take this timeout.
 	SilentPeerTimeout time.Duration
 	// ConnStatsInterval is FELIX_CONN_STATS_MS: log the connection's QUIC
 	// statistics and MTU at this interval (Info level). 0 is off.

@@ -77,7 +77,9 @@ type IdempotentOptions struct {
 	// closes the Clients it dialled.
 	Redial func(ctx context.Context, addr string) (*Client, error)
 	// DialTimeout bounds one redial; 0 means 2 s. Failed redials are
-	// retried, backing off to 2 s, until Close.
+	// retried, backing off to 2 s (to 100 ms after one the broker's host
+	// refused: nothing listens there, so the next broker is asked soon),
+	// until Close.
 	DialTimeout time.Duration
 }
 
@@ -135,9 +137,12 @@ func (p *IdempotentPublisher) open(ctx context.Context, c, own *Client) (*idemCo
 		ct.str.CancelWrite(0)
 		return nil, err
 	}
-	ic.rr = newReplyReader(ct.fr, ct.str, ct.sess.qc.Context().Done(), ct.str.Context().Done(),
+	ic.rr = newReplyReader(ct.fr, ct.str, ct.sess, ct.str.Context().Done(),
 		func(h wire.Header, payload []byte) error { return p.answerFrame(ic, h, payload) },
-		func() bool { return ic.closed.Load() || p.inflight() > 0 },
+		func() (read, due bool) {
+			w := ic.closed.Load() || p.inflight() > 0
+			return w, w
+		},
 		func(err error) {
 			if !errors.Is(err, io.EOF) {
 				p.first.cfg.Logger.Debug("idempotent publisher: connection lost", "err", err)

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -91,7 +92,11 @@ func (p *IdempotentPublisher) failed(req uint64, be *BrokerError) {
 		p.fatalLocked(be)
 		return
 	}
-	delay := max(p.mu.retry.next(time.Now()), be.RetryAfter())
+	ceiling := time.Second
+	if be.Retry() == wire.Retry {
+		ceiling = noLeaderRetry
+	}
+	delay := max(p.mu.retry.next(time.Now(), ceiling), be.RetryAfter())
 	p.mu.Unlock()
 	time.AfterFunc(delay, func() {
 		p.mu.Lock()
@@ -102,21 +107,28 @@ func (p *IdempotentPublisher) failed(req uint64, be *BrokerError) {
 }
 
 // backoff is the delay before batches refused with a retryable answer
-// are sent again: 10 ms, doubling to 1 s, reset by an ack. It grows once
-// per round of answers: a window of batches refused together (no leader
-// for a moment, say) is one attempt; growing per batch would reach the
-// ceiling at the first refusal of a full window.
+// are sent again: 10 ms, doubling to a ceiling, reset by an ack. It grows
+// once per round of answers: a window of batches refused together (no
+// leader for a moment, say) is one attempt; growing per batch would reach
+// the ceiling at the first refusal of a full window.
 type backoff struct {
 	delay time.Duration
 	grown time.Time
 }
 
-func (b *backoff) next(now time.Time) time.Duration {
+// noLeaderRetry is the ceiling for answers of class retry (nothing was
+// applied; shard_unavailable while the shard's replicas elect a leader):
+// each retry is one refusal on the connection there is, and a publisher
+// retrying every second would find the new leader up to a second late.
+// Other retryable answers (a broker overloaded or failing) back off to 1 s.
+const noLeaderRetry = 100 * time.Millisecond
+
+func (b *backoff) next(now time.Time, ceiling time.Duration) time.Duration {
 	if now.Sub(b.grown) >= b.delay {
-		b.delay = min(max(2*b.delay, 10*time.Millisecond), time.Second)
+		b.delay = min(max(2*b.delay, 10*time.Millisecond), ceiling)
 		b.grown = now
 	}
-	return b.delay
+	return min(b.delay, ceiling)
 }
 
 // fatalLocked stops the publisher with err: every pending batch and every
@@ -214,7 +226,10 @@ func (p *IdempotentPublisher) sendDue() bool {
 
 // connect dials addr until it works or Close; nil after Close. A broker
 // a not_leader refusal named that cannot be reached (it died since) gives
-// way to the first broker, which knows the new leader.
+// way to the first broker, which knows the new leader. Failed dials back
+// off from 20 ms to 2 s; a refused one (nothing listens there: the host
+// said so at once) to noLeaderRetry at most, since the next broker asked
+// may be the new leader, elected meanwhile.
 func (p *IdempotentPublisher) connect(addr string) *idemConn {
 	backoff := 20 * time.Millisecond
 	for attempt := 1; ; attempt++ {
@@ -250,7 +265,11 @@ func (p *IdempotentPublisher) connect(addr string) *idemConn {
 			return nil
 		case <-time.After(backoff):
 		}
-		backoff = min(2*backoff, 2*time.Second)
+		ceiling := 2 * time.Second
+		if errors.Is(err, ErrConnectionRefused) {
+			ceiling = noLeaderRetry
+		}
+		backoff = min(2*backoff, ceiling)
 	}
 }
 

@@ -53,19 +53,25 @@ func TestIdemWindow(t *testing.T) {
 }
 
 // TestBackoffGrowsPerRound: a window of batches refused at once waits
-// 10 ms, not the 1 s ceiling; each later round doubles, to 1 s.
+// 10 ms, not the 1 s ceiling; each later round doubles, to the ceiling:
+// 1 s, or noLeaderRetry while answers say the shard has no leader.
 func TestBackoffGrowsPerRound(t *testing.T) {
 	var b backoff
 	now := time.Unix(1000, 0)
 	for range 16 {
-		require.Equal(t, 10*time.Millisecond, b.next(now))
+		require.Equal(t, 10*time.Millisecond, b.next(now, time.Second))
 	}
 	now = now.Add(10 * time.Millisecond)
-	require.Equal(t, 20*time.Millisecond, b.next(now))
-	require.Equal(t, 20*time.Millisecond, b.next(now.Add(5*time.Millisecond)))
+	require.Equal(t, 20*time.Millisecond, b.next(now, time.Second))
+	require.Equal(t, 20*time.Millisecond, b.next(now.Add(5*time.Millisecond), time.Second))
 	for range 10 {
 		now = now.Add(b.delay)
-		b.next(now)
+		b.next(now, time.Second)
 	}
 	require.Equal(t, time.Second, b.delay)
+	require.Equal(t, noLeaderRetry, b.next(now, noLeaderRetry), "an election is retried at least every noLeaderRetry")
+	for range 10 {
+		now = now.Add(noLeaderRetry)
+		require.Equal(t, noLeaderRetry, b.next(now, noLeaderRetry))
+	}
 }

@@ -113,19 +113,20 @@ func (c *Client) NewPublisher(ctx context.Context, namespace, stream string) (*P
 		keyed:  wire.Supports(ct.flags, wire.FlagPublishKeyed),
 	}
 	p.mu.pending = map[uint64]*PendingAck{}
-	p.rr = p.replyReader(ct.sess.qc.Context().Done(), ct.str.Context().Done())
+	p.rr = p.replyReader(ct.sess, ct.str.Context().Done())
 	p.rr.start(&c.wg)
 	return p, nil
 }
 
 // replyReader reads the acks; the reader goroutine reads while acks are
 // pending, after a fire-and-forget send and to see the stream end.
-func (p *Publisher) replyReader(conn, sending <-chan struct{}) *replyReader {
-	return newReplyReader(p.ct.fr, p.ct.str, conn, sending, func(h wire.Header, payload []byte) error { return p.reply(h, payload, &p.ack) },
-		func() bool {
+func (p *Publisher) replyReader(sess *session, sending <-chan struct{}) *replyReader {
+	return newReplyReader(p.ct.fr, p.ct.str, sess, sending, func(h wire.Header, payload []byte) error { return p.reply(h, payload, &p.ack) },
+		func() (read, due bool) {
 			p.mu.Lock()
 			defer p.mu.Unlock()
-			return len(p.mu.pending) > 0 || p.mu.sent || p.mu.closing
+			due = len(p.mu.pending) > 0 || p.mu.closing
+			return due || p.mu.sent, due
 		},
 		func(err error) {
 			if errors.Is(err, io.EOF) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/felixmq/felix/internal/frameio"
@@ -27,6 +28,11 @@ import (
 // or the broker stopping the stream, which it does whenever it ends one).
 // A caller that finds the turn taken waits for its reply like before.
 //
+// wanted also says whether an answer is due (an acked publish pending,
+// not merely the refusal a fire-and-forget batch might get): the turn
+// holder is counted in the session's awaiting while one is, and the
+// watchdog asks whether a silent broker died only then.
+//
 // frame handles one reply (on whichever goroutine holds the turn, one at a
 // time) and end is told once why reading stopped (the stream's error,
 // io.EOF at its end); both are the owner's, which must fail whatever still
@@ -34,9 +40,12 @@ import (
 type replyReader struct {
 	fr     *frameio.Reader
 	frame  func(wire.Header, []byte) error
-	wanted func() bool
+	wanted func() (read, due bool)
 	end    func(error)
 	ending [2]<-chan struct{} // closed when the connection, or the sending side, ended; nil: never
+	// awaiting counts the turn holder while it reads for an answer (the
+	// session's count, which the watchdog reads; nil: none).
+	awaiting *atomic.Int32
 
 	turn chan struct{} // holds the token while nobody reads
 	kick chan struct{} // cap 1: the reader goroutine should look at wanted
@@ -49,12 +58,16 @@ type replyReader struct {
 // gives up (readInterrupt).
 type deadliner interface{ SetReadDeadline(time.Time) error }
 
-// newReplyReader reads fr, which reads str; conn and sending are closed
-// when the connection and when the stream's sending side end (nil: never).
-func newReplyReader(fr *frameio.Reader, str deadliner, conn, sending <-chan struct{}, frame func(wire.Header, []byte) error,
-	wanted func() bool, end func(error)) *replyReader {
-	r := &replyReader{fr: fr, ending: [2]<-chan struct{}{conn, sending}, frame: frame, wanted: wanted, end: end,
+// newReplyReader reads fr, which reads str, on the session sess (nil: a
+// test's); sending is closed when the stream's sending side ends (nil:
+// never).
+func newReplyReader(fr *frameio.Reader, str deadliner, sess *session, sending <-chan struct{}, frame func(wire.Header, []byte) error,
+	wanted func() (read, due bool), end func(error)) *replyReader {
+	r := &replyReader{fr: fr, ending: [2]<-chan struct{}{nil, sending}, frame: frame, wanted: wanted, end: end,
 		turn: make(chan struct{}, 1), kick: make(chan struct{}, 1), done: make(chan struct{})}
+	if sess != nil {
+		r.ending[0], r.awaiting = sess.qc.Context().Done(), &sess.awaiting
+	}
 	r.turn <- struct{}{}
 	r.intr.init(str)
 	return r
@@ -83,11 +96,19 @@ func (r *replyReader) run() {
 		case <-r.done:
 			return
 		}
-		for r.wanted() || closed(r.ending[0]) || closed(r.ending[1]) {
+		counted := false
+		for {
+			read, due := r.wanted()
+			if !read && !closed(r.ending[0]) && !closed(r.ending[1]) {
+				break
+			}
+			counted = r.count(counted, due)
 			if !r.readOne() {
+				r.count(counted, false)
 				return
 			}
 		}
+		r.count(counted, false)
 		r.release()
 	}
 }
@@ -114,12 +135,14 @@ func (r *replyReader) await(ctx context.Context, done <-chan struct{}) error {
 // reading stops; it gives the turn back unless reading stopped.
 func (r *replyReader) readUntil(ctx context.Context, done <-chan struct{}) {
 	stop := r.intr.arm(ctx)
+	r.count(false, true)
 	ended := false
 	for !closed(done) && ctx.Err() == nil {
 		if ended = !r.readOne(); ended {
 			break
 		}
 	}
+	r.count(true, false)
 	r.intr.disarm(stop)
 	if !ended {
 		r.release()
@@ -145,11 +168,25 @@ func (r *replyReader) readOne() bool {
 	return true
 }
 
+// count keeps the turn holder in the session's count of goroutines
+// waiting for an answer while one is due, given whether it is counted; it
+// returns whether it is counted now.
+func (r *replyReader) count(counted, due bool) bool {
+	switch {
+	case r.awaiting == nil || due == counted:
+	case due:
+		r.awaiting.Add(1)
+	default:
+		r.awaiting.Add(-1)
+	}
+	return due
+}
+
 // release gives the turn back; the reader goroutine takes it if replies
 // are wanted that no caller is reading for.
 func (r *replyReader) release() {
 	r.turn <- struct{}{}
-	if r.wanted() {
+	if read, _ := r.wanted(); read {
 		r.ask()
 	}
 }

@@ -42,7 +42,7 @@ func newPipeReplies(t *testing.T) *pipeReplies {
 			close(pr.doneLocked(id))
 			return nil
 		},
-		func() bool { pr.mu.Lock(); defer pr.mu.Unlock(); return pr.want },
+		func() (bool, bool) { pr.mu.Lock(); defer pr.mu.Unlock(); return pr.want, pr.want },
 		func(err error) { pr.ended <- err })
 	return pr
 }

@@ -81,6 +81,8 @@ func (s *reqStream) do(ctx context.Context, build func(id uint64) wire.Message) 
 		s.forget(id)
 		return nil, s.ct.sess.wrap(fmt.Errorf("client: %s request: %w", s.what, err))
 	}
+	s.ct.sess.awaiting.Add(1)
+	defer s.ct.sess.awaiting.Add(-1)
 	select {
 	case r := <-ch:
 		return r.m, r.err

@@ -37,6 +37,16 @@ const (
 // counted as stalled).
 const probeAfter = time.Second
 
+// askQuiet is how long a broker that owes the client an answer may stay
+// silent before the watchdog asks the broker's host whether anything still
+// listens on its port (watchRefused), and then how often it asks again; at
+// least twice the smoothed RTT, so that a long path is not asked about
+// answers still on their way. A broker process that died on a live host
+// is answered for by its kernel (ICMP port unreachable), and the client
+// closes the connection then instead of after SilentPeerTimeout; a lost
+// host answers nothing, and only the silence tells.
+const askQuiet = 100 * time.Millisecond
+
 // probePayload pads a probe past quic-go's smallest packet that earns a
 // stateless reset (protocol.MinStatelessResetSize, 42 bytes).
 var probePayload = make([]byte, 48)
@@ -53,6 +63,11 @@ type session struct {
 	mtu     udp.MTUSettings
 	router  router
 	stalled atomic.Bool // closed by the watchdog because its path stalled
+	refused atomic.Bool // closed because nothing listens on the broker's port any more
+	// awaiting counts goroutines waiting for an answer of the broker (a
+	// reply reader reading for one, readJSON, a reqStream request): only
+	// then does its silence make the watchdog ask whether it died.
+	awaiting atomic.Int32
 }
 
 // probe sends a QUIC DATAGRAM frame the broker ignores. A client waiting
@@ -64,16 +79,31 @@ type session struct {
 // fails harmlessly where the broker did not enable datagrams.
 func (s *session) probe() { _ = s.qc.SendDatagram(probePayload) }
 
-// wrap marks errors of a session the watchdog closed as ErrPathStalled.
+// wrap marks errors of a session the watchdog closed as ErrPathStalled,
+// or as ErrConnectionRefused when its broker's process was gone.
 func (s *session) wrap(err error) error {
-	if err != nil && s.stalled.Load() {
+	switch {
+	case err == nil:
+	case s.stalled.Load():
 		return fmt.Errorf("%w: %w", ErrPathStalled, err)
+	case s.refused.Load():
+		return fmt.Errorf("%w: %w", ErrConnectionRefused, err)
 	}
 	return err
 }
 
+// gone closes the session after the broker's host said that nothing
+// listens on its port any more: the process died (its host did not, or it
+// would not have answered). Its streams fail as after a silent broker.
+func (s *session) gone() {
+	s.refused.Store(true)
+	s.c.cfg.Logger.Warn("broker gone: port unreachable", "remote", s.c.raddr.String())
+	s.qc.CloseWithError(0, "broker gone: port unreachable")
+}
+
 // watch is the Client's watchdog: it logs connection statistics every
-// ConnStatsInterval and replaces a session whose path stalled. quic-go has
+// ConnStatsInterval, replaces a session whose path stalled, and closes one
+// whose broker died (its port refused, or it stayed silent). quic-go has
 // no black-hole detection and never lowers a live connection's packet size
 // (docs/design.md, "Transport"), so the cure is a new connection. Probe timeouts and silence also come
 // from a machine too busy to run either end, which a new connection does
@@ -88,10 +118,14 @@ func (c *Client) watch() {
 		lastLog time.Time
 		watched *session
 		look    stallWatch
+		stopAsk = func() {} // ends the current watchRefused
 	)
+	defer func() { stopAsk() }()
 	for {
 		s := c.session()
 		if s != watched {
+			stopAsk()
+			stopAsk = func() {}
 			watched, look = s, stallWatch{heardAt: time.Now()}
 		}
 		select {
@@ -107,9 +141,13 @@ func (c *Client) watch() {
 				lastLog = now
 				c.logStats(s, snap)
 			}
-			probe, stalled := look.look(now, c.received(s), c.unread(), udp.Stalled(snap))
+			probe, stalled := look.look(now, c.received(s), udp.Stalled(snap))
 			if probe && snap.BytesInFlight == 0 {
 				s.probe() // else quic-go's own probe timeouts are running
+			}
+			if look.ask(now, s.awaiting.Load() > 0, snap.SmoothedRTT) {
+				stopAsk()
+				stopAsk = watchRefused(c.raddr, s.gone)
 			}
 			if c.cfg.BlackHoleCooldown > 0 && !c.guaranteed && stalled {
 				c.redial(s, snap)
@@ -127,32 +165,31 @@ func (c *Client) watch() {
 }
 
 // stallWatch is the watchdog's decision, one look per stallCheck, as a
-// pure core: when to probe a silent broker and when the path counts as
-// stalled. Probe timeouts alone also come from a peer starved of CPU; a
-// black hole also silences the peer, whose replies and acks are as large
-// as ours or wait on ours, while a busy broker still sends. So a stall is
+// pure core: when to probe a silent broker, when the path counts as
+// stalled, and when to ask whether the broker's port closed (ask). Probe
+// timeouts alone also come from a peer starved of CPU; a black hole also
+// silences the peer, whose replies and acks are as large as ours or wait
+// on ours, while a busy broker still sends. So a stall is
 // probe timeouts (udp.Stalled) with nothing received for stallQuietChecks
-// looks in a row. A client starved of CPU cannot judge the path, and both
-// signs of it count as hearing from the broker: a look that comes late
-// (more than two stallChecks after the one before), and datagrams waiting
-// unread in the socket (the Go scheduler runs a timer's goroutine ahead
-// of those the network poller readies, so the watchdog can look on time
-// while the readers wait: 500 subscribers in one process were closed as
-// "broker silent" so). The zero value has heard nothing yet; set heardAt
-// to when the session started.
+// looks in a row. A look that comes late (more than two stallChecks after
+// the one before) shows this process was starved of CPU, and a starved
+// client cannot judge the path: it counts as hearing from the broker. The
+// zero value has heard nothing yet; set heardAt to when the session
+// started.
 type stallWatch struct {
 	lastRecv uint64
 	quiet    int // looks in a row in which nothing arrived from the broker
 	heardAt  time.Time
 	probedAt time.Time
+	askedAt  time.Time
 	lastLook time.Time
 }
 
-// look takes what has arrived from the broker so far, whether datagrams
-// wait unread, and whether probe timeouts say the path stalled, and says
-// whether to send a liveness probe and whether the session stalled.
-func (w *stallWatch) look(now time.Time, received uint64, unread, ptoStalled bool) (probe, stalled bool) {
-	starved := unread || !w.lastLook.IsZero() && now.Sub(w.lastLook) > 2*stallCheck
+// look takes what has arrived from the broker so far and whether probe
+// timeouts say the path stalled, and says whether to send a liveness probe
+// and whether the session stalled.
+func (w *stallWatch) look(now time.Time, received uint64, ptoStalled bool) (probe, stalled bool) {
+	starved := !w.lastLook.IsZero() && now.Sub(w.lastLook) > 2*stallCheck
 	w.lastLook = now
 	if received != w.lastRecv || starved {
 		w.lastRecv, w.quiet, w.heardAt = received, 0, now
@@ -180,6 +217,19 @@ func (w *stallWatch) silent(now time.Time, d time.Duration, ptos uint32) bool {
 	return d > 0 && now.Sub(w.heardAt) >= d && ptos >= silentPTOs
 }
 
+// ask says, after look, whether to ask the broker's host now whether
+// anything still listens on its port: while an answer is due (awaiting)
+// and the broker has been silent for askQuiet (at least twice rtt), once
+// per such interval. An idle client never asks.
+func (w *stallWatch) ask(now time.Time, awaiting bool, rtt time.Duration) bool {
+	d := max(askQuiet, 2*rtt)
+	if !awaiting || now.Sub(w.heardAt) < d || now.Sub(w.askedAt) < d {
+		return false
+	}
+	w.askedAt = now
+	return true
+}
+
 // received counts what arrived from the broker: quic-go's processed
 // packets, plus, on the udp conn, datagrams the socket took in, so that a
 // client too busy to process what arrived is not mistaken for a silent path.
@@ -189,12 +239,6 @@ func (c *Client) received(s *session) uint64 {
 		n += uc.Stats().DatagramsIn
 	}
 	return n
-}
-
-// unread reports datagrams waiting in the client's socket (udp conn only).
-func (c *Client) unread() bool {
-	uc, ok := c.pc.(*udp.Conn)
-	return ok && uc.Unread()
 }
 
 func (c *Client) logStats(s *session, snap udp.ConnSnapshot) {

@@ -15,7 +15,6 @@ import (
 type look struct {
 	at       time.Duration // since the session started
 	received uint64
-	unread   bool // datagrams wait in the socket
 	pto      bool // udp.Stalled
 	probe    bool
 	stalled  bool
@@ -24,8 +23,7 @@ type look struct {
 // The watchdog redials only when probe timeouts pile up and the broker has
 // gone quiet for stallQuietChecks looks in a row: probe timeouts with
 // packets still arriving are a peer starved of CPU, not a black hole, and
-// looks that come late or datagrams waiting unread show this client
-// starved. It probes a broker silent
+// looks that come late show this client starved. It probes a broker silent
 // for probeAfter, then every probeAfter.
 func TestStallWatch(t *testing.T) {
 	t0 := time.Unix(1000, 0)
@@ -57,18 +55,11 @@ func TestStallWatch(t *testing.T) {
 			{at: 450 * time.Millisecond, received: 5, pto: true},
 			{at: 650 * time.Millisecond, received: 5, pto: true},
 		}},
-		{name: "datagrams waiting unread are a starved client, not a silent broker", looks: []look{
-			{at: 50 * time.Millisecond, received: 5},
-			{at: 100 * time.Millisecond, received: 5, unread: true, pto: true},
-			{at: 150 * time.Millisecond, received: 5, unread: true, pto: true},
-			{at: probeAfter + 100*time.Millisecond, received: 5, unread: true},
-			{at: probeAfter + 150*time.Millisecond, received: 5, unread: true},
-		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := stallWatch{heardAt: t0}
 			for i, l := range tc.looks {
-				probe, stalled := w.look(t0.Add(l.at), l.received, l.unread, l.pto)
+				probe, stalled := w.look(t0.Add(l.at), l.received, l.pto)
 				require.Equal(t, l.probe, probe, "look %d: probe", i)
 				require.Equal(t, l.stalled, stalled, "look %d: stalled", i)
 			}
@@ -144,4 +135,69 @@ func TestSessionWrapMarksStalledErrors(t *testing.T) {
 	require.ErrorIs(t, err, io.EOF)
 	require.NoError(t, s.wrap(nil))
 	require.False(t, errors.Is(s.wrap(ErrClosed), io.EOF))
+}
+
+// asked is one look of the watchdog in TestStallWatchAsks.
+type asked struct {
+	at       time.Duration // since the session started
+	received uint64
+	awaiting bool
+	ask      bool
+}
+
+// The watchdog asks the broker's host whether anything still listens on
+// the broker's port only while an answer is due and the broker has been
+// silent for askQuiet (at least twice the RTT), then once per such
+// interval: an idle client never asks, hearing from the broker starts the
+// quiet over, and a late look (a starved client) counts as hearing.
+func TestStallWatchAsks(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	for _, tc := range []struct {
+		name  string
+		rtt   time.Duration
+		looks []asked
+	}{
+		{name: "an idle client never asks", looks: quietLooks(3*time.Second, false, nil)},
+		{name: "a silent broker that owes an answer: every askQuiet", looks: quietLooks(time.Second, true,
+			func(at time.Duration) bool { return at%askQuiet == 0 })},
+		{name: "answers arriving: never", looks: []asked{
+			{at: 50 * time.Millisecond, received: 1, awaiting: true},
+			{at: 100 * time.Millisecond, received: 2, awaiting: true},
+			{at: 150 * time.Millisecond, received: 3, awaiting: true},
+			{at: 200 * time.Millisecond, received: 4, awaiting: true},
+		}},
+		{name: "heard again: the quiet starts over", looks: []asked{
+			{at: 50 * time.Millisecond, awaiting: true},
+			{at: 100 * time.Millisecond, awaiting: true, ask: true},
+			{at: 150 * time.Millisecond, received: 1, awaiting: true},
+			{at: 200 * time.Millisecond, received: 1, awaiting: true},
+			{at: 250 * time.Millisecond, received: 1, awaiting: true, ask: true},
+		}},
+		{name: "a late look is a starved client", looks: []asked{
+			{at: 50 * time.Millisecond, awaiting: true},
+			{at: 300 * time.Millisecond, awaiting: true},
+			{at: 350 * time.Millisecond, awaiting: true},
+			{at: 400 * time.Millisecond, awaiting: true, ask: true},
+		}},
+		{name: "a long path: every twice the RTT", rtt: 150 * time.Millisecond, looks: quietLooks(time.Second, true,
+			func(at time.Duration) bool { return at%(300*time.Millisecond) == 0 })},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := stallWatch{heardAt: t0}
+			for i, l := range tc.looks {
+				w.look(t0.Add(l.at), l.received, false)
+				require.Equal(t, l.ask, w.ask(t0.Add(l.at), l.awaiting, tc.rtt), "look %d (%v)", i, l.at)
+			}
+		})
+	}
+}
+
+// quietLooks looks every stallCheck until end at a broker that sends
+// nothing; ask says at which looks the watchdog asks (nil: none).
+func quietLooks(end time.Duration, awaiting bool, ask func(time.Duration) bool) []asked {
+	var looks []asked
+	for at := stallCheck; at <= end; at += stallCheck {
+		looks = append(looks, asked{at: at, awaiting: awaiting, ask: ask != nil && ask(at)})
+	}
+	return looks
 }

@@ -275,15 +275,6 @@ func (c *Conn) WriteTo(b []byte, addr net.Addr) (int, error) {
 	return n, err
 }
 
-// Unread reports whether a datagram waits in the socket, not yet read: a
-// process too busy to read has not been left in silence by its peer. False
-// where the platform cannot tell.
-func (c *Conn) Unread() bool {
-	var unread bool
-	_ = c.raw.Control(func(fd uintptr) { unread, _ = linux.Unread(fd) })
-	return unread
-}
-
 // SyscallConn returns the socket's own RawConn: quic-go's setsockopt and
 // getsockopt calls must reach the real fd.
 func (c *Conn) SyscallConn() (linux.RawConn, error) { return c.raw, nil }

@@ -217,22 +217,3 @@ func TestSocketBuffersSized(t *testing.T) {
 	require.GreaterOrEqual(t, s.SendBufferBytes, udp.DefaultSocketBufferBytes)
 	_ = runtime.GOOS
 }
-
-// TestUnreadSeesWaitingDatagrams: a datagram the socket holds unread is
-// reported until it is read.
-func TestUnreadSeesWaitingDatagrams(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("SIOCINQ is Linux's")
-	}
-	c := listen(t, modes[0])
-	require.False(t, c.Unread())
-	s, err := net.Dial("udp4", c.LocalAddr().String())
-	require.NoError(t, err)
-	defer s.Close()
-	_, err = s.Write([]byte("hello"))
-	require.NoError(t, err)
-	require.Eventually(t, c.Unread, 5*time.Second, time.Millisecond)
-	_, err = c.ReadBatch(messages(8), 0)
-	require.NoError(t, err)
-	require.False(t, c.Unread())
-}

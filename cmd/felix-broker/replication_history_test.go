@@ -36,10 +36,18 @@ type repHistory struct {
 	acks     map[[2]uint64]uint64 // (publisher, batch) → the offset its ack named
 	sent     map[uint64]uint64    // publisher → batches sent
 	ackTimes []time.Time
+	ackConns []repConn // beside ackTimes: whose ack, on which of its connections
 	errs     []error
 	seen     []repEvent // what the subscriber received, in order
 	next     uint64     // the subscriber's next offset
 	resumed  int
+}
+
+// repConn is a publisher and the connections it had made
+// (IdempotentPublisher.Reconnects) when one of its batches was acked.
+type repConn struct {
+	pub   int
+	conns uint64
 }
 
 type repEvent struct {
@@ -97,6 +105,7 @@ func (h *repHistory) publish(ctx context.Context, p uint64, pub *client.Idempote
 			default:
 				h.acks[[2]uint64{p, n}] = pa.Result().Offset
 				h.ackTimes = append(h.ackTimes, time.Now())
+				h.ackConns = append(h.ackConns, repConn{int(p), pub.Reconnects()})
 			}
 		})
 	}
@@ -108,13 +117,27 @@ func (h *repHistory) ackCount() int {
 	return len(h.ackTimes)
 }
 
+// conns is each publisher's count of connections made (Reconnects).
+func (h *repHistory) conns() []uint64 {
+	var n []uint64
+	for _, pub := range h.pubs {
+		n = append(n, pub.Reconnects())
+	}
+	return n
+}
+
 // nextAckAfter waits for the first ack after at (the failover time of a
-// leader killed at at).
-func (h *repHistory) nextAckAfter(ctx context.Context, at time.Time, from int) time.Duration {
+// leader killed at at) that came on a connection its publisher made after
+// at, when it had made conns: an ack the leader sent just before it died
+// (taken in within a millisecond of the kill) is no failover. A publisher
+// on the replica that wins the election, retrying its shard_unavailable
+// answers there, gets a failover ack on an old connection: the next
+// such ack of another publisher is counted instead.
+func (h *repHistory) nextAckAfter(ctx context.Context, at time.Time, from int, conns []uint64) time.Duration {
 	for ctx.Err() == nil {
 		h.mu.Lock()
-		for _, t := range h.ackTimes[from:] {
-			if t.After(at) {
+		for i, t := range h.ackTimes[from:] {
+			if c := h.ackConns[from+i]; t.After(at) && c.conns > conns[c.pub] {
 				h.mu.Unlock()
 				return t.Sub(at)
 			}

@@ -104,13 +104,3 @@ func SocketBuffer(fd uintptr, send bool) (int, error) {
 	}
 	return v, nil
 }
-
-// Unread reports whether a datagram waits in the socket's receive queue
-// (SIOCINQ, udp(7): the size of the next pending datagram).
-func Unread(fd uintptr) (bool, error) {
-	n, err := unix.IoctlGetInt(int(fd), unix.SIOCINQ)
-	if err != nil {
-		return false, fmt.Errorf("ioctl SIOCINQ: %w", err)
-	}
-	return n > 0, nil
-}

@@ -51,6 +51,3 @@ func SetSocketBuffer(fd uintptr, send bool, bytes int, force bool) error {
 func SocketBuffer(fd uintptr, send bool) (int, error) {
 	return 0, fmt.Errorf("%w: getsockopt buffer", ErrNotSupported)
 }
-
-// Unread is not available here.
-func Unread(fd uintptr) (bool, error) { return false, fmt.Errorf("%w: SIOCINQ", ErrNotSupported) }
