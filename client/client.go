@@ -29,9 +29,13 @@ type Client struct {
 	// guaranteed: the path carries full-size packets for certain
 	// (loopback), so the watchdog never takes silence for a black hole.
 	guaranteed bool
-	stop       chan struct{} // closed by Close
-	wg         sync.WaitGroup
-	once       sync.Once
+	// local: the broker is on this host (loopback), which cannot be lost
+	// while this client runs, so its silence never closes the connection:
+	// a dead broker's port refuses (ask), a live one is only slow.
+	local bool
+	stop  chan struct{} // closed by Close
+	wg    sync.WaitGroup
+	once  sync.Once
 
 	dialMu sync.Mutex // serialises replacing a session the broker closed unauthenticated
 	mu     struct {
@@ -64,6 +68,7 @@ func Dial(ctx context.Context, addr string, cfg Config) (*Client, error) {
 		cfg: cfg, addr: addr, raddr: raddr, pc: pc, tr: &quic.Transport{Conn: pc},
 		normal:     udp.MTUPolicy(runtime.GOOS, raddr, udp.MTUKnobs{InitialMTU: cfg.InitialMTU}),
 		guaranteed: udp.MTUGuaranteed(raddr, udp.MTUKnobs{InitialMTU: cfg.InitialMTU}),
+		local:      raddr.IP.IsLoopback(),
 		stop:       make(chan struct{}),
 	}
 	dctx, cancel := context.WithCancelCause(ctx)

@@ -88,8 +88,10 @@ type Config struct {
 	// listens on the broker's port. The host's ICMP port unreachable
 	// closes the connection at once, and its streams' errors wrap
 	// ErrConnectionRefused. A live broker ignores the datagram, and an
-	// idle client sends none. Only where ICMP is filtered, or a lost host
-	// cannot answer, does it take this timeout.
+	// idle client sends none unless its liveness probe goes unanswered.
+	// Only where ICMP is filtered, or a lost host cannot answer, does it
+	// take this timeout; a broker on loopback (this host, which cannot be
+	// lost while the client runs) is never closed for its silence.
 	SilentPeerTimeout time.Duration
 	// ConnStatsInterval is FELIX_CONN_STATS_MS: log the connection's QUIC
 	// statistics and MTU at this interval (Info level). 0 is off.

@@ -152,7 +152,7 @@ func (c *Client) watch() {
 			if c.cfg.BlackHoleCooldown > 0 && !c.guaranteed && stalled {
 				c.redial(s, snap)
 			}
-			if look.silent(now, c.cfg.SilentPeerTimeout, snap.PTOCount) {
+			if !c.local && look.silent(now, c.cfg.SilentPeerTimeout, snap.PTOCount) {
 				st := s.qc.ConnectionStats()
 				c.cfg.Logger.Warn("broker silent: closing the connection", "remote", c.raddr.String(), "silent_for", now.Sub(look.heardAt).Round(time.Millisecond),
 					"packets_sent", st.PacketsSent, "packets_received", st.PacketsReceived, "pto_count", snap.PTOCount,
@@ -218,11 +218,14 @@ func (w *stallWatch) silent(now time.Time, d time.Duration, ptos uint32) bool {
 }
 
 // ask says, after look, whether to ask the broker's host now whether
-// anything still listens on its port: while an answer is due (awaiting)
-// and the broker has been silent for askQuiet (at least twice rtt), once
-// per such interval. An idle client never asks.
+// anything still listens on its port: while an answer is due (awaiting,
+// or the liveness probe's own, once the broker stayed silent askQuiet past
+// probeAfter) and the broker has been silent for askQuiet (at least twice
+// rtt), once per such interval. An idle client whose broker answers its
+// probes never asks.
 func (w *stallWatch) ask(now time.Time, awaiting bool, rtt time.Duration) bool {
 	d := max(askQuiet, 2*rtt)
+	awaiting = awaiting || now.Sub(w.heardAt) >= probeAfter+d
 	if !awaiting || now.Sub(w.heardAt) < d || now.Sub(w.askedAt) < d {
 		return false
 	}

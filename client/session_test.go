@@ -146,10 +146,11 @@ type asked struct {
 }
 
 // The watchdog asks the broker's host whether anything still listens on
-// the broker's port only while an answer is due and the broker has been
-// silent for askQuiet (at least twice the RTT), then once per such
-// interval: an idle client never asks, hearing from the broker starts the
-// quiet over, and a late look (a starved client) counts as hearing.
+// the broker's port only while an answer is due (a reply, or the liveness
+// probe's) and the broker has been silent for askQuiet (at least twice the
+// RTT), then once per such interval: an idle client whose broker answers
+// its probes never asks, hearing from the broker starts the quiet over,
+// and a late look (a starved client) counts as hearing.
 func TestStallWatchAsks(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	for _, tc := range []struct {
@@ -157,7 +158,9 @@ func TestStallWatchAsks(t *testing.T) {
 		rtt   time.Duration
 		looks []asked
 	}{
-		{name: "an idle client never asks", looks: quietLooks(3*time.Second, false, nil)},
+		{name: "an idle client whose broker answers its probes never asks", looks: answeredLooks(3 * time.Second)},
+		{name: "an idle client whose probe goes unanswered: askQuiet after it, then every askQuiet", looks: quietLooks(3*time.Second, false,
+			func(at time.Duration) bool { return at >= probeAfter+askQuiet && at%askQuiet == 0 })},
 		{name: "a silent broker that owes an answer: every askQuiet", looks: quietLooks(time.Second, true,
 			func(at time.Duration) bool { return at%askQuiet == 0 })},
 		{name: "answers arriving: never", looks: []asked{
@@ -190,6 +193,16 @@ func TestStallWatchAsks(t *testing.T) {
 			}
 		})
 	}
+}
+
+// answeredLooks looks every stallCheck until end at an idle client whose
+// broker answers each liveness probe by the next look.
+func answeredLooks(end time.Duration) []asked {
+	var looks []asked
+	for at := stallCheck; at <= end; at += stallCheck {
+		looks = append(looks, asked{at: at, received: uint64((at - stallCheck) / probeAfter)})
+	}
+	return looks
 }
 
 // quietLooks looks every stallCheck until end at a broker that sends
