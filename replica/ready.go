@@ -111,6 +111,7 @@ func (g *Group) appendEntries(ents []*pb.Entry) (bool, error) {
 	if _, err := g.cfg.Log.AppendRecords(recs); err != nil {
 		return false, err
 	}
+	g.st.remember(ents)
 	g.st.mu.Lock()
 	prev := st.termAt(first - 1)
 	for _, e := range ents {
@@ -136,6 +137,7 @@ func (g *Group) install(snap *pb.Snapshot) error {
 	if err := g.cfg.Log.Reset(md.GetIndex()); err != nil {
 		return err
 	}
+	g.st.forgetAll()
 	st := g.st.st
 	g.st.mu.Lock()
 	st.snapshot = termStart{index: md.GetIndex(), term: md.GetTerm()}
@@ -213,21 +215,18 @@ func (g *Group) apply(ents []*pb.Entry) error {
 			}
 		}
 	}
-	last := ents[len(ents)-1].GetIndex()
+	first, last := ents[0].GetIndex(), ents[len(ents)-1].GetIndex()
 	g.applied = last
 	g.cfg.Apply(events, last)
 	if g.leader {
-		terms := map[uint64]uint64{}
-		for _, e := range ents {
-			terms[e.GetIndex()-1] = e.GetTerm()
-		}
 		g.props.committed(last-1, func(off uint64) uint64 {
-			if t, ok := terms[off]; ok {
-				return t
+			if off+1 >= first && off+1 <= last { // ents are contiguous
+				return ents[off+1-first].GetTerm()
 			}
 			return g.st.termAt(off + 1)
 		})
 	}
+	g.st.forget(last)
 	return nil
 }
 
