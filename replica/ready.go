@@ -2,6 +2,7 @@ package replica
 
 import (
 	"fmt"
+	"runtime"
 
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -22,6 +23,16 @@ func (g *Group) handle(rd raft.Ready) error {
 	}
 	if g.leader {
 		g.send(rd.Messages)
+		if len(rd.Messages) > 0 && len(rd.Entries) > 0 {
+			// The transport's goroutines that take these appends were
+			// just made runnable on this goroutine's thread; through the
+			// write and sync below they wait for it unless another thread
+			// is free to take them, which on a loaded machine is seldom
+			// soon. Yielding sends the appends first, so the followers'
+			// round trip overlaps this replica's sync instead of
+			// following it.
+			runtime.Gosched()
+		}
 	}
 	termsChanged := false
 	if !raft.IsEmptySnap(rd.Snapshot) {
