@@ -205,6 +205,8 @@ def ratios(results, r):
     """Per-round comparisons of the variants."""
     got = {}
     for line in open(results):
+        if not line.strip():
+            continue
         rr, n, u, x = line.split()
         if rr == r:
             got[(n, u)] = float(x)
@@ -245,7 +247,9 @@ elif cmd == "judge":
     for w in warn:
         print(w, file=sys.stderr)
 elif cmd == "ratios":
-    print("\n".join(ratios(sys.argv[2], sys.argv[3])))
+    out = ratios(sys.argv[2], sys.argv[3])
+    if out:
+        print("\n".join(out))
 PY
 
 # cell R V: a fresh cluster with stream V, its latency and throughput runs.
