@@ -283,6 +283,9 @@ type raftPeer struct {
 	// on a peer that stopped reading.
 	connMu sync.Mutex
 	conn   RaftConn
+	// later and frame are run's alone.
+	later map[string]uint64
+	frame []byte
 }
 
 const (
@@ -294,7 +297,8 @@ const (
 )
 
 func newRaftPeer(h *raftHost, m cluster.Member) *raftPeer {
-	p := &raftPeer{h: h, m: m, queue: make(chan raftEnvelope, h.queueMessages), stop: make(chan struct{}), done: make(chan struct{})}
+	p := &raftPeer{h: h, m: m, queue: make(chan raftEnvelope, h.queueMessages), stop: make(chan struct{}), done: make(chan struct{}),
+		later: map[string]uint64{}}
 	go p.run()
 	return p
 }
@@ -331,9 +335,7 @@ func (p *raftPeer) run() {
 	var conn RaftConn
 	defer p.setConn(nil)
 	backoff := 50 * time.Millisecond
-	var batch []wire.RaftMessage
 	var envs []raftEnvelope
-	var frame []byte
 	for {
 		envs = envs[:0]
 		select {
@@ -351,6 +353,7 @@ func (p *raftPeer) run() {
 				break more
 			}
 		}
+		envs = p.supersede(envs)
 		if conn == nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			c, err := p.h.b.cfg.RaftDialer(ctx, p.m)
@@ -375,28 +378,79 @@ func (p *raftPeer) run() {
 			p.setConn(c)
 			conn, backoff = c, 50*time.Millisecond
 		}
-		frame = frame[:0]
-		for start := 0; start < len(envs); {
-			batch, end, size := batch[:0], start, 0
-			for end < len(envs) && (end == start || size < raftBatchBytes) {
-				b, err := proto.Marshal(envs[end].msg)
-				if err == nil {
-					batch = append(batch, wire.RaftMessage{Group: envs[end].group, Message: b})
-					size += len(b)
-				}
-				end++
-			}
-			frame, _ = wire.AppendRaftBatchFrame(frame, batch)
-			start = end
-		}
-		if err := conn.Write(frame); err != nil {
+		if err := p.write(conn, envs); err != nil {
 			p.setConn(nil)
 			conn = nil
-			p.unreachable(envs)
-			continue
 		}
-		p.h.b.metrics.raft.sent(envs, len(frame))
 	}
+}
+
+// write sends envs on conn, a RaftBatch frame of about raftBatchBytes at
+// a time, each written as soon as it is built: a backlog (up to 1,024
+// appends of 1 MiB) never becomes one buffer grown to its size, and the
+// first appends leave before the last are encoded. What an error leaves
+// unwritten is reported unreachable.
+func (p *raftPeer) write(conn RaftConn, envs []raftEnvelope) error {
+	for i := 0; i < len(envs); {
+		var n int
+		p.frame, n = appendRaftFrame(p.frame[:0], envs[i:])
+		if err := conn.Write(p.frame); err != nil {
+			p.unreachable(envs[i:])
+			return err
+		}
+		p.h.b.metrics.raft.sent(envs[i:i+n], len(p.frame))
+		i += n
+	}
+	return nil
+}
+
+// supersede drops from envs each append that carries only a commit index
+// when a later append of its group in envs carries as high a one: the
+// follower learns the commit from that one (and answers it), so the first
+// would only cost it a round of its group and an answer. A leader's group
+// steps the answers that move its commit before the proposals that came
+// meanwhile, so under load each of its rounds sends a follower such a
+// pair. Raft tolerates any message lost. envs keeps its order.
+func (p *raftPeer) supersede(envs []raftEnvelope) []raftEnvelope {
+	if len(envs) < 2 {
+		return envs
+	}
+	clear(p.later)
+	keep := len(envs)
+	for i := len(envs) - 1; i >= 0; i-- {
+		e := envs[i]
+		if m := e.msg; m.GetType() == pb.MessageType_MsgApp {
+			c, seen := p.later[e.group]
+			if seen && len(m.GetEntries()) == 0 && c >= m.GetCommit() {
+				continue
+			}
+			p.later[e.group] = max(c, m.GetCommit())
+		}
+		keep--
+		envs[keep] = e
+	}
+	n := copy(envs, envs[keep:])
+	clear(envs[n:])
+	return envs[:n]
+}
+
+// appendRaftFrame appends to frame a RaftBatch frame of the first n of
+// envs, at least one and as many as fit in about raftBatchBytes, each
+// message encoded in place.
+func appendRaftFrame(frame []byte, envs []raftEnvelope) ([]byte, int) {
+	start, count, n := len(frame), 0, 0
+	frame = wire.BeginRaftBatchFrame(frame)
+	for ; n < len(envs) && (n == 0 || len(frame)-start < raftBatchBytes); n++ {
+		m := envs[n].msg
+		var err error
+		frame, err = wire.AppendRaftMessage(frame, envs[n].group, func(b []byte) ([]byte, error) {
+			return proto.MarshalOptions{}.MarshalAppend(b, m)
+		})
+		if err == nil {
+			count++
+		}
+	}
+	return wire.EndRaftBatchFrame(frame, start, count), n
 }
 
 // unreachable tells the groups of envs their messages were not delivered.

@@ -20,6 +20,11 @@ func (ct *control) serveRaft() {
 		return
 	}
 	ct.fr.SetMax(raftFrameMax(b.cfg.MaxFrameBytes))
+	// A sender's frame holds up to raftBatchBytes and one append more:
+	// kept between frames, the buffer is not grown anew (from 64 KiB,
+	// doubling, a copy at each step) for every frame of a stream that
+	// replicates at speed.
+	ct.fr.SetKeep(raftBatchBytes + 2*raftMaxAppendBytes)
 	var batch []wire.RaftMessage
 	for {
 		_, payload, err := ct.fr.Next()

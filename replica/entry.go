@@ -121,6 +121,13 @@ func eventRecord(rec segment.Record, d []byte) (segment.Record, error) {
 	return rec, nil
 }
 
+// continuesBatch reports whether e is an event that continues an
+// idempotent producer's batch (Entries ends a read only before an entry
+// that does not).
+func continuesBatch(e *pb.Entry) bool {
+	return e.GetType() == pb.EntryType_EntryNormal && len(e.Data) > 0 && segment.MarkKind(e.Data[0]&markBits) == segment.MarkContinues
+}
+
 // entryOf is the entry of record r of term term (from the term index).
 func entryOf(r segment.Record, term uint64) (*pb.Entry, error) {
 	e := &pb.Entry{Index: proto.Uint64(r.Offset + 1), Term: proto.Uint64(term)}

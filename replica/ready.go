@@ -2,6 +2,7 @@ package replica
 
 import (
 	"fmt"
+	"runtime"
 
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -22,6 +23,16 @@ func (g *Group) handle(rd raft.Ready) error {
 	}
 	if g.leader {
 		g.send(rd.Messages)
+		if len(rd.Messages) > 0 && len(rd.Entries) > 0 {
+			// The transport's goroutines that take these appends were
+			// just made runnable on this goroutine's thread; through the
+			// write and sync below they wait for it unless another thread
+			// is free to take them, which on a loaded machine is seldom
+			// soon. Yielding sends the appends first, so the followers'
+			// round trip overlaps this replica's sync instead of
+			// following it.
+			runtime.Gosched()
+		}
 	}
 	termsChanged := false
 	if !raft.IsEmptySnap(rd.Snapshot) {
@@ -111,6 +122,7 @@ func (g *Group) appendEntries(ents []*pb.Entry) (bool, error) {
 	if _, err := g.cfg.Log.AppendRecords(recs); err != nil {
 		return false, err
 	}
+	g.st.remember(ents)
 	g.st.mu.Lock()
 	prev := st.termAt(first - 1)
 	for _, e := range ents {
@@ -136,6 +148,7 @@ func (g *Group) install(snap *pb.Snapshot) error {
 	if err := g.cfg.Log.Reset(md.GetIndex()); err != nil {
 		return err
 	}
+	g.st.forgetAll()
 	st := g.st.st
 	g.st.mu.Lock()
 	st.snapshot = termStart{index: md.GetIndex(), term: md.GetTerm()}
@@ -213,21 +226,18 @@ func (g *Group) apply(ents []*pb.Entry) error {
 			}
 		}
 	}
-	last := ents[len(ents)-1].GetIndex()
+	first, last := ents[0].GetIndex(), ents[len(ents)-1].GetIndex()
 	g.applied = last
 	g.cfg.Apply(events, last)
 	if g.leader {
-		terms := map[uint64]uint64{}
-		for _, e := range ents {
-			terms[e.GetIndex()-1] = e.GetTerm()
-		}
 		g.props.committed(last-1, func(off uint64) uint64 {
-			if t, ok := terms[off]; ok {
-				return t
+			if off+1 >= first && off+1 <= last { // ents are contiguous
+				return ents[off+1-first].GetTerm()
 			}
 			return g.st.termAt(off + 1)
 		})
 	}
+	g.st.forget(last)
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	"go.etcd.io/raft/v3"
@@ -20,6 +21,83 @@ type storage struct {
 	log *segment.Log
 	mu  sync.Mutex
 	st  *state
+
+	// recent are the entries appended last, by index, contiguous, the
+	// last of them the log's last, until they are applied: raft lets go
+	// of its own copy once they are written, and asks for them back one
+	// round trip later to apply them (and a leader to send them to a
+	// follower a little behind). Served from here they are not read from
+	// the log, checked and encoded again. Raft never changes an entry, so
+	// they are shared as they are. The group's goroutine alone uses them.
+	recent      []*pb.Entry
+	recentBytes int
+}
+
+// recentMax bounds the data of the entries storage keeps: past it the
+// oldest are read from the log again.
+const recentMax = 16 << 20
+
+// remember keeps ents, just appended (replacing any entries from their
+// first index on).
+func (s *storage) remember(ents []*pb.Entry) {
+	first := ents[0].GetIndex()
+	if n := len(s.recent); n > 0 && s.recent[0].GetIndex() < first && first <= s.recent[n-1].GetIndex()+1 {
+		s.drop(int(first-s.recent[0].GetIndex()), n)
+	} else {
+		s.drop(0, n)
+	}
+	for _, e := range ents {
+		s.recentBytes += len(e.Data)
+	}
+	s.recent = append(s.recent, ents...)
+	s.forget(0)
+}
+
+// forget lets go of the entries up to applied, and of the oldest while
+// they hold more than recentMax.
+func (s *storage) forget(applied uint64) {
+	i := 0
+	for i < len(s.recent) && (s.recent[i].GetIndex() <= applied || s.recentBytes > recentMax) {
+		s.recentBytes -= len(s.recent[i].Data)
+		i++
+	}
+	if i > 0 {
+		clear(s.recent[:i])
+		s.recent = s.recent[i:]
+	}
+}
+
+// forgetAll lets go of every entry kept (the log was reset).
+func (s *storage) forgetAll() { s.drop(0, len(s.recent)) }
+
+// drop lets go of recent[from:to], to being its length.
+func (s *storage) drop(from, to int) {
+	for _, e := range s.recent[from:to] {
+		s.recentBytes -= len(e.Data)
+	}
+	clear(s.recent[from:to])
+	s.recent = s.recent[:from]
+}
+
+// cached is Entries served from recent; false when [lo, hi) is not all
+// there. The slice is raft's own: raft keeps it (in a Ready, in messages
+// it sends) past the moment recent lets go of the entries.
+func (s *storage) cached(lo, hi, maxSize uint64) ([]*pb.Entry, bool) {
+	n := len(s.recent)
+	if n == 0 || lo < s.recent[0].GetIndex() || hi-1 > s.recent[n-1].GetIndex() {
+		return nil, false
+	}
+	base := s.recent[0].GetIndex()
+	ents := s.recent[lo-base : hi-base]
+	size := uint64(0)
+	for i, e := range ents {
+		size += uint64(proto.Size(e))
+		if i > 0 && size > maxSize && !continuesBatch(e) {
+			ents = ents[:i]
+			break
+		}
+	}
+	return slices.Clone(ents), true
 }
 
 var _ raft.Storage = (*storage)(nil)
@@ -41,6 +119,9 @@ func (s *storage) Entries(lo, hi, maxSize uint64) ([]*pb.Entry, error) {
 		return nil, fmt.Errorf("%w: entries [%d, %d) past the last index %d", raft.ErrUnavailable, lo, hi, last)
 	case lo >= hi:
 		return nil, nil
+	}
+	if ents, ok := s.cached(lo, hi, maxSize); ok {
+		return ents, nil
 	}
 	r, err := s.log.NewReader(lo - 1)
 	var te *segment.TrimmedError

@@ -25,7 +25,7 @@ type RaftMessage struct {
 const raftMinEntry = 2 + 4
 
 // AppendRaftBatch appends the frame payload of msgs to dst (no frame
-// header: see AppendRaftBatchFrame).
+// header: a sender builds whole frames with BeginRaftBatchFrame).
 func AppendRaftBatch(dst []byte, msgs []RaftMessage) ([]byte, error) {
 	dst = binary.BigEndian.AppendUint32(dst, uint32(len(msgs)))
 	for _, m := range msgs {
@@ -43,16 +43,43 @@ func AppendRaftBatch(dst []byte, msgs []RaftMessage) ([]byte, error) {
 	return dst, nil
 }
 
-// AppendRaftBatchFrame appends a whole frame (header and payload).
-func AppendRaftBatchFrame(dst []byte, msgs []RaftMessage) ([]byte, error) {
+// BeginRaftBatchFrame starts a RaftBatch frame at the end of dst, to be
+// built in place, each message encoded straight into it: add the messages
+// with AppendRaftMessage, then finish it with EndRaftBatchFrame(dst,
+// start, count), start being len(dst) before this call.
+func BeginRaftBatchFrame(dst []byte) []byte {
+	return binary.BigEndian.AppendUint32(AppendHeader(dst, 0, 0), 0)
+}
+
+// AppendRaftMessage appends one message of group to a frame begun with
+// BeginRaftBatchFrame; marshal appends the message's encoding to the slice
+// it is given. On an error dst is as it was.
+func AppendRaftMessage(dst []byte, group string, marshal func([]byte) ([]byte, error)) ([]byte, error) {
+	if len(group) > 0xFFFF {
+		return dst, fmt.Errorf("%w: raft group name of %d bytes", ErrCountTooLarge, len(group))
+	}
 	start := len(dst)
-	dst = AppendHeader(dst, 0, 0)
-	dst, err := AppendRaftBatch(dst, msgs)
+	dst = binary.BigEndian.AppendUint16(dst, uint16(len(group)))
+	dst = append(dst, group...)
+	at := len(dst)
+	dst, err := marshal(binary.BigEndian.AppendUint32(dst, 0))
 	if err != nil {
 		return dst[:start], err
 	}
-	binary.BigEndian.PutUint32(dst[start+8:], uint32(len(dst)-start-HeaderLen))
+	n := uint64(len(dst) - at - 4)
+	if n > 0xFFFFFFFF {
+		return dst[:start], fmt.Errorf("%w: raft message of %d bytes", ErrCountTooLarge, n)
+	}
+	binary.BigEndian.PutUint32(dst[at:], uint32(n))
 	return dst, nil
+}
+
+// EndRaftBatchFrame finishes the frame begun at start in dst, holding
+// count messages.
+func EndRaftBatchFrame(dst []byte, start, count int) []byte {
+	binary.BigEndian.PutUint32(dst[start+8:], uint32(len(dst)-start-HeaderLen))
+	binary.BigEndian.PutUint32(dst[start+HeaderLen:], uint32(count))
+	return dst
 }
 
 // DecodeRaftBatch decodes a RaftBatch payload into dst (reused), checking

@@ -39,6 +39,7 @@ type Reader struct {
 	budget  Budget
 	hdr     [wire.HeaderLen]byte
 	payload []byte
+	keep    int // a buffer up to this big is kept between frames
 
 	// A frame read part-way: hdrN header bytes so far; once the header is
 	// whole (inPayload), its parse (cur, curErr) and len(payload) bytes of
@@ -54,8 +55,14 @@ func NewReader(r io.Reader, max uint32) *Reader {
 	// A small buffer: it only has to hold headers and small frames, since
 	// bufio reads a payload at least this big straight into the caller's
 	// slice; and a connection may have a thousand streams, each with one.
-	return &Reader{r: bufio.NewReaderSize(r, 4<<10), max: max}
+	return &Reader{r: bufio.NewReaderSize(r, 4<<10), max: max, keep: keepBytes}
 }
+
+// SetKeep makes the Reader keep a payload buffer of up to n bytes between
+// frames (default 1 MiB): a stream that carries big frames all the time
+// (a replication stream) then does not allocate and grow a buffer again
+// for every frame.
+func (f *Reader) SetKeep(n int) { f.keep = n }
 
 // SetMax changes the largest payload accepted from the next header on: a
 // server reads an unauthenticated stream with a small limit, and raises
@@ -93,7 +100,7 @@ func (f *Reader) Next() (wire.Header, []byte, error) {
 		if err != nil && !wire.IsFlagsError(err) {
 			return h, nil, err
 		}
-		if cap(f.payload) > keepBytes {
+		if cap(f.payload) > f.keep {
 			f.Release()
 		}
 		f.payload = f.payload[:0]

@@ -140,3 +140,26 @@ func TestNextResumesAFrameAfterAFailedRead(t *testing.T) {
 	}
 	require.ErrorIs(t, err, io.EOF)
 }
+
+// With SetKeep, a buffer grown for a big frame serves the next ones: the
+// budget is asked for nothing more.
+func TestSetKeepKeepsABigBuffer(t *testing.T) {
+	var stream []byte
+	for range 3 {
+		stream = wire.AppendJSONFrame(stream, &wire.Publish{TenantID: "t", Namespace: "n", Stream: "s", Payload: make([]byte, 2<<20)})
+	}
+	b := &countBudget{limit: 64 << 20}
+	r := NewReader(bytes.NewReader(stream), 16<<20)
+	r.SetBudget(b)
+	r.SetKeep(4 << 20)
+	_, _, err := r.Next()
+	require.NoError(t, err)
+	held := b.used
+	for range 2 {
+		_, _, err = r.Next()
+		require.NoError(t, err)
+		require.Equal(t, held, b.used)
+	}
+	r.Release()
+	require.Zero(t, b.used)
+}
