@@ -4,6 +4,9 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -38,6 +41,8 @@ func TestClientNoticesKilledBrokerByItsClosedPort(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, pub.Publish(ctx, []byte("before")))
 	require.NoError(t, proc.Signal(syscall.SIGSTOP))
+	require.Eventually(t, func() bool { return stoppedProcess(proc.Pid) }, 5*time.Second, time.Millisecond,
+		"the broker stops (a signal is delivered asynchronously)")
 	done := make(chan error, 1)
 	go func() { done <- pub.Publish(ctx, []byte("while stopped")) }()
 	stoppedFor := 7 * time.Second // past the 5 s SilentPeerTimeout and its probe timeouts
@@ -84,4 +89,16 @@ func publishUntilFailure(t *testing.T, ctx context.Context, kb *killableBroker, 
 			return failed, conn, err
 		}
 	}
+}
+
+// stoppedProcess reports whether process pid is stopped by a signal
+// (state T in /proc/PID/stat); where there is no /proc it trusts the
+// signal.
+func stoppedProcess(pid int) bool {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	_, after, ok := strings.Cut(string(raw), ") ")
+	return ok && strings.HasPrefix(after, "T")
 }
