@@ -68,6 +68,7 @@ type session struct {
 	// reply reader reading for one, readJSON, a reqStream request): only
 	// then does its silence make the watchdog ask whether it died.
 	awaiting atomic.Int32
+	probing  atomic.Bool // a probe is being queued (probe)
 }
 
 // probe sends a QUIC DATAGRAM frame the broker ignores. A client waiting
@@ -76,8 +77,19 @@ type session struct {
 // answer with a stateless reset. The probe is ack-eliciting (a dead path
 // gets probe timeouts, hence a stall) and large enough that a broker
 // restarted with the same certificate resets the connection at once. It
-// fails harmlessly where the broker did not enable datagrams.
-func (s *session) probe() { _ = s.qc.SendDatagram(probePayload) }
+// fails harmlessly where the broker did not enable datagrams. quic-go
+// queues a datagram it cannot send yet (a full congestion window) and
+// blocks the sender once 32 wait, so the probe is sent from a goroutine of
+// its own, at most one at a time: the watchdog never waits on it.
+func (s *session) probe() {
+	if !s.probing.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer s.probing.Store(false)
+		_ = s.qc.SendDatagram(probePayload)
+	}()
+}
 
 // wrap marks errors of a session the watchdog closed as ErrPathStalled,
 // or as ErrConnectionRefused when its broker's process was gone.
@@ -142,8 +154,14 @@ func (c *Client) watch() {
 				c.logStats(s, snap)
 			}
 			probe, stalled := look.look(now, c.received(s), udp.Stalled(snap))
-			if probe && snap.BytesInFlight == 0 {
-				s.probe() // else quic-go's own probe timeouts are running
+			// With something in flight a probe would re-arm quic-go's
+			// probe timer, and the silence rule counts its timeouts; but
+			// what is in flight may be a few bytes (a subscriber's flow
+			// control update) whose retransmissions are too small for a
+			// restarted broker to reset, and a loopback broker is never
+			// closed for silence: there the probe is the only way out.
+			if probe && (snap.BytesInFlight == 0 || c.local) {
+				s.probe()
 			}
 			if look.ask(now, s.awaiting.Load() > 0, snap.SmoothedRTT) {
 				stopAsk()

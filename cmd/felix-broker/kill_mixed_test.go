@@ -63,8 +63,7 @@ func TestKill9UnderMixedLoadKeepsEveryAck(t *testing.T) {
 		require.Eventually(t, func() bool { return m.progress().allPast(before) }, 30*time.Second, 5*time.Millisecond,
 			"round %d: some load acked nothing after the restart: %v, before the kill %v", r, m.progress(), before)
 		back := time.Since(restarted)
-		require.Eventually(t, func() bool { return m.sub.coversAll(orders) }, 20*time.Second, 10*time.Millisecond,
-			"round %d: the subscriber never saw every record acked before the kill", r)
+		m.sub.awaitCovers(t, kb, orders, fmt.Sprintf("round %d, records acked before the kill", r))
 		require.Eventually(t, func() bool { return m.consumed.coversAll(jobs) }, 20*time.Second, 10*time.Millisecond,
 			"round %d: the group was never delivered every job acked before the kill", r)
 		require.NoError(t, m.checkCache(ctx), "round %d", r)
@@ -74,8 +73,7 @@ func TestKill9UnderMixedLoadKeepsEveryAck(t *testing.T) {
 	}
 	stopWriting()
 	writers.Wait()
-	require.Eventually(t, func() bool { return m.sub.covers(m.orders) }, 20*time.Second, 10*time.Millisecond,
-		"the subscriber never saw every acked record")
+	m.sub.awaitCovers(t, kb, m.orders.snapshot(), "after the last restart")
 	require.Eventually(t, func() bool { return m.consumed.covers(m.jobs) }, 20*time.Second, 10*time.Millisecond,
 		"the group was never delivered every acked job")
 	stopReading()

@@ -68,8 +68,7 @@ func TestKill9UnderLoadLosesNoAckedRecord(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	stopPub()
 	// The subscriber must catch up with everything acked.
-	require.Eventually(t, func() bool { return sub.covers(acked) }, 20*time.Second, 10*time.Millisecond,
-		"the subscriber never saw every acked record")
+	sub.awaitCovers(t, kb, acked.snapshot(), "after the last restart")
 	stopSub()
 	wg.Wait()
 	require.NoError(t, sub.failure(), "offsets out of order or a record delivered twice")
@@ -266,17 +265,63 @@ func (r *resumer) count() int {
 }
 
 // covers reports whether every acked sequence number was seen.
-func (r *resumer) covers(acked *seqSet) bool {
+func (r *resumer) covers(acked *seqSet) bool { return r.coversAll(acked.snapshot()) }
+
+// missing describes which of seqs the subscriber has not seen, and where
+// it stands: what a failed catch-up check needs to tell a lost record
+// from a stuck subscriber.
+func (r *resumer) missing(seqs []uint64) string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	acked.mu.Lock()
-	defer acked.mu.Unlock()
-	for s := range acked.m {
+	var n int
+	lowest := ^uint64(0)
+	for _, s := range seqs {
 		if !r.seen[s] {
-			return false
+			n++
+			lowest = min(lowest, s)
 		}
 	}
-	return true
+	return fmt.Sprintf("%d of %d acked records not seen (lowest sequence %d); subscriber at offset %d after %d records, %d resubscribes, %d drop reports, error %v",
+		n, len(seqs), lowest, r.next, len(r.seen), r.resubscribes, r.gaps, r.err)
+}
+
+// awaitCovers waits until the subscriber has seen every one of acked's
+// records, and fails the test with what is missing if it does not, and
+// with what a fresh subscription from the subscriber's offset reads.
+func (r *resumer) awaitCovers(t *testing.T, kb *killableBroker, acked []uint64, what string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !r.coversAll(acked) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: the subscriber never saw every acked record: %s; %s", what, r.missing(acked), r.probe(kb))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// probe reads the stream for two seconds from the subscriber's next
+// offset on a connection of its own.
+func (r *resumer) probe(kb *killableBroker) string {
+	r.mu.Lock()
+	from := r.next
+	r.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	c, err := kb.dial(ctx)
+	if err != nil {
+		return fmt.Sprintf("probe: dial: %v", err)
+	}
+	defer c.Close()
+	sub, err := c.Subscribe(ctx, "default", "orders", client.SubscribeOptions{From: client.Offset(from)})
+	var n int
+	var last uint64
+	for err == nil {
+		var ev client.Event
+		if ev, err = sub.Next(ctx); err == nil {
+			n, last = n+1, ev.Offset
+		}
+	}
+	return fmt.Sprintf("a fresh subscription from offset %d read %d records up to offset %d (%v)", from, n, last, err)
 }
 
 type seqSet struct {
