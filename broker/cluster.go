@@ -225,28 +225,40 @@ func (b *Broker) PlacementVersion() int64 {
 // routeOf is the route of shard idx of k in the placement in force (its
 // self is set when this broker owns it), nil in single-broker mode. In
 // cluster mode (NodeID set) a shard the placement does not list yet (none
-// applied, or a stream newer than the placement) is refused with
+// applied, or a stream newer than the placement) waits up to
+// Config.PlacementWait for one that does, and is then refused with
 // ErrOwnerUnavailable: serving it here would put records on a broker the
 // placer may not choose, where the owner's subscribers never see them.
 func (b *Broker) routeOf(k StreamKey, idx int) (*route, error) {
-	pv := b.placement.Load()
-	if pv != nil {
-		if r := pv.lookup(k, idx); r != nil {
-			if r.replicas != nil {
-				return b.leaderRoute(k, idx, r)
+	deadline := time.Now().Add(b.cfg.PlacementWait)
+	for {
+		pv := b.placement.Load()
+		if pv != nil {
+			if r := pv.lookup(k, idx); r != nil {
+				if r.replicas != nil {
+					return b.leaderRoute(k, idx, r)
+				}
+				return r, nil
 			}
-			return r, nil
 		}
+		if b.cfg.NodeID == "" {
+			return nil, nil
+		}
+		if b.draining.Load() || !time.Now().Before(deadline) {
+			s := cluster.Shard{Tenant: k.Tenant, Namespace: k.Namespace, Stream: k.Stream, Shard: idx}
+			if pv == nil {
+				return nil, fmt.Errorf("%w: shard %s: this broker has no placement yet", ErrOwnerUnavailable, s)
+			}
+			return nil, fmt.Errorf("%w: shard %s is not in placement version %d yet", ErrOwnerUnavailable, s, pv.version)
+		}
+		// Placements are rare and this wait is the exception (a stream
+		// created a moment ago): polling costs less than a notifier.
+		time.Sleep(placementPoll)
 	}
-	if b.cfg.NodeID == "" {
-		return nil, nil
-	}
-	s := cluster.Shard{Tenant: k.Tenant, Namespace: k.Namespace, Stream: k.Stream, Shard: idx}
-	if pv == nil {
-		return nil, fmt.Errorf("%w: shard %s: this broker has no placement yet", ErrOwnerUnavailable, s)
-	}
-	return nil, fmt.Errorf("%w: shard %s is not in placement version %d yet", ErrOwnerUnavailable, s, pv.version)
 }
+
+// placementPoll is how often routeOf looks for a placement listing a shard.
+const placementPoll = 10 * time.Millisecond
 
 func notOwner(r *route) error {
 	return fmt.Errorf("%w: shard %s is owned by %s at %s", ErrNotOwner, r.shard, r.member.ID, r.member.QUICAddr)

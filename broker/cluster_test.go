@@ -277,11 +277,12 @@ func TestForwardedStreamNeedsNodeCredential(t *testing.T) {
 
 // TestClusterRefusesShardsNotPlacedYet: a cluster broker does not act as the
 // owner of a shard the placement does not list (none applied yet, or a
-// stream created after it): publishes and subscribes get owner_unavailable,
-// so no record lands on a broker the placer may not choose. Once a placement
-// lists the shard, it is served.
+// stream created after it): publishes and subscribes wait PlacementWait for
+// a placement that lists it, then get owner_unavailable, so no record lands
+// on a broker the placer may not choose. A placement that lists the shard
+// while a publish waits serves it.
 func TestClusterRefusesShardsNotPlacedYet(t *testing.T) {
-	nodes, _ := startCluster(t, []string{"b1"}, []broker.StreamSpec{quad}, false)
+	nodes, _ := startClusterCfg(t, []string{"b1"}, []broker.StreamSpec{quad}, false, broker.Config{PlacementWait: 200 * time.Millisecond})
 	ctx := ctxT(t, 20*time.Second)
 	c := nodes[0].h.dial(t)
 	pub, err := c.NewPublisher(ctx, "default", "quad")
@@ -300,6 +301,11 @@ func TestClusterRefusesShardsNotPlacedYet(t *testing.T) {
 	nodes[0].b.SetPlacement(assign(3, members(nodes), quad.StreamKey, false, "b1", "b1"))
 	require.NoError(t, pub.PublishShardAsync(1, [][]byte{[]byte("placed")}).Wait(ctx))
 	refused(2, "not in placement version 3 yet")
+
+	waiting := pub.PublishShardAsync(2, [][]byte{[]byte("waited")})
+	time.Sleep(50 * time.Millisecond)
+	nodes[0].b.SetPlacement(assign(4, members(nodes), quad.StreamKey, false, "b1", "b1", "b1"))
+	require.NoError(t, waiting.Wait(ctx), "a publish waiting for the placement is served once it lists the shard")
 }
 
 // TestClusterGroupMembersServeTheirOwnersShards: in cluster mode a consumer
@@ -309,7 +315,7 @@ func TestClusterRefusesShardsNotPlacedYet(t *testing.T) {
 func TestClusterGroupMembersServeTheirOwnersShards(t *testing.T) {
 	jobs := broker.StreamSpec{StreamKey: broker.StreamKey{Tenant: "t1", Namespace: "default", Stream: "jobs"},
 		Shards: 2, Durable: true, Fsync: "on_commit"}
-	nodes, _ := startCluster(t, []string{"b1", "b2", "b3"}, []broker.StreamSpec{jobs}, true)
+	nodes, _ := startClusterCfg(t, []string{"b1", "b2", "b3"}, []broker.StreamSpec{jobs}, true, broker.Config{PlacementWait: -1})
 	p := assign(5, members(nodes), jobs.StreamKey, true, "b1", "b2")
 	for _, n := range nodes {
 		n.b.SetPlacement(p)

@@ -57,6 +57,13 @@ type Config struct {
 	// AdmitTimeout bounds how long an acked publish may wait to be admitted
 	// (only Block subscribers make it wait). 0 means 2 s.
 	AdmitTimeout time.Duration
+	// PlacementWait bounds how long a request for a shard that the
+	// placement in force does not list yet (cluster mode) waits for a
+	// placement that does before it is refused owner_unavailable: a new
+	// stream reaches each broker before its placement may, and a broker
+	// with the newer placement forwards to an owner that has yet to apply
+	// it. 0 means 2 s; negative, no wait.
+	PlacementWait time.Duration
 	// IngressDrop selects an explicit, counted drop of fire-and-forget
 	// publishes that cannot be admitted at once, instead of the default
 	// backpressure through QUIC flow control.
@@ -210,6 +217,7 @@ type Config struct {
 const (
 	defaultRingEvents     = 1024
 	defaultAdmitTimeout   = 2 * time.Second
+	defaultPlacementWait  = 2 * time.Second
 	defaultMaxSubs        = 4096
 	defaultStreamWindow   = 16 << 20
 	defaultConnWindow     = 64 << 20
@@ -236,6 +244,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.AdmitTimeout == 0 {
 		c.AdmitTimeout = defaultAdmitTimeout
+	}
+	if c.PlacementWait == 0 {
+		c.PlacementWait = defaultPlacementWait
 	}
 	if c.MaxSubscriptionsPerConn == 0 {
 		c.MaxSubscriptionsPerConn = defaultMaxSubs

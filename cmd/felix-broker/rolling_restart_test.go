@@ -41,6 +41,8 @@ func TestRollingRestartLosesNoPublish(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(60+40*rounds)*time.Second)
 	defer cancel()
 	rc := startReplicatedCluster(t, ctx)
+	tl := &timeline{}
+	rc.ccfg.Logger = tl.logger()
 	stalls := meterStalls(t)
 	h := rc.runPaced(ctx, 3, 5*time.Millisecond)
 	h.awaitProgress(t, ctx, 20*time.Second, "the start")
@@ -88,6 +90,9 @@ func TestRollingRestartLosesNoPublish(t *testing.T) {
 			t.Logf("round %d: %s (leader %t) SIGTERM at %s, stopped in %v, restarted and in sync after %v; longest ack gap until stopped %v, until in sync %v (from %s); the test process stalled up to %v",
 				r.round, rc.brokers[i].id, r.leader, clock(from), stopped.Sub(from).Round(time.Millisecond), r.back.Round(time.Millisecond),
 				r.stopGap.Round(time.Millisecond), r.gap.Round(time.Millisecond), clock(at), r.stall.Round(time.Millisecond))
+			if r.gap >= explainGap {
+				t.Logf("what was logged during that gap:\n%s", rc.explain(tl, at.Add(-50*time.Millisecond), at.Add(r.gap+50*time.Millisecond), 80))
+			}
 		}
 	}
 	overall, _ := h.maxGap(start, time.Now())
@@ -108,6 +113,10 @@ func TestRollingRestartLosesNoPublish(t *testing.T) {
 		"the test process's longest stall per restart: %s", spread(all), spread(leaders), spread(stops), spread(perRound),
 		overall.Round(time.Millisecond), spread(stalled))
 }
+
+// explainGap is the ack gap from which the test logs what the clients and
+// brokers logged during it: the hand-off goal is 500 ms.
+const explainGap = 300 * time.Millisecond
 
 // stallMeter records how late a 5 ms ticker of the test process fires.
 // This process relays every message between brokers (the impairment
