@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -136,7 +135,7 @@ func h0TLS(t *testing.T) *tls.Config {
 
 // FELIX_CONN_STATS_MS: every connection logs its QUIC statistics.
 func TestConnStatsAreLogged(t *testing.T) {
-	var buf syncBuffer
+	var buf testutil.LockedBuffer
 	h := startBroker(t, broker.Config{ConnStatsInterval: 10 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(&buf, nil))})
 	c := h.dial(t)
@@ -145,23 +144,6 @@ func TestConnStatsAreLogged(t *testing.T) {
 	require.NoError(t, pub.Publish(ctxT(t, 10*time.Second), []byte("x")))
 	testutil.Eventually(t, 5*time.Second, func() bool { return strings.Contains(buf.String(), "conn stats") }, "no conn stats line")
 	require.Contains(t, buf.String(), "mtu=1452")
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // NoConnTrace gives quic-go no tracer: the connection's stats keep quic-go's

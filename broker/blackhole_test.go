@@ -12,6 +12,8 @@ import (
 	"github.com/felixmq/felix/client"
 	"github.com/felixmq/felix/internal/impair"
 	"github.com/felixmq/felix/udp"
+
+	"github.com/felixmq/felix/internal/testutil"
 )
 
 // TestMTUBlackHoleRedial proves the stall path of docs/design.md,
@@ -30,7 +32,7 @@ func TestMTUBlackHoleRedial(t *testing.T) {
 	require.NoError(t, err)
 	defer proxy.Close()
 
-	logs := &syncBuffer{}
+	logs := &testutil.LockedBuffer{}
 	cfg := client.Config{Tenant: "t1", TLS: h.clientTLS, BlackHoleCooldown: time.Minute,
 		InitialMTU: udp.MaxPacketSize, Logger: slog.New(slog.NewTextHandler(logs, nil))}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -16,6 +16,8 @@ import (
 	"github.com/felixmq/felix/broker"
 	"github.com/felixmq/felix/client"
 	"github.com/felixmq/felix/segment"
+
+	"github.com/felixmq/felix/internal/testutil"
 )
 
 // namedRecord is record i's payload: its number in text, then filler, so a
@@ -62,7 +64,7 @@ func TestCorruptSealedRecordIsLoud(t *testing.T) {
 	require.NoError(t, h.b.Close())
 	file := flipInFiles(t, dir, 500)
 
-	var logs syncBuffer
+	var logs testutil.LockedBuffer
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	h2 := serveBroker(t, cfg)
 	sub, err := h2.dial(t).Subscribe(ctx, "default", "jobs", client.SubscribeOptions{From: client.Earliest()})

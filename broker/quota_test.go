@@ -15,6 +15,8 @@ import (
 	"github.com/felixmq/felix/broker"
 	"github.com/felixmq/felix/client"
 	"github.com/felixmq/felix/segment"
+
+	"github.com/felixmq/felix/internal/testutil"
 )
 
 // logBytes is the size of every file under dir: what durable logs hold.
@@ -177,7 +179,7 @@ func TestMissingShardDirectoryIsRefused(t *testing.T) {
 	require.ErrorContains(t, err, "FELIX_DURABLE_RESET_MISSING=t1/default/jobs")
 	require.NoDirExists(t, gone, "nothing recreated")
 
-	var logs syncBuffer
+	var logs testutil.LockedBuffer
 	h2 := serveBroker(t, broker.Config{DataDir: dir, ResetMissing: []broker.StreamKey{spec.StreamKey},
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	require.Contains(t, logs.String(), "durable shard directory missing: starting it empty at offset 0")

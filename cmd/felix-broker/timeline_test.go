@@ -1,29 +1,20 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/felixmq/felix/internal/testutil"
 )
 
 // timeline collects what the test's clients log, so that a long ack gap
 // can be shown next to what the brokers logged at the time (explain).
-type timeline struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (tl *timeline) Write(p []byte) (int, error) {
-	tl.mu.Lock()
-	defer tl.mu.Unlock()
-	return tl.buf.Write(p)
-}
+type timeline struct{ testutil.LockedBuffer }
 
 // logger is a client logger (debug level) writing into tl.
 func (tl *timeline) logger() *slog.Logger {
@@ -46,9 +37,7 @@ func (rc *replicatedCluster) explain(tl *timeline, from, to time.Time, max int) 
 			}
 		}
 	}
-	tl.mu.Lock()
-	add("client", tl.buf.Bytes())
-	tl.mu.Unlock()
+	add("client", []byte(tl.String()))
 	for _, cb := range rc.brokers {
 		logs, _ := filepath.Glob(filepath.Join(cb.dir, "stderr-*"))
 		for _, l := range logs {

@@ -1,14 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/felixmq/felix/internal/testutil"
 )
 
 func runT(t *testing.T, args ...string) result {
@@ -62,7 +62,7 @@ func TestWatchCLI(t *testing.T) {
 	require.Equal(t, exitOK, runT(t, append([]string{"cache", "put"}, tb.args("k", "v0")...)...).code)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	var out, errOut lockedBuffer
+	var out, errOut testutil.LockedBuffer
 	done := make(chan int, 1)
 	go func() { done <- watch(ctx, tb.args("--current", "--count", "4", "k"), &out, &errOut) }()
 	// The watch registers before it prints its first (current) line;
@@ -78,24 +78,6 @@ func TestWatchCLI(t *testing.T) {
 	for i, want := range []string{" put v0", " put v1", " delete", " put v2"} {
 		require.True(t, strings.HasSuffix(lines[i], want), "%q", lines[i])
 	}
-}
-
-// lockedBuffer is a bytes.Buffer a command may write while the test reads.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func TestCacheCLIUsage(t *testing.T) {
