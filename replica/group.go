@@ -66,6 +66,7 @@ type Group struct {
 	// the entries they made durable: their ratio is the group commit's
 	// batching.
 	syncs, syncedRecords uint64
+	slow                 slowWrites
 }
 
 // Open opens (recovering its state) or creates the replica in cfg.Dir and

@@ -2,7 +2,9 @@ package replica
 
 import (
 	"fmt"
+	"log/slog"
 	"runtime"
+	"time"
 
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -34,6 +36,7 @@ func (g *Group) handle(rd raft.Ready) error {
 			runtime.Gosched()
 		}
 	}
+	persistStart := time.Now()
 	termsChanged := false
 	if !raft.IsEmptySnap(rd.Snapshot) {
 		if err := g.install(rd.Snapshot); err != nil {
@@ -58,6 +61,7 @@ func (g *Group) handle(rd raft.Ready) error {
 		g.syncs++
 		g.syncedRecords += uint64(len(rd.Entries))
 	}
+	g.slow.note(g.cfg.Logger, time.Since(persistStart), len(rd.Entries))
 	if g.leader {
 		g.props.persisted()
 	} else {
@@ -261,4 +265,29 @@ func (g *Group) applyConfChange(e *pb.Entry) error {
 	g.st.st.cs = cs
 	g.st.mu.Unlock()
 	return g.saveState()
+}
+
+// slowWrite is how long a Ready's write and sync may take before the
+// replica says so: a leader's quorum acks wait on it (or on a follower's),
+// and a disk that stalls shows nowhere else.
+const slowWrite = 100 * time.Millisecond
+
+// slowWrites logs writes that took slowWrite or longer, at most one line a
+// second, with how many it left out.
+type slowWrites struct {
+	loggedAt   time.Time
+	suppressed int
+}
+
+func (w *slowWrites) note(log *slog.Logger, took time.Duration, entries int) {
+	if took < slowWrite {
+		return
+	}
+	now := time.Now()
+	if now.Sub(w.loggedAt) < time.Second {
+		w.suppressed++
+		return
+	}
+	log.Warn("replica: slow log write and sync", "took", took.Round(time.Millisecond), "entries", entries, "slow_writes_not_logged", w.suppressed)
+	w.loggedAt, w.suppressed = now, 0
 }

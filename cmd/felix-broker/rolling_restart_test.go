@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -43,7 +42,7 @@ func TestRollingRestartLosesNoPublish(t *testing.T) {
 	rc := startReplicatedCluster(t, ctx)
 	tl := &timeline{}
 	rc.ccfg.Logger = tl.logger()
-	stalls := meterStalls(t)
+	stalls, disk := meterStalls(t), meterDisk(t, t.TempDir())
 	h := rc.runPaced(ctx, 3, 5*time.Millisecond)
 	h.awaitProgress(t, ctx, 20*time.Second, "the start")
 
@@ -59,11 +58,13 @@ func TestRollingRestartLosesNoPublish(t *testing.T) {
 
 	start := time.Now()
 	// Per restart: the longest ack gap from SIGTERM to the exit (the
-	// hand-off and the drain), and to the restarted broker in sync.
+	// hand-off and the drain), and to the restarted broker in sync; the
+	// longest stall of the test process and of the disk meanwhile, and
+	// the gap less the disk's stall within it (own).
 	type restart struct {
-		round, broker             int
-		leader                    bool
-		stopGap, gap, back, stall time.Duration
+		round, broker                        int
+		leader                               bool
+		stopGap, gap, back, stall, disk, own time.Duration
 	}
 	var restarts []restart
 	for round := range rounds {
@@ -85,11 +86,12 @@ func TestRollingRestartLosesNoPublish(t *testing.T) {
 			r := restart{round: round + 1, broker: i, leader: wasLeader, back: time.Since(from)}
 			r.stopGap, _ = h.maxGap(from, stopped)
 			r.gap, at = h.maxGap(from, time.Now())
-			r.stall = stalls.longest(from, time.Now())
+			r.stall, r.disk = stalls.longest(from, time.Now()), disk.longest(from, time.Now())
+			r.own = max(0, r.gap-disk.longest(at, at.Add(r.gap)))
 			restarts = append(restarts, r)
-			t.Logf("round %d: %s (leader %t) SIGTERM at %s, stopped in %v, restarted and in sync after %v; longest ack gap until stopped %v, until in sync %v (from %s); the test process stalled up to %v",
+			t.Logf("round %d: %s (leader %t) SIGTERM at %s, stopped in %v, restarted and in sync after %v; longest ack gap until stopped %v, until in sync %v (from %s), %v beyond the disk's stall in it; the test process stalled up to %v, an fdatasync up to %v",
 				r.round, rc.brokers[i].id, r.leader, clock(from), stopped.Sub(from).Round(time.Millisecond), r.back.Round(time.Millisecond),
-				r.stopGap.Round(time.Millisecond), r.gap.Round(time.Millisecond), clock(at), r.stall.Round(time.Millisecond))
+				r.stopGap.Round(time.Millisecond), r.gap.Round(time.Millisecond), clock(at), r.own.Round(time.Millisecond), r.stall.Round(time.Millisecond), r.disk.Round(time.Millisecond))
 			if r.gap >= explainGap {
 				t.Logf("what was logged during that gap:\n%s", rc.explain(tl, at.Add(-50*time.Millisecond), at.Add(r.gap+50*time.Millisecond), 80))
 			}
@@ -98,10 +100,11 @@ func TestRollingRestartLosesNoPublish(t *testing.T) {
 	overall, _ := h.maxGap(start, time.Now())
 	res := rc.finish(ctx, h)
 
-	var all, leaders, stops, stalled []time.Duration
+	var all, leaders, stops, stalled, disks, own []time.Duration
 	perRound := make([]time.Duration, rounds)
 	for _, r := range restarts {
 		all, stops, stalled = append(all, r.gap), append(stops, r.stopGap), append(stalled, r.stall)
+		disks, own = append(disks, r.disk), append(own, r.own)
 		if r.leader {
 			leaders = append(leaders, r.gap)
 		}
@@ -109,71 +112,14 @@ func TestRollingRestartLosesNoPublish(t *testing.T) {
 	}
 	t.Logf("rolling restart: %d rounds, %d restarts (%d of the leader); acked batches %d (records %d), failed 0, lost 0, duplicated 0; resends %d, reconnects %d; subscriber resumes %d",
 		rounds, len(restarts), len(leaders), res.batches, 2*res.batches, res.resends, res.reconnects, h.resumes())
-	t.Logf("longest ack gap per restart: %s; of the leader's: %s; until stopped: %s; per round: %s; overall %v; "+
-		"the test process's longest stall per restart: %s", spread(all), spread(leaders), spread(stops), spread(perRound),
-		overall.Round(time.Millisecond), spread(stalled))
+	t.Logf("longest ack gap per restart: %s; beyond the disk's stall in it: %s; of the leader's: %s; until stopped: %s; per round: %s; overall %v; "+
+		"the test process's longest stall per restart: %s; the longest fdatasync per restart: %s", spread(all), spread(own), spread(leaders), spread(stops),
+		spread(perRound), overall.Round(time.Millisecond), spread(stalled), spread(disks))
 }
 
 // explainGap is the ack gap from which the test logs what the clients and
 // brokers logged during it: the hand-off goal is 500 ms.
 const explainGap = 300 * time.Millisecond
-
-// stallMeter records how late a 5 ms ticker of the test process fires.
-// This process relays every message between brokers (the impairment
-// proxies) and runs the publishers and the control plane: while it does
-// not run, acks pause however the brokers hand over, and a gap that a
-// stall as long covers is the machine's, not the hand-off's.
-type stallMeter struct {
-	mu     sync.Mutex
-	stalls []stall // ticks more than 20 ms late
-}
-
-type stall struct {
-	at   time.Time // when the late tick fired
-	late time.Duration
-}
-
-func meterStalls(t *testing.T) *stallMeter {
-	m := &stallMeter{}
-	const every = 5 * time.Millisecond
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	t.Cleanup(func() { close(stop); <-done })
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(every)
-		defer tick.Stop()
-		prev := time.Now()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-				now := time.Now()
-				if late := now.Sub(prev) - every; late > 20*time.Millisecond {
-					m.mu.Lock()
-					m.stalls = append(m.stalls, stall{now, late})
-					m.mu.Unlock()
-				}
-				prev = now
-			}
-		}
-	}()
-	return m
-}
-
-// longest is the longest stall that ended between from and to.
-func (m *stallMeter) longest(from, to time.Time) time.Duration {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var d time.Duration
-	for _, s := range m.stalls {
-		if !s.at.Before(from) && !s.at.After(to) {
-			d = max(d, s.late)
-		}
-	}
-	return d
-}
 
 // clock is t as the brokers' logs show it, to find what they did then.
 func clock(t time.Time) string { return t.UTC().Format("15:04:05.000") }
