@@ -89,7 +89,7 @@ func TestRollingRestartLosesNoPublish(t *testing.T) {
 			r.stall, r.disk = stalls.longest(from, time.Now()), disk.longest(from, time.Now())
 			r.own = max(0, r.gap-disk.longest(at, at.Add(r.gap)))
 			restarts = append(restarts, r)
-			t.Logf("round %d: %s (leader %t) SIGTERM at %s, stopped in %v, restarted and in sync after %v; longest ack gap until stopped %v, until in sync %v (from %s), %v beyond the disk's stall in it; the test process stalled up to %v, an fdatasync up to %v",
+			t.Logf("round %d: %s (leader %t) SIGTERM at %s, stopped in %v, restarted and in sync after %v; longest ack gap until stopped %v, until in sync %v (from %s), %v beyond the disk's stall in it; the test process stalled up to %v, an fsync up to %v",
 				r.round, rc.brokers[i].id, r.leader, clock(from), stopped.Sub(from).Round(time.Millisecond), r.back.Round(time.Millisecond),
 				r.stopGap.Round(time.Millisecond), r.gap.Round(time.Millisecond), clock(at), r.own.Round(time.Millisecond), r.stall.Round(time.Millisecond), r.disk.Round(time.Millisecond))
 			if r.gap >= explainGap {
@@ -113,7 +113,7 @@ func TestRollingRestartLosesNoPublish(t *testing.T) {
 	t.Logf("rolling restart: %d rounds, %d restarts (%d of the leader); acked batches %d (records %d), failed 0, lost 0, duplicated 0; resends %d, reconnects %d; subscriber resumes %d",
 		rounds, len(restarts), len(leaders), res.batches, 2*res.batches, res.resends, res.reconnects, h.resumes())
 	t.Logf("longest ack gap per restart: %s; beyond the disk's stall in it: %s; of the leader's: %s; until stopped: %s; per round: %s; overall %v; "+
-		"the test process's longest stall per restart: %s; the longest fdatasync per restart: %s", spread(all), spread(own), spread(leaders), spread(stops),
+		"the test process's longest stall per restart: %s; the longest fsync per restart: %s", spread(all), spread(own), spread(leaders), spread(stops),
 		spread(perRound), overall.Round(time.Millisecond), spread(stalled), spread(disks))
 }
 

@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -66,7 +65,7 @@ func (m *stallMeter) longest(from, to time.Time) time.Duration {
 	return d
 }
 
-// meterDisk records how long a 4 KiB write and fdatasync in dir takes,
+// meterDisk records how long a 4 KiB write and fsync in dir takes,
 // every 10 ms, when it takes over 20 ms. The brokers of a test share one
 // disk (and, on a virtual machine, the host's): while its syncs stall,
 // every replica's do, no quorum forms, and acks pause however the brokers
@@ -92,7 +91,7 @@ func meterDisk(t *testing.T, dir string) *stallMeter {
 			}
 			start := time.Now()
 			if _, err := f.WriteAt(buf, 0); err == nil {
-				_ = syscall.Fdatasync(int(f.Fd()))
+				_ = f.Sync()
 			}
 			if took := time.Since(start); took > 20*time.Millisecond {
 				m.mu.Lock()
