@@ -154,13 +154,7 @@ func (c *Client) watch() {
 				c.logStats(s, snap)
 			}
 			probe, stalled := look.look(now, c.received(s), udp.Stalled(snap))
-			// With something in flight a probe would re-arm quic-go's
-			// probe timer, and the silence rule counts its timeouts; but
-			// what is in flight may be a few bytes (a subscriber's flow
-			// control update) whose retransmissions are too small for a
-			// restarted broker to reset, and a loopback broker is never
-			// closed for silence: there the probe is the only way out.
-			if probe && (snap.BytesInFlight == 0 || c.local) {
+			if probe && probeWithInFlight(snap.BytesInFlight, c.local, snap.PTOCount) {
 				s.probe()
 			}
 			if look.ask(now, s.awaiting.Load() > 0, snap.SmoothedRTT) {
@@ -228,6 +222,18 @@ func (w *stallWatch) look(now time.Time, received uint64, ptoStalled bool) (prob
 // smoothed RTT of 100-300 ms and silences over 2 s), resets the count with
 // every ack. Silence alone closed such connections.
 const silentPTOs = 3
+
+// probeWithInFlight says whether a due probe is sent with inFlight bytes
+// unacknowledged. With something in flight a probe re-arms quic-go's probe
+// timer, delaying the probe timeouts the silence rule counts, so it waits
+// until they reached silentPTOs (an ack alone resets the count); but what
+// is in flight may be a few bytes (a subscriber's flow-control update)
+// whose retransmissions are too small for a restarted broker to answer
+// with a stateless reset, which the probe earns. A loopback broker is
+// never closed for silence: there the probe is the only way out.
+func probeWithInFlight(inFlight int, local bool, ptos uint32) bool {
+	return inFlight == 0 || local || ptos >= silentPTOs
+}
 
 // silent reports whether the broker counts as gone: nothing heard for d
 // (0: never) and ptos probe timeouts in a row.

@@ -98,6 +98,17 @@ func TestSilentBroker(t *testing.T) {
 
 // A redial within the cooldown of the last stall uses the black-hole size
 // without discovery; later ones, and any without a stall, the normal policy.
+// A due probe goes out with nothing in flight, to a loopback broker
+// always, and to a remote one with bytes in flight only once the probe
+// timeouts the silence rule counts are reached (a probe re-arms their
+// timer; only an ack resets their count).
+func TestProbeWithInFlight(t *testing.T) {
+	require.True(t, probeWithInFlight(0, false, 0))
+	require.True(t, probeWithInFlight(25, true, 0))
+	require.False(t, probeWithInFlight(25, false, silentPTOs-1))
+	require.True(t, probeWithInFlight(25, false, silentPTOs))
+}
+
 func TestRedialMTU(t *testing.T) {
 	normal := udp.MTUSettings{InitialPacketSize: 1452, DisablePathMTUDiscovery: true}
 	hole := udp.MTUSettings{InitialPacketSize: udp.BlackHolePacketSize, DisablePathMTUDiscovery: true}
