@@ -154,7 +154,7 @@ func (c *Client) watch() {
 				c.logStats(s, snap)
 			}
 			probe, stalled := look.look(now, c.received(s), udp.Stalled(snap))
-			if probe && probeWithInFlight(snap.BytesInFlight, c.local, snap.PTOCount) {
+			if probe && probeWithInFlight(snap.BytesInFlight, snap.PTOCount) {
 				s.probe()
 			}
 			if look.ask(now, s.awaiting.Load() > 0, snap.SmoothedRTT) {
@@ -225,14 +225,16 @@ const silentPTOs = 3
 
 // probeWithInFlight says whether a due probe is sent with inFlight bytes
 // unacknowledged. With something in flight a probe re-arms quic-go's probe
-// timer, delaying the probe timeouts the silence rule counts, so it waits
-// until they reached silentPTOs (an ack alone resets the count); but what
-// is in flight may be a few bytes (a subscriber's flow-control update)
-// whose retransmissions are too small for a restarted broker to answer
-// with a stateless reset, which the probe earns. A loopback broker is
-// never closed for silence: there the probe is the only way out.
-func probeWithInFlight(inFlight int, local bool, ptos uint32) bool {
-	return inFlight == 0 || local || ptos >= silentPTOs
+// timer and so delays the probe timeouts that both the black-hole check
+// (udp.StallPTOs) and the silence rule (silentPTOs) count; only an ack
+// resets their count, so once it reached both a probe delays neither. It
+// is still needed then: what is in flight may be a few bytes (a
+// subscriber's flow-control update) whose retransmissions are too small
+// for a restarted broker to answer with a stateless reset, which the probe
+// earns; a loopback broker is never closed for silence, so there it is the
+// only way out.
+func probeWithInFlight(inFlight int, ptos uint32) bool {
+	return inFlight == 0 || ptos >= max(silentPTOs, udp.StallPTOs)
 }
 
 // silent reports whether the broker counts as gone: nothing heard for d

@@ -98,15 +98,15 @@ func TestSilentBroker(t *testing.T) {
 
 // A redial within the cooldown of the last stall uses the black-hole size
 // without discovery; later ones, and any without a stall, the normal policy.
-// A due probe goes out with nothing in flight, to a loopback broker
-// always, and to a remote one with bytes in flight only once the probe
-// timeouts the silence rule counts are reached (a probe re-arms their
-// timer; only an ack resets their count).
+// A due probe goes out with nothing in flight, and with bytes in flight
+// only once the probe timeouts that the black-hole check and the silence
+// rule count are reached (a probe re-arms their timer; only an ack resets
+// their count).
 func TestProbeWithInFlight(t *testing.T) {
-	require.True(t, probeWithInFlight(0, false, 0))
-	require.True(t, probeWithInFlight(25, true, 0))
-	require.False(t, probeWithInFlight(25, false, silentPTOs-1))
-	require.True(t, probeWithInFlight(25, false, silentPTOs))
+	require.True(t, probeWithInFlight(0, 0))
+	need := uint32(max(silentPTOs, udp.StallPTOs))
+	require.False(t, probeWithInFlight(25, need-1))
+	require.True(t, probeWithInFlight(25, need))
 }
 
 func TestRedialMTU(t *testing.T) {
