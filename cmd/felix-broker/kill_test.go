@@ -23,6 +23,7 @@ import (
 
 	"github.com/felixmq/felix/client"
 	"github.com/felixmq/felix/internal/devtls"
+	"github.com/felixmq/felix/internal/testutil"
 )
 
 // killRoundsEnv sets the number of kill -9 rounds (default 4; `make
@@ -290,14 +291,16 @@ func (r *resumer) missing(seqs []uint64) string {
 // with what a fresh subscription from the subscriber's offset reads.
 func (r *resumer) awaitCovers(t *testing.T, kb *killableBroker, acked []uint64, what string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !r.coversAll(acked) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: the subscriber never saw every acked record: %s; %s", what, r.missing(acked), r.probe(kb))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	why := lazyString(func() string { return r.missing(acked) + "; " + r.probe(kb) })
+	testutil.Eventually(t, 20*time.Second, func() bool { return r.coversAll(acked) },
+		"%s: the subscriber never saw every acked record: %s", what, why)
 }
+
+// lazyString is formatted only when printed: a failure's diagnosis that
+// costs a probe of the broker.
+type lazyString func() string
+
+func (f lazyString) String() string { return f() }
 
 // probe reads the stream for two seconds from the subscriber's next
 // offset on a connection of its own.
