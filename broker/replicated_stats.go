@@ -18,8 +18,11 @@ type ReplicaStats struct {
 	Commit    uint64 `json:"commit_index"`
 	Applied   uint64 `json:"applied_index"`
 	LastIndex uint64 `json:"last_index"`
-	// Pending is the publishes this replica took that are not answered.
+	// Pending is the publishes this replica took that are not answered;
+	// Held those of them waiting for raft to have room (64 MiB
+	// uncommitted), not yet in the log.
 	Pending int `json:"pending_proposals"`
+	Held    int `json:"held_proposals"`
 	// QuorumAcks and QuorumWaitMeanMs: quorum publishes this leader acked
 	// and their mean wait from proposal to commit.
 	QuorumAcks       uint64  `json:"quorum_acks"`
@@ -61,7 +64,7 @@ func (q *quorumWait) observe(d time.Duration) {
 func (r *replicated) stats() *ReplicaStats {
 	s := r.group.Status()
 	out := &ReplicaStats{Role: s.Role, Term: s.Term, Commit: s.Commit, Applied: s.Applied, LastIndex: s.LastIndex,
-		Pending: s.Pending, Failed: s.Failed, QuorumAcks: r.quorum.acks.Load(),
+		Pending: s.Pending + s.Held, Held: s.Held, Failed: s.Failed, QuorumAcks: r.quorum.acks.Load(),
 		Syncs: s.Syncs, SyncedRecords: s.SyncedRecords}
 	if out.QuorumAcks > 0 {
 		out.QuorumWaitMeanMs = float64(r.quorum.nanos.Load()) / float64(out.QuorumAcks) / 1e6

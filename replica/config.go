@@ -56,10 +56,14 @@ type Config struct {
 	// MaxSizePerMsg bounds an append message (default 1 MiB);
 	// MaxInflightMsgs the appends in flight to one follower (default
 	// 256); MaxUncommittedBytes what a leader accepts beyond its commit
-	// before it refuses proposals (default 64 MiB).
+	// before proposals wait (default 64 MiB).
 	MaxSizePerMsg       uint64
 	MaxInflightMsgs     int
 	MaxUncommittedBytes uint64
+	// MaxHeldBytes bounds the proposals a leader holds, in order, until
+	// raft has room for them (admission.go); beyond it they are refused
+	// ErrProposalDropped. Default MaxUncommittedBytes.
+	MaxHeldBytes uint64
 	// QuorumTimeout fails a proposal not committed in that long with
 	// ErrQuorumTimeout (default 5 s).
 	QuorumTimeout time.Duration
@@ -87,6 +91,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxUncommittedBytes == 0 {
 		c.MaxUncommittedBytes = 64 << 20
+	}
+	if c.MaxHeldBytes == 0 {
+		c.MaxHeldBytes = c.MaxUncommittedBytes
 	}
 	if c.QuorumTimeout == 0 {
 		c.QuorumTimeout = 5 * time.Second

@@ -15,11 +15,12 @@ var (
 	// ErrQuorumTimeout: a proposal was not committed within
 	// Config.QuorumTimeout. The outcome is unknown.
 	ErrQuorumTimeout = errors.New("replica: quorum timeout")
-	// ErrProposalDropped: raft refused a proposal, nothing appended: the
-	// leader is MaxUncommittedBytes ahead of its commit, or is handing its
-	// leadership over; or the proposal was queued behind one raft
-	// refused. Send it again later.
-	ErrProposalDropped = errors.New("replica: proposal dropped (uncommitted entries at their limit, or a leadership transfer)")
+	// ErrProposalDropped: a proposal refused, nothing appended: raft had
+	// no room for it (the leader MaxUncommittedBytes ahead of its commit)
+	// and MaxHeldBytes already waited for room, or it waited
+	// QuorumTimeout; or it was queued behind one so refused. Send it again
+	// later.
+	ErrProposalDropped = errors.New("replica: proposal dropped (uncommitted and waiting entries at their limits)")
 	// ErrInvalidConfig: a Config that cannot be used.
 	ErrInvalidConfig = errors.New("replica: invalid config")
 	// ErrCorruptState: the raft state file is damaged.

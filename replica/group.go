@@ -53,6 +53,7 @@ type Group struct {
 
 	// The group goroutine's own.
 	props     proposals
+	held      held // proposals waiting for raft to have room (admission.go)
 	leader    bool
 	savedAt   time.Time
 	saved     uint64 // commit index last saved
@@ -197,6 +198,7 @@ func (g *Group) newProposal(recs []segment.Record, ack Ack, placed func(first ui
 	p.data = make([][]byte, len(recs))
 	for i, r := range recs {
 		p.data[i] = eventData(r)
+		p.size += uint64(len(p.data[i]))
 	}
 	return p
 }
@@ -268,6 +270,7 @@ func (g *Group) run() {
 		select {
 		case <-g.stop:
 			g.props.failAll(ErrClosed)
+			g.refuseHeld(ErrClosed)
 			g.failInputs(ErrClosed)
 			g.saveCommit(true)
 			return
@@ -279,12 +282,25 @@ func (g *Group) run() {
 		case <-g.wake:
 		}
 		g.drain()
-		for g.failed == nil && g.rn.HasReady() {
-			if err := g.handle(g.rn.Ready()); err != nil {
-				g.fail(err)
-			}
-		}
+		g.ready()
 		g.publishStatus()
+	}
+}
+
+// ready handles raft's Readies until it has none. Applying entries makes
+// room for what waits to be proposed (raft counts its uncommitted bytes
+// down at Advance), and a replica that stopped leading answers what waits
+// as not the leader.
+func (g *Group) ready() {
+	for g.failed == nil && g.rn.HasReady() {
+		applied := g.applied
+		if err := g.handle(g.rn.Ready()); err != nil {
+			g.fail(err)
+			return
+		}
+		if len(g.held.q) > 0 && (g.applied > applied || !g.leader) {
+			g.admit(nil)
+		}
 	}
 }
 
@@ -294,6 +310,7 @@ func (g *Group) fail(err error) {
 	g.failed = err
 	g.cfg.Logger.Error("replica: storage failed; the replica stops taking part", "dir", g.cfg.Dir, "err", err)
 	g.props.failAll(err)
+	g.refuseHeld(err)
 }
 
 // failInputs answers the proposals still queued with err.
@@ -324,22 +341,11 @@ func (g *Group) drain() {
 		g.rn.ReportUnreachable(id)
 	}
 	g.applyRequests(changes, transfer)
-	for i, p := range props {
-		if !g.propose(p) {
-			// What was proposed after a dropped proposal is refused too,
-			// so that none of it is placed ahead of the dropped one's
-			// re-send: an idempotent producer's batches must reach the
-			// log in sequence.
-			for _, q := range props[i+1:] {
-				q.done(0, ErrProposalDropped)
-			}
-			g.failInputs(ErrProposalDropped)
-			return
-		}
-	}
+	g.admit(props)
 }
 
-// propose steps p into raft, or answers it; false when raft dropped it.
+// propose steps p into raft, or answers it; false, unanswered, when raft
+// dropped it.
 func (g *Group) propose(p *proposal) bool {
 	if g.failed != nil {
 		p.done(0, g.failed)
@@ -361,7 +367,6 @@ func (g *Group) propose(p *proposal) bool {
 	}
 	err := g.rn.Step(&pb.Message{Type: pb.MessageType_MsgProp.Enum(), From: proto.Uint64(g.cfg.ID), Entries: ents})
 	if errors.Is(err, raft.ErrProposalDropped) {
-		p.done(0, ErrProposalDropped)
 		return false
 	}
 	if err != nil {
@@ -374,7 +379,9 @@ func (g *Group) propose(p *proposal) bool {
 }
 
 func (g *Group) onTick() {
-	g.props.expire(g.cfg.Now().Add(-g.cfg.QuorumTimeout))
+	cutoff := g.cfg.Now().Add(-g.cfg.QuorumTimeout)
+	g.props.expire(cutoff)
+	g.expireHeld(cutoff)
 	g.saveCommit(false)
 	if g.leader {
 		g.leaderProgress()

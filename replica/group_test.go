@@ -3,6 +3,7 @@ package replica
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -66,46 +67,96 @@ func TestMinorityLeaderAcksNoQuorumPublish(t *testing.T) {
 }
 
 // A leader MaxUncommittedBytes ahead of its commit has raft drop a
-// proposal: it is refused ErrProposalDropped (send again later), not as
-// not the leader, which would name the leader itself; and so is what was
-// queued behind it, even what raft would take, so that nothing lands ahead
-// of the dropped proposal's re-send.
-func TestDroppedProposalIsNotNotLeader(t *testing.T) {
+// proposal: it waits, with what came after it (even what raft would take,
+// so that nothing lands ahead of it), until the commit makes room, and is
+// then appended in order; beyond MaxHeldBytes a proposal is refused
+// ErrProposalDropped (send again later), not as not the leader, which
+// would name the leader itself, and so is everything after it.
+func TestProposalsWaitForRoom(t *testing.T) {
 	c := unstartedCluster(t, 1, 2, 3)
-	c.maxUncommitted = 4 << 10
+	c.maxUncommitted, c.maxHeld = 4<<10, 3<<10
 	c.boot(1, 2, 3)
 	lead := c.leader()
 	c.frozen.Store(true) // no election and no quorum timeout while cut off
 	c.partition(lead, true)
 	g := c.rep(lead).g
-	answers := make(chan error, 3)
-	propose := func(size int) *proposal {
-		recs := []segment.Record{{Payload: make([]byte, size)}}
-		return g.newProposal(recs, AckQuorum, nil, func(_ uint64, err error) { answers <- err })
-	}
-	g.enqueue(propose(3 << 10))                                                                             // uncommitted: 3 KiB
-	require.Eventually(t, func() bool { return g.Status().Pending == 1 }, 10*time.Second, time.Millisecond) // raft holds it
-	g.enqueue(propose(2<<10), propose(512))                                                                 // 5 KiB: dropped; 3.5 KiB would fit
-	answer := func() error {
-		select {
-		case err := <-answers:
-			return err
-		case <-time.After(10 * time.Second):
-			t.Fatal("a proposal was not answered")
-			return nil
-		}
-	}
-	for range 2 {
-		err := answer()
+	answers := heldProposals(t, g, 3<<10)
+	require.Eventually(t, func() bool { return g.Status().Pending == 1 }, 10*time.Second, time.Millisecond) // raft took it
+	answers = append(answers, heldProposals(t, g, 2<<10, 512, 1<<10, 256)...)
+	// 5 KiB uncommitted: dropped and held; 3.5 KiB would fit, but is
+	// behind it; past 3 KiB held: refused, and what follows.
+	for _, a := range answers[3:] {
+		err := a.wait(t)
 		require.ErrorIs(t, err, ErrProposalDropped)
 		require.False(t, isNotLeader(err))
+	}
+	require.Equal(t, 2, g.Status().Held)
+	for _, a := range answers[:3] {
+		select {
+		case <-a.c:
+			t.Fatalf("answered before the commit made room: %v", a.err)
+		default:
+		}
 	}
 
 	c.partition(lead, false)
 	c.frozen.Store(false)
-	require.NoError(t, answer())
-	_, err := c.propose(lead, "after", 1, AckQuorum)
-	require.NoError(t, err)
+	var firsts []uint64
+	for _, a := range answers[:3] {
+		require.NoError(t, a.wait(t))
+		firsts = append(firsts, a.first)
+	}
+	require.True(t, slices.IsSorted(firsts) && firsts[0] < firsts[1] && firsts[1] < firsts[2], "appended in order: %v", firsts)
+	require.Zero(t, g.Status().Held)
+}
+
+// A leader that steps down answers what waits for room as not the leader:
+// nothing of it was appended.
+func TestHeldProposalsFollowTheLeadership(t *testing.T) {
+	c := unstartedCluster(t, 1, 2, 3)
+	c.maxUncommitted = 4 << 10
+	c.boot(1, 2, 3)
+	lead := c.leader()
+	c.frozen.Store(true)
+	c.partition(lead, true)
+	g := c.rep(lead).g
+	answers := heldProposals(t, g, 3<<10, 2<<10)
+	require.Eventually(t, func() bool { return g.Status().Held == 1 }, 10*time.Second, time.Millisecond)
+	c.frozen.Store(false)
+	require.ErrorIs(t, answers[0].wait(t), ErrLeadershipLost) // CheckQuorum: it steps down
+	require.True(t, isNotLeader(answers[1].wait(t)), "%v", answers[1].err)
+	require.Zero(t, g.Status().Held)
+}
+
+// heldAnswer is the answer to one proposal of heldProposals.
+type heldAnswer struct {
+	c     chan struct{} // closed once answered
+	first uint64
+	err   error
+}
+
+func (a *heldAnswer) wait(t *testing.T) error {
+	select {
+	case <-a.c:
+		return a.err
+	case <-time.After(10 * time.Second):
+		t.Fatal("a proposal was not answered")
+		return nil
+	}
+}
+
+// heldProposals hands g one proposal of one record per size, together.
+func heldProposals(t *testing.T, g *Group, sizes ...int) []*heldAnswer {
+	var ps []*proposal
+	var out []*heldAnswer
+	for _, size := range sizes {
+		a := &heldAnswer{c: make(chan struct{})}
+		recs := []segment.Record{{Payload: make([]byte, size)}}
+		ps = append(ps, g.newProposal(recs, AckQuorum, nil, func(first uint64, err error) { a.first, a.err = first, err; close(a.c) }))
+		out = append(out, a)
+	}
+	g.enqueue(ps...)
+	return out
 }
 
 func isNotLeader(err error) bool {

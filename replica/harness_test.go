@@ -27,8 +27,9 @@ type cluster struct {
 	sync bool
 	// retention is the logs' RetentionBytes (0: none).
 	retention int64
-	// maxUncommitted is the groups' MaxUncommittedBytes (0: the default).
-	maxUncommitted uint64
+	// maxUncommitted and maxHeld are the groups' MaxUncommittedBytes and
+	// MaxHeldBytes (0: the defaults).
+	maxUncommitted, maxHeld uint64
 	// frozen stops the ticks: no election, no quorum timeout.
 	frozen atomic.Bool
 
@@ -89,6 +90,7 @@ func (c *cluster) start(id uint64, peers []uint64) {
 	r := &replicaUnderTest{log: l}
 	g, err := Open(Config{ID: id, Peers: peers, Dir: c.dirs[id], Log: l, SyncEachWrite: c.sync,
 		Transport: sender{c, id}, ElectionTicks: 10, QuorumTimeout: 2 * time.Second, MaxUncommittedBytes: c.maxUncommitted,
+		MaxHeldBytes: c.maxHeld,
 		Apply: func(evs []segment.Record, tail uint64) {
 			r.mu.Lock()
 			defer r.mu.Unlock()

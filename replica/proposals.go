@@ -7,6 +7,7 @@ import "time"
 // for its answer.
 type proposal struct {
 	data  [][]byte // entry data until stepped into raft
+	size  uint64   // bytes of data
 	n     int
 	ack   Ack
 	term  uint64 // the leader's term when raft took it

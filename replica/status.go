@@ -17,8 +17,9 @@ type Status struct {
 	// Silent is, on a leader, the replicas it has not heard from within
 	// an election timeout: whatever their Match, they are not in sync.
 	Silent []uint64
-	// Pending is the proposals this replica took that are not answered yet.
-	Pending int
+	// Pending is the proposals raft took from this replica that are not
+	// answered yet; Held those waiting for raft to have room.
+	Pending, Held int
 	// Voters and Learners are the membership this replica applied, sorted.
 	Voters, Learners []uint64
 	// Transferee, on a leader, is the voter its leadership is being handed
@@ -44,7 +45,7 @@ func (g *Group) Leader() (id, term uint64) {
 func (g *Group) publishStatus() {
 	bs := g.rn.BasicStatus()
 	s := &Status{ID: g.cfg.ID, Role: roleName(bs.RaftState), Term: bs.GetTerm(), Leader: bs.Lead,
-		Commit: bs.GetCommit(), Applied: g.applied, LastIndex: g.st.lastIndex(), Pending: len(g.props.q),
+		Commit: bs.GetCommit(), Applied: g.applied, LastIndex: g.st.lastIndex(), Pending: len(g.props.q), Held: len(g.held.q),
 		Syncs: g.syncs, SyncedRecords: g.syncedRecords}
 	if g.leader && g.progress != nil {
 		s.Match, s.Silent = g.progress, g.silent

@@ -30,6 +30,11 @@
 # uncommitted raft entries) is flagged "warning: undersized run". Prints
 # min/median/max of every figure; raw output in $BENCH_OUT (default a temp
 # dir). About 12-15 minutes for 5 rounds on 2 loaded cores.
+#
+# VARIANTS (default "rf1 rf3q rf3l") runs some of them; PREBUILT names a
+# directory holding felix-broker, felix-controlplane, felix-devetcd, felix
+# and felix-loadgen to run instead of building them, so that runs of two
+# builds can be interleaved.
 set -euo pipefail
 
 rounds=${1:-5}
@@ -49,8 +54,12 @@ busiest
 dev=$(basename "$(df --output=source "$out" | tail -1)")
 [ -f "/sys/block/$dev/stat" ] || { echo "bench-replication.sh: no /sys/block/$dev/stat for $out" >&2; exit 1; }
 echo "# data on $dev, write cache: $(cat "/sys/block/$dev/queue/write_cache" 2>/dev/null || echo '?'); raw output in $out; ports from $base"
-go build -o "$out/bin/" ./cmd/felix-broker ./cmd/felix-controlplane ./cmd/felix-devetcd ./tools/felix
-go build -o "$out/bin/felix-loadgen" ./tools/loadgen
+if [ -n "${PREBUILT:-}" ]; then
+	cp "$PREBUILT"/{felix-broker,felix-controlplane,felix-devetcd,felix,felix-loadgen} "$out/bin/"
+else
+	go build -o "$out/bin/" ./cmd/felix-broker ./cmd/felix-controlplane ./cmd/felix-devetcd ./tools/felix
+	go build -o "$out/bin/felix-loadgen" ./tools/loadgen
+fi
 : >"$out/results"
 
 declare -A create=(
@@ -58,7 +67,7 @@ declare -A create=(
 	[rf3q]="--durable --fsync on_commit --replicas 3 --ack quorum"
 	[rf3l]="--durable --fsync on_commit --replicas 3 --ack leader"
 )
-variants=(rf1 rf3q rf3l)
+read -r -a variants <<<"${VARIANTS:-rf1 rf3q rf3l}"
 
 # The cluster of the cell running now, stopped on any exit.
 cell_dir=
@@ -258,7 +267,9 @@ cell() {
 	cell_dir=$dir
 	CLUSTER_PREBUILT="$out/bin" CLUSTER_PORT_BASE=$base scripts/cluster.sh up "$dir" 2>>"$out/cluster.log"
 	# shellcheck disable=SC2086
-	"$dir/bin/felix" admin stream create "$v" --tenant t1 --namespace default ${create[$v]} \
+	# --wait 0: the CLI would wait on a broker at the default admin address
+	# (none here); snap.py leader waits for the shard to be served instead.
+	"$dir/bin/felix" admin stream create "$v" --tenant t1 --namespace default ${create[$v]} --wait 0 \
 		--controlplane "http://127.0.0.1:$((base + 11))" --token-file "$dir/bootstrap.token" >/dev/null
 	lead=$(python3 "$out/snap.py" leader "$base" "$v" "$dir/bootstrap.token" "$v") || {
 		echo "SKIPPED: round $r $v: no leader serving within 60 s" >&2
@@ -287,8 +298,8 @@ cell() {
 start=$(date +%s)
 for r in $(seq 1 "$rounds"); do
 	echo "# round $r/$rounds ($(($(date +%s) - start)) s, load $(cut -d' ' -f1-3 /proc/loadavg))" >&2
-	for i in 0 1 2; do
-		cell "$r" "${variants[$(((r - 1 + i) % 3))]}"
+	for i in "${!variants[@]}"; do
+		cell "$r" "${variants[$(((r - 1 + i) % ${#variants[@]}))]}"
 	done
 	python3 "$out/snap.py" ratios "$out/results" "$r" >>"$out/results"
 done
