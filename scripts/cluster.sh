@@ -230,7 +230,9 @@ cmd_up() {
 	done
 
 	# 5. A stream spread over the three, and a client token without an IdP.
-	"$felix" admin stream create demo --tenant t1 --namespace default --shards 3 "${boot[@]}" >/dev/null 2>&1 || true
+	# Create returns once broker-1 serves the stream (--admin; without it the
+	# CLI waited 10 s on a broker at the default admin address, none here).
+	"$felix" admin stream create demo --tenant t1 --namespace default --shards 3 --admin "127.0.0.1:$(admin_port 1)" "${boot[@]}" >/dev/null 2>&1 || true
 	"$felix" token mint "${boot[@]}" --tenant t1 --subject dev --out "$dir/client.token" \
 		--grant stream.publish --grant stream.subscribe --grant cache.read --grant cache.write \
 		--grant roster.join --grant roster.watch --grant queue.consume 2>/dev/null
