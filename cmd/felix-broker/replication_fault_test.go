@@ -57,6 +57,7 @@ func TestReplicationFaultsLoseNothingAcked(t *testing.T) {
 	// stats show it), and the difference, the clients' share.
 	var failovers, elections, lags []time.Duration
 	counts := map[string]int{}
+	var lateAcks uint64
 	// Each kind once in every round of the kinds, in a random order: 200
 	// faults of the four are 50 leader kills, the failover sample.
 	kinds := faultKinds(t)
@@ -96,7 +97,7 @@ func TestReplicationFaultsLoseNothingAcked(t *testing.T) {
 			time.Sleep(time.Duration(rng.IntN(1000)) * time.Millisecond)
 			rc.restart(lead)
 		case "partition-leader":
-			rc.partition(ctx, lead, time.Duration(1500+rng.IntN(2000))*time.Millisecond)
+			lateAcks += rc.partition(ctx, lead, time.Duration(1500+rng.IntN(2000))*time.Millisecond)
 		}
 		h.awaitProgress(t, ctx, 20*time.Second, fmt.Sprintf("fault %d (%s)", i+1, kind))
 	}
@@ -107,7 +108,8 @@ func TestReplicationFaultsLoseNothingAcked(t *testing.T) {
 		t.Logf("failover over %d leader kills: to the next quorum ack %s; to a new leader %s; from the new leader to the ack %s",
 			len(failovers), p50Max(failovers), p50Max(elections), p50Max(lags))
 	}
-	t.Logf("minority partitions: %d, quorum acks while partitioned: 0, commit advanced while partitioned: 0", counts["partition-leader"])
+	t.Logf("minority partitions: %d, publishes to the old leader acked while partitioned: 0, its commit past what a follower held at the cut: 0; quorum acks of what a follower held, answered late: %d",
+		counts["partition-leader"], lateAcks)
 }
 
 // p50Max says "p50 x, max y" of ds (which it sorts).
@@ -261,13 +263,17 @@ func (rc *replicatedCluster) follower(lead int, rng *rand.Rand) int {
 func (rc *replicatedCluster) restart(i int) { rc.brokers[i].start(rc.t) }
 
 // partition black-holes broker lead's proxy for d: no other broker's
-// message reaches it, nor any answer to one. Once answers from before the
-// cut are processed (300 ms), the old leader acks no quorum publish: its
-// count of quorum acks stays, its commit never passes what it held then,
-// and a publish sent straight to it (not through the proxy) is refused.
-func (rc *replicatedCluster) partition(ctx context.Context, lead int, d time.Duration) {
+// message reaches it, nor any answer to one. The old leader then commits,
+// and so acks, nothing that no follower held at the cut, and a publish
+// sent straight to it (not through the proxy) is refused. Its count of
+// quorum acks may still grow: followers' answers that reached it before
+// the cut can wait behind a slow log sync (up to half a second on this
+// machine's disk) and then commit entries a majority held; a test that
+// wanted the count unchanged 300 ms after the cut failed once in four
+// runs with two copies in parallel.
+func (rc *replicatedCluster) partition(ctx context.Context, lead int, d time.Duration) (lateAcks uint64) {
 	rc.proxies[lead].SetBlackHole(true)
-	time.Sleep(300 * time.Millisecond)
+	held := rc.heldByFollowers(lead)
 	start := rc.replica(lead)
 	probed := make(chan int)
 	pctx, stop := context.WithCancel(ctx)
@@ -280,9 +286,25 @@ func (rc *replicatedCluster) partition(ctx context.Context, lead int, d time.Dur
 	require.NotNil(rc.t, start)
 	require.NotNil(rc.t, end)
 	require.Zero(rc.t, acked, "a publish straight to a partitioned minority leader was acked")
-	require.Equal(rc.t, start.QuorumAcks, end.QuorumAcks, "a partitioned minority leader acked a quorum publish")
-	require.LessOrEqual(rc.t, end.Commit, start.LastIndex, "a partitioned minority leader committed what it appended after the cut")
+	if held == 0 {
+		held = start.LastIndex // no follower answered: what the old leader itself held
+	}
+	require.LessOrEqual(rc.t, end.Commit, held,
+		"a partitioned minority leader committed what no follower held at the cut:\nat the cut %+v\nat the end %+v", start, end)
 	rc.leader(ctx)
+	return end.QuorumAcks - start.QuorumAcks
+}
+
+// heldByFollowers is the last index of the longest log among the replicas
+// other than broker lead's (0 if none answers).
+func (rc *replicatedCluster) heldByFollowers(lead int) uint64 {
+	var held uint64
+	for i := range rc.brokers {
+		if r := rc.replica(i); i != lead && r != nil {
+			held = max(held, r.LastIndex)
+		}
+	}
+	return held
 }
 
 // probe publishes one record at a time to addr until ctx ends and returns
