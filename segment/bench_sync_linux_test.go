@@ -4,8 +4,10 @@ package segment
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -132,4 +134,77 @@ func zeroSegment(b *testing.B, s *segment, size int64) {
 	if err := s.file.Sync(); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// BenchmarkPageCacheWrite: the CPU that a log's bytes cost in the kernel,
+// apart from the log: 256 KiB pwrites into a new fallocated file (a page
+// of the page cache allocated for each 4 KiB) or over the cached pages of
+// one already written. On the VM of docs/BENCHMARKS.md the first varied
+// tenfold from run to run and the second did not; each replica of a
+// replicated shard pays the first for every byte ("Replication").
+func BenchmarkPageCacheWrite(b *testing.B) {
+	for _, cached := range []bool{false, true} {
+		name := "pages=new"
+		if cached {
+			name = "pages=cached"
+		}
+		b.Run(name, func(b *testing.B) { benchPageCacheWrite(b, cached) })
+	}
+}
+
+func benchPageCacheWrite(b *testing.B, cached bool) {
+	const chunk, fileBytes = 256 << 10, 1 << 30
+	buf := payload(1, chunk)
+	dir := b.TempDir()
+	var f *os.File
+	// fresh starts a new file; the last one is removed, its pages freed.
+	fresh := func() {
+		if f != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+		var err error
+		if f, err = os.CreateTemp(dir, "pages"); err != nil {
+			b.Fatal(err)
+		}
+		if err := syscall.Fallocate(int(f.Fd()), 0, 0, fileBytes); err != nil {
+			b.Skip(err)
+		}
+		for off := int64(0); cached && off < fileBytes; off += chunk {
+			if _, err := f.WriteAt(buf, off); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	fresh()
+	defer func() { f.Close() }()
+	var cpu time.Duration
+	off := int64(0)
+	b.SetBytes(chunk)
+	b.ResetTimer()
+	start := processCPU()
+	for range b.N {
+		if off == fileBytes {
+			off = 0
+			if !cached {
+				cpu += processCPU() - start
+				b.StopTimer()
+				fresh()
+				b.StartTimer()
+				start = processCPU()
+			}
+		}
+		if _, err := f.WriteAt(buf, off); err != nil {
+			b.Fatal(err)
+		}
+		off += chunk
+	}
+	cpu += processCPU() - start
+	b.ReportMetric(cpu.Seconds()/(float64(b.N)*chunk/1e9), "cpu-s/GB")
+}
+
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
