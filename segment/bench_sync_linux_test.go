@@ -137,11 +137,13 @@ func zeroSegment(b *testing.B, s *segment, size int64) {
 }
 
 // BenchmarkPageCacheWrite: the CPU that a log's bytes cost in the kernel,
-// apart from the log: 256 KiB pwrites into a new fallocated file (a page
-// of the page cache allocated for each 4 KiB) or over the cached pages of
-// one already written. On the VM of docs/BENCHMARKS.md the first varied
-// tenfold from run to run and the second did not; each replica of a
-// replicated shard pays the first for every byte ("Replication").
+// apart from the log: 256 KiB pwrites into new fallocated 1 GiB files,
+// kept to the end (a page of the page cache allocated for each 4 KiB), or
+// over the cached pages of one file written before. On the VM of
+// docs/BENCHMARKS.md a new page costs about ten times more once the pages
+// the guest freed lately are used up: run it for several GiB
+// (16384x is 4 GiB) to see that. Each replica of a replicated shard pays
+// it for every byte ("Replication").
 func BenchmarkPageCacheWrite(b *testing.B) {
 	for _, cached := range []bool{false, true} {
 		name := "pages=new"
@@ -157,11 +159,10 @@ func benchPageCacheWrite(b *testing.B, cached bool) {
 	buf := payload(1, chunk)
 	dir := b.TempDir()
 	var f *os.File
-	// fresh starts a new file; the last one is removed, its pages freed.
+	// fresh starts a new file; the last one stays, and so do its pages.
 	fresh := func() {
 		if f != nil {
 			f.Close()
-			os.Remove(f.Name())
 		}
 		var err error
 		if f, err = os.CreateTemp(dir, "pages"); err != nil {
