@@ -78,7 +78,7 @@ func newAdminFlags() (*flag.FlagSet, *adminFlags) {
 	set.IntVar(&f.replicas, "replicas", 0, "durable stream create: replication factor, 1, 3 or 5 (0: the control plane's default, 1)")
 	set.StringVar(&f.ack, "ack", "", "replicated stream create: default ack mode, leader or quorum (empty: quorum)")
 	set.StringVar(&f.adminTokenFile, "admin-token-file", "", "stream shards: `FILE` with the bearer token of the brokers' admin APIs (none: they are local-only)")
-	set.DurationVar(&f.wait, "wait", 10*time.Second, "stream create: wait up to `D` until the broker at --admin serves it (0: do not wait)")
+	set.DurationVar(&f.wait, "wait", 10*time.Second, "stream create: wait up to `D` until the broker at --admin serves it, if one is named (0: do not wait)")
 	set.Int64Var(&f.retBytes, "retention-bytes", 0, "durable stream: bytes kept per shard (0: all)")
 	set.Int64Var(&f.retMS, "retention-ms", 0, "durable stream: age kept (0: all)")
 	set.Int64Var(&f.maxEnt, "max-entries", 0, "cache: entry bound (0: none)")
@@ -167,7 +167,11 @@ func runAdmin(args []string, stdout, stderr io.Writer) int {
 	case pos[0] == "stream" && pos[1] == "info":
 		return f.streamInfo(out, pos[2], stdout, stderr)
 	case pos[0] == "stream" && pos[1] == "create":
-		f.awaitServed(pos[2], stderr)
+		named := f.cp.ep.Admin.From != "default"
+		set.Visit(func(fl *flag.Flag) { named = named || fl.Name == "admin" })
+		if named {
+			f.awaitServed(pos[2], stderr)
+		}
 	case pos[0] == "stream" && pos[1] == "list":
 		if out, err = withReplication(out); err != nil {
 			fmt.Fprintln(stderr, "felix admin: the control plane's stream list:", err)
@@ -202,7 +206,11 @@ func withReplication(raw json.RawMessage) (json.RawMessage, error) {
 // stream just created: it learns of it from the control plane's changes
 // feed, so a publish right after create would otherwise race it. Not
 // served in time is a warning, not a failure: the record exists, and a
-// broker of a cluster that does not own the stream never serves it.
+// broker of a cluster that does not own the stream never serves it. Only
+// a broker something names is waited for (--admin, $FELIX_ADMIN, the
+// context, a local broker's dev directory): the built-in default address
+// is a guess, and a cluster created through its control plane has no
+// broker there (every create waited the whole 10 s, with a warning).
 func (f *adminFlags) awaitServed(name string, stderr io.Writer) {
 	if f.admin == "" || f.wait <= 0 {
 		return

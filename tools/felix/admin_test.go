@@ -47,6 +47,9 @@ func TestAdminStreamReplicas(t *testing.T) {
 	require.Equal(t, exitOK, code, stderr)
 	code, _, stderr = stream("create", "plain", "--durable")
 	require.Equal(t, exitOK, code, stderr)
+	// No broker is named here (no --admin, $FELIX_ADMIN, context or dev
+	// broker): create does not wait 10 s on the default address and warn.
+	require.NotContains(t, stderr, "does not serve it")
 
 	code, out, stderr = stream("list")
 	require.Equal(t, exitOK, code, stderr)
