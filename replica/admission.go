@@ -71,9 +71,3 @@ func (g *Group) expireHeld(cutoff time.Time) {
 		g.refuseHeld(ErrProposalDropped)
 	}
 }
-
-func failEach(ps []*proposal, err error) {
-	for _, p := range ps {
-		p.done(0, err)
-	}
-}

@@ -208,9 +208,7 @@ func (g *Group) enqueue(ps ...*proposal) {
 	g.in.Lock()
 	if g.in.closed {
 		g.in.Unlock()
-		for _, p := range ps {
-			p.done(0, ErrClosed)
-		}
+		failEach(ps, ErrClosed)
 		return
 	}
 	g.in.props = append(g.in.props, ps...)
@@ -319,9 +317,7 @@ func (g *Group) failInputs(err error) {
 	props := g.in.props
 	g.in.props = nil
 	g.in.Unlock()
-	for _, p := range props {
-		p.done(0, err)
-	}
+	failEach(props, err)
 }
 
 // drain steps what arrived since the last round: messages, reports,

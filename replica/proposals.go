@@ -114,11 +114,16 @@ func (ps *proposals) lose(i int, err error) {
 
 // failAll fails every proposal with err (leadership lost, closed).
 func (ps *proposals) failAll(err error) {
-	for _, p := range ps.q {
-		p.done(0, err)
-	}
+	failEach(ps.q, err)
 	clear(ps.q)
 	ps.q, ps.placedUpTo = ps.q[:0], 0
+}
+
+// failEach answers every proposal of ps with err.
+func failEach(ps []*proposal, err error) {
+	for _, p := range ps {
+		p.done(0, err)
+	}
 }
 
 // expire fails the proposals accepted before cutoff with ErrQuorumTimeout.
