@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -91,14 +92,24 @@ func publishUntilFailure(t *testing.T, ctx context.Context, kb *killableBroker, 
 	}
 }
 
-// stoppedProcess reports whether process pid is stopped by a signal
-// (state T in /proc/PID/stat); where there is no /proc it trusts the
-// signal.
+// stoppedProcess reports whether every thread of process pid is stopped
+// by a signal (state T in /proc/PID/task/*/stat): a group stop reaches the
+// threads one at a time, and one still running can answer a publish; where
+// there is no /proc it trusts the signal.
 func stoppedProcess(pid int) bool {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
+	stats, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+	if err != nil || len(stats) == 0 {
 		return true
 	}
-	_, after, ok := strings.Cut(string(raw), ") ")
-	return ok && strings.HasPrefix(after, "T")
+	for _, stat := range stats {
+		raw, err := os.ReadFile(stat)
+		if err != nil {
+			return false
+		}
+		_, after, ok := strings.Cut(string(raw), ") ")
+		if !ok || !strings.HasPrefix(after, "T") {
+			return false
+		}
+	}
+	return true
 }
