@@ -151,7 +151,7 @@ func (b *Broker) CreateStream(spec StreamSpec) error {
 		}
 		return err
 	}
-	b.openReplicasOf(st)
+	b.openPlacedShards(st)
 	b.log.Info("stream created", "stream", spec.String(), "shards", spec.Shards, "durable", spec.Durable, "fsync", st.spec.Fsync)
 	return nil
 }

@@ -181,9 +181,7 @@ func (b *Broker) takeOwned(prev, v *placementView) {
 			}
 			switch {
 			case st.spec.Durable:
-				if _, err := st.shards[i].ensureDurable(); err != nil {
-					b.log.Error("owned durable shard cannot open", "stream", k.String(), "shard", i, "err", err)
-				}
+				b.openOwnedLog(st.shards[i])
 			case prev == nil || !prev.owns(k, i):
 				st.shards[i].beginEpoch(epochBase(v.version))
 			}

@@ -34,17 +34,36 @@ func replicaIDs(ms []cluster.Member) []uint64 {
 	return ids
 }
 
-// openReplicasOf opens the replicas the placement in force gives this
-// broker of st, a stream registered after that placement came.
-func (b *Broker) openReplicasOf(st *stream) {
+// openPlacedShards opens what the placement in force gives this broker of
+// st, a stream registered after that placement came (its spec and the
+// placement reach a broker by two watches, in either order): its replicas,
+// and the logs of the durable shards it owns, as takeOwned does for a
+// stream registered first. Without it such a log opened only at its first
+// request, and the shard showed no commit account until then.
+func (b *Broker) openPlacedShards(st *stream) {
 	pv := b.placement.Load()
-	if pv == nil || !st.spec.replicated() {
+	if pv == nil {
 		return
 	}
 	for i, sh := range st.shards {
-		if r := pv.lookup(st.spec.StreamKey, i); r != nil && r.holds {
-			b.openReplica(sh, r)
+		r := pv.lookup(st.spec.StreamKey, i)
+		switch {
+		case r == nil:
+		case st.spec.replicated():
+			if r.holds {
+				b.openReplica(sh, r)
+			}
+		case st.spec.Durable && r.self:
+			b.openOwnedLog(sh)
 		}
+	}
+}
+
+// openOwnedLog opens the log of durable shard sh, which this broker owns,
+// logging a failure (the shard's first request retries and answers it).
+func (b *Broker) openOwnedLog(sh *shard) {
+	if _, err := sh.ensureDurable(); err != nil {
+		b.log.Error("owned durable shard cannot open", "stream", sh.st.spec.String(), "shard", sh.id, "err", err)
 	}
 }
 

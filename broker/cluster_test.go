@@ -308,6 +308,32 @@ func TestClusterRefusesShardsNotPlacedYet(t *testing.T) {
 	require.NoError(t, waiting.Wait(ctx), "a publish waiting for the placement is served once it lists the shard")
 }
 
+// TestClusterOpensDurableShardsPlacedBeforeTheirStream: a stream's spec
+// and the placement listing it reach a broker by two watches, in either
+// order. Placed first, the durable shards the broker owns open when the
+// stream registers, not at their first request.
+func TestClusterOpensDurableShardsPlacedBeforeTheirStream(t *testing.T) {
+	jobs := broker.StreamSpec{StreamKey: broker.StreamKey{Tenant: "t1", Namespace: "default", Stream: "jobs"},
+		Shards: 2, Durable: true, Fsync: "on_commit"}
+	nodes, _ := startClusterCfg(t, []string{"b1", "b2"}, nil, true, broker.Config{})
+	p := assign(5, members(nodes), jobs.StreamKey, true, "b1", "b2")
+	for _, n := range nodes {
+		n.b.SetPlacement(p)
+		require.NoError(t, n.b.CreateStream(jobs))
+	}
+	for i, n := range nodes {
+		var opened []int
+		for _, st := range n.b.Stats().Streams {
+			for _, sh := range st.Shards {
+				if st.StreamKey == jobs.StreamKey && sh.Commit != nil {
+					opened = append(opened, sh.Shard)
+				}
+			}
+		}
+		require.Equal(t, []int{i}, opened, "%s opened the log of the shard it owns, and only that one", n.id)
+	}
+}
+
 // TestClusterGroupMembersServeTheirOwnersShards: in cluster mode a consumer
 // group's records are in each shard owner's log, so a member takes only the
 // shards its broker owns; acking a shard of another broker is refused
