@@ -131,12 +131,12 @@ func (c raftCollector) Collect(ch chan<- prometheus.Metric) {
 				under++
 			}
 		}
-		for id, match := range s.Match {
+		for id := range s.Match {
 			if id == s.ID {
 				continue
 			}
-			name := r.memberName(id)
-			ch <- prometheus.MustNewConstMetric(raftLagDesc, prometheus.GaugeValue, float64(s.LastIndex-min(match, s.LastIndex)), append(lv, name)...)
+			lag, _ := s.Lag(id)
+			ch <- prometheus.MustNewConstMetric(raftLagDesc, prometheus.GaugeValue, float64(lag), append(lv, r.memberName(id))...)
 		}
 	}
 }

@@ -169,16 +169,17 @@ func nextStep(s replica.Status, target []cluster.Member, self uint64, live func(
 }
 
 // caughtUp reports whether replica id is within caughtUpSlack records of
-// the leader's last index (s is the leader's status).
+// the leader's last index when the leader last read its progress (s is the
+// leader's status).
 func caughtUp(s replica.Status, id uint64) bool { return within(s, id, caughtUpSlack) }
 
 // ready reports whether replica id is within readySlack records of the
-// leader's last index: close enough to promote or to lead.
+// leader's last index, as caughtUp: close enough to promote or to lead.
 func ready(s replica.Status, id uint64) bool { return within(s, id, readySlack) }
 
 func within(s replica.Status, id, slack uint64) bool {
-	m, ok := s.Match[id]
-	return ok && m+slack >= s.LastIndex && !slices.Contains(s.Silent, id)
+	lag, ok := s.Lag(id)
+	return ok && lag <= slack && !slices.Contains(s.Silent, id)
 }
 
 // inSync are the voters caught up with the leader.

@@ -81,8 +81,8 @@ func (r *replicated) stats() *ReplicaStats {
 	}
 	for id, match := range s.Match {
 		if id != s.ID {
-			out.Followers = append(out.Followers, FollowerStats{ID: r.memberName(id), Match: match,
-				LagRecords: s.LastIndex - min(match, s.LastIndex)})
+			lag, _ := s.Lag(id)
+			out.Followers = append(out.Followers, FollowerStats{ID: r.memberName(id), Match: match, LagRecords: lag})
 		}
 	}
 	sort.Slice(out.Followers, func(i, j int) bool { return out.Followers[i].ID < out.Followers[j].ID })

@@ -52,17 +52,19 @@ type Group struct {
 	status atomic.Pointer[Status]
 
 	// The group goroutine's own.
-	props     proposals
-	held      held // proposals waiting for raft to have room (admission.go)
-	leader    bool
-	savedAt   time.Time
-	saved     uint64 // commit index last saved
-	applied   uint64
-	failed    error // a log failure: the group stopped taking part
-	progress  map[uint64]uint64
-	silent    []uint64       // with progress: replicas not heard from lately
-	quiet     map[uint64]int // ticks each replica has been silent, on a leader
-	lastIndex uint64
+	props    proposals
+	held     held // proposals waiting for raft to have room (admission.go)
+	leader   bool
+	savedAt  time.Time
+	saved    uint64 // commit index last saved
+	applied  uint64
+	failed   error // a log failure: the group stopped taking part
+	progress map[uint64]uint64
+	silent   []uint64 // with progress: replicas not heard from lately
+	// progressLast is this log's last index when progress was read.
+	progressLast uint64
+	quiet        map[uint64]int // ticks each replica has been silent, on a leader
+	lastIndex    uint64
 	// syncs and syncedRecords count the log syncs under SyncEachWrite and
 	// the entries they made durable: their ratio is the group commit's
 	// batching.

@@ -110,7 +110,7 @@ func (g *Group) membershipStatus(s *Status) {
 // it again, so it is false for a moment on every follower. It is called
 // once per tick.
 func (g *Group) leaderProgress() {
-	g.progress, g.silent = map[uint64]uint64{}, nil
+	g.progress, g.silent, g.progressLast = map[uint64]uint64{}, nil, g.st.lastIndex()
 	if g.quiet == nil {
 		g.quiet = map[uint64]int{}
 	}

@@ -12,8 +12,11 @@ type Status struct {
 	// told to Apply; LastIndex the last in the log.
 	Commit, Applied, LastIndex uint64
 	// Match is, on a leader, each replica's highest index known to be in
-	// its log (itself included).
-	Match map[uint64]uint64
+	// its log (itself included), read once per tick; MatchLast is
+	// LastIndex at that moment. Compared with LastIndex instead, a replica
+	// in step would look behind by all that was appended since the read.
+	Match     map[uint64]uint64
+	MatchLast uint64
 	// Silent is, on a leader, the replicas it has not heard from within
 	// an election timeout: whatever their Match, they are not in sync.
 	Silent []uint64
@@ -32,6 +35,13 @@ type Status struct {
 	Syncs, SyncedRecords uint64
 }
 
+// Lag is, on a leader, how many entries replica id trailed this log when
+// Match was read; ok is false for a replica Match does not list.
+func (s Status) Lag(id uint64) (lag uint64, ok bool) {
+	m, ok := s.Match[id]
+	return s.MatchLast - min(m, s.MatchLast), ok
+}
+
 // Status returns the replica's last published state (it is refreshed at
 // every round of the group's goroutine).
 func (g *Group) Status() Status { return *g.status.Load() }
@@ -48,7 +58,7 @@ func (g *Group) publishStatus() {
 		Commit: bs.GetCommit(), Applied: g.applied, LastIndex: g.st.lastIndex(), Pending: len(g.props.q), Held: len(g.held.q),
 		Syncs: g.syncs, SyncedRecords: g.syncedRecords}
 	if g.leader && g.progress != nil {
-		s.Match, s.Silent = g.progress, g.silent
+		s.Match, s.Silent, s.MatchLast = g.progress, g.silent, g.progressLast
 	}
 	if g.failed != nil {
 		s.Failed = g.failed.Error()
