@@ -42,6 +42,11 @@ type idempotence struct {
 	built    uint64
 	stale    bool
 	inflight int
+	// base is, on a replicated shard, the table of its log's batches
+	// that open below baseTo, all committed: raft never truncates those,
+	// so a rebuild walks only what opens from baseTo on.
+	base   *producerTable
+	baseTo uint64
 }
 
 func (id *idempotence) tableLocked() *producerTable {
@@ -105,6 +110,9 @@ func (id *idempotence) forgetBelow(first uint64) {
 	defer id.mu.Unlock()
 	if id.table != nil {
 		id.table.forgetBelow(first)
+	}
+	if id.base != nil {
+		id.base.forgetBelow(first)
 	}
 }
 

@@ -157,6 +157,17 @@ func (t *producerTable) forgetBelow(first uint64) {
 
 func (t *producerTable) len() int { return len(t.byID) }
 
+// clone is a copy of t that records into either leave the other as it was.
+func (t *producerTable) clone() *producerTable {
+	c := newProducerTable()
+	for e := t.front; e != nil; e = e.succ {
+		ce := *e
+		c.byID[e.id] = &ce
+		c.pushBack(&ce)
+	}
+	return c
+}
+
 func (t *producerTable) forget(e *producerEntry) {
 	t.unlink(e)
 	delete(t.byID, e.id)

@@ -75,12 +75,52 @@ func (r *replicated) currentTableLocked() error {
 		return fmt.Errorf("%w: shard %s: producer state is being rebuilt after a leadership change; send again",
 			ErrOwnerUnavailable, r.shard())
 	}
-	t, err := tableFrom(r.sh, r.log)
+	start, from := time.Now(), id.baseTo
+	t, walked, err := id.extendLocked(r.log, r.group.Status().Commit)
 	if err != nil {
-		return err
+		return fmt.Errorf("producer state of %s shard %d: %w", r.sh.st.spec.StreamKey, r.sh.id, err)
+	}
+	if walked > 0 {
+		r.sh.b.log.Info("producer state rebuilt from the log", "stream", r.sh.st.spec.String(), "shard", r.sh.id,
+			"from", from, "batches_read", walked, "producers", t.len(), "took", time.Since(start))
 	}
 	id.table, id.built, id.stale = t, epoch, false
 	return nil
+}
+
+// extendLocked is the producer table of log, whose records below commit
+// are committed. The batches that open at or after id.baseTo and end below
+// commit go into id.base (in log order, as the first ones of the walk), the
+// rest into a copy of it, which is the table; walked counts the batches
+// read. So each batch is read once by the rebuilds of a replica that stays
+// up, and a new leadership reads only what came since the last one (a
+// whole-log walk under the publish lock grew with the log: ~0.36 s per GiB
+// of 256 B records).
+func (id *idempotence) extendLocked(log *segment.Log, commit uint64) (t *producerTable, walked int, err error) {
+	if id.base == nil {
+		id.base, id.baseTo = newProducerTable(), log.First()
+	}
+	err = log.Batches(id.baseTo, func(b segment.MarkedBatch) bool {
+		walked++
+		ref := batchRef{first: b.First, count: b.Len, held: b.Held}
+		if t == nil && b.First+uint64(b.Len) <= commit {
+			id.base.record(b.ProducerID, b.Sequence, ref)
+			id.baseTo = b.First + 1
+			return true
+		}
+		if t == nil {
+			t = id.base.clone()
+		}
+		t.record(b.ProducerID, b.Sequence, ref)
+		return true
+	})
+	if err != nil {
+		return nil, walked, err
+	}
+	if t == nil {
+		t = id.base.clone()
+	}
+	return t, walked, nil
 }
 
 // answerDuplicate answers a re-send of a batch this leader's table holds:
