@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"slices"
 )
 
 // Format constants (docs/storage-format.md). All integers are big-endian.
@@ -301,8 +302,10 @@ func AppendFullRecord(b []byte, r Record) []byte {
 }
 
 func appendRecord(b []byte, offset uint64, ts int64, m Mark, bd body) []byte {
-	n := len(b)
-	b = append(b, make([]byte, RecordHeaderBytes+m.tagLen()+bd.len())...)
+	n, size := len(b), RecordHeaderBytes+m.tagLen()+bd.len()
+	// Grown, not appended zeros: putRecord writes every byte, and zeroing
+	// them first was a pass over each staged byte of fd mode's writes.
+	b = slices.Grow(b, size)[:n+size]
 	putRecord(b[n:], offset, ts, m, bd)
 	return b
 }
