@@ -217,11 +217,11 @@ func (b body) crc(c uint32) uint32 {
 	c = crc32.Update(c, crc32.IEEETable, b.payload)
 	if b.headers != nil {
 		c = crc32.Update(c, crc32.IEEETable, b.headers)
-		c = crc32.Update(c, crc32.IEEETable, []byte{byte(len(b.headers) >> 8), byte(len(b.headers))})
+		c = crcUpdateBE(c, uint32(len(b.headers)), 2)
 	}
 	if b.publisher != nil {
 		c = crc32.Update(c, crc32.IEEETable, b.publisher)
-		c = crc32.Update(c, crc32.IEEETable, []byte{byte(len(b.publisher))})
+		c = crcUpdateBE(c, uint32(len(b.publisher)), 1)
 	}
 	return c
 }
@@ -353,9 +353,7 @@ func putRecordHeader(b []byte, offset uint64, ts int64, m Mark, bd body) {
 	be.PutUint64(b[4:], offset)
 	be.PutUint64(b[12:], uint64(ts))
 	h := crc32.ChecksumIEEE(b[0:20])
-	var hc [4]byte
-	be.PutUint32(hc[:], h)
-	c := crc32.Update(h, crc32.IEEETable, hc[:])
+	c := crcUpdateBE(h, h, 4)
 	if m.Kind == MarkOpens {
 		tag := b[RecordHeaderBytes : RecordHeaderBytes+TagBytes]
 		be.PutUint64(tag[0:], m.ProducerID)
@@ -364,7 +362,19 @@ func putRecordHeader(b []byte, offset uint64, ts int64, m Mark, bd body) {
 		c = crc32.Update(c, crc32.IEEETable, tag)
 	}
 	be.PutUint32(b[24:], bd.crc(c))
-	copy(b[20:24], hc[:]) // the commit word: recovery reads a zero one as unfinished
+	be.PutUint32(b[20:], h) // the commit word: recovery reads a zero one as unfinished
+}
+
+// crcUpdateBE is crc32.Update(c, crc32.IEEETable, the n low bytes of v,
+// big-endian) without a slice: one passed to crc32.Update escapes to the
+// heap (its implementation is picked at run time), which cost an
+// allocation per record appended.
+func crcUpdateBE(c, v uint32, n int) uint32 {
+	c = ^c
+	for i := n - 1; i >= 0; i-- {
+		c = crc32.IEEETable[byte(c)^byte(v>>(8*i))] ^ (c >> 8)
+	}
+	return ^c
 }
 
 // recordHeader is a record header whose own CRC has been checked.
