@@ -182,6 +182,18 @@ func within(s replica.Status, id, slack uint64) bool {
 	return ok && lag <= slack && !slices.Contains(s.Silent, id)
 }
 
+// handOffTarget is the voter, other than the leader whose status is s,
+// that is in sync and furthest along; 0 if there is none.
+func handOffTarget(s replica.Status) uint64 {
+	to := uint64(0)
+	for _, v := range s.Voters {
+		if v != s.ID && caughtUp(s, v) && (to == 0 || s.Match[v] > s.Match[to]) {
+			to = v
+		}
+	}
+	return to
+}
+
 // inSync are the voters caught up with the leader.
 func inSync(s replica.Status) []uint64 {
 	var out []uint64
@@ -204,12 +216,7 @@ func (b *Broker) handOffLeaderships(ctx context.Context) {
 		if s.Role != "leader" {
 			continue
 		}
-		to := uint64(0)
-		for _, v := range s.Voters {
-			if v != s.ID && caughtUp(s, v) && (to == 0 || s.Match[v] > s.Match[to]) {
-				to = v
-			}
-		}
+		to := handOffTarget(s)
 		if to == 0 {
 			b.log.Warn("replica: no caught up voter to hand the leadership to before draining",
 				"stream", r.sh.st.spec.String(), "shard", r.sh.id)

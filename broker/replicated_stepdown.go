@@ -55,11 +55,7 @@ func (b *Broker) StepDown(ctx context.Context, k StreamKey, idx int, to string) 
 			return "", fmt.Errorf("%w: %s is not a voter of %s/%d", ErrInvalidRequest, to, k, idx)
 		}
 	} else {
-		for _, v := range s.Voters {
-			if v != s.ID && caughtUp(s, v) && (target == 0 || s.Match[v] > s.Match[target]) {
-				target = v
-			}
-		}
+		target = handOffTarget(s)
 	}
 	if target == 0 {
 		return "", fmt.Errorf("%w: no other voter of %s/%d is in sync", ErrOwnerUnavailable, k, idx)
