@@ -50,6 +50,10 @@ type replicated struct {
 	// reportSum is a digest of what this replica last had to report (0:
 	// not leading); the raft ticker alone uses it.
 	reportSum uint64
+	// prebuilt is closed once prebuildProducers has returned; closing
+	// makes it give up.
+	prebuilt chan struct{}
+	closing  atomic.Bool
 
 	mu struct {
 		sync.Mutex
@@ -110,6 +114,14 @@ func openReplicated(b *Broker, sh *shard, rs replicaSpec) (*replicated, error) {
 	}
 	b.raft.add(r)
 	r.target.Store(&rs.target)
+	// A replica opened anew (a stale copy discarded, a member added again)
+	// has a log of its own: the producer table's committed base is read
+	// from it afresh.
+	sh.idem.mu.Lock()
+	sh.idem.base = nil
+	sh.idem.mu.Unlock()
+	r.prebuilt = make(chan struct{})
+	go r.prebuildProducers()
 	b.log.Info("replica opened", "stream", spec.String(), "shard", sh.id, "dir", dir, "voters", len(rs.voters), "joins", len(rs.learners) > 0,
 		"first", log.First(), "next", log.Next())
 	return r, nil
@@ -338,6 +350,8 @@ func (r *replicated) syncPeriodic() {
 // close stops the group and closes the log; waiters are answered with
 // ErrDraining.
 func (r *replicated) close() error {
+	r.closing.Store(true)
+	<-r.prebuilt
 	r.sh.b.raft.remove(r)
 	err := r.group.Close()
 	r.mu.Lock()

@@ -88,6 +88,41 @@ func (r *replicated) currentTableLocked() error {
 	return nil
 }
 
+// prebuildProducers reads the committed batches of a replica just opened
+// into its shard's producer-table base, off the publish lock, so that its
+// first leadership reads only the batches after them instead of the whole
+// log. It gives up when the replica closes, and keeps nothing if a
+// leadership's rebuild built a base first.
+func (r *replicated) prebuildProducers() {
+	defer close(r.prebuilt)
+	if r.log.Next() == r.log.First() {
+		return
+	}
+	start, commit := time.Now(), r.group.Status().Commit
+	t, to, read := newProducerTable(), r.log.First(), 0
+	err := r.log.Batches(to, func(b segment.MarkedBatch) bool {
+		if r.closing.Load() || b.First+uint64(b.Len) > commit {
+			return false
+		}
+		t.record(b.ProducerID, b.Sequence, batchRef{first: b.First, count: b.Len, held: b.Held})
+		to, read = b.First+1, read+1
+		return true
+	})
+	if err != nil || r.closing.Load() || read == 0 {
+		return
+	}
+	id := &r.sh.idem
+	id.mu.Lock()
+	defer id.mu.Unlock()
+	if id.base != nil {
+		return
+	}
+	t.forgetBelow(r.log.First())
+	id.base, id.baseTo = t, to
+	r.sh.b.log.Info("producer state read from the log", "stream", r.sh.st.spec.String(), "shard", r.sh.id,
+		"batches_read", read, "producers", t.len(), "took", time.Since(start))
+}
+
 // extendLocked is the producer table of log, whose records below commit
 // are committed. The batches that open at or after id.baseTo and end below
 // commit go into id.base (in log order, as the first ones of the walk), the

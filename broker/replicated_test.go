@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -49,6 +50,8 @@ type raftCluster struct {
 	// follow, when set, is given every placement place makes (a client
 	// following the control plane).
 	follow func(*cluster.Placement)
+	// logger, when set, gives each broker its logger.
+	logger func(id string) *slog.Logger
 }
 
 func raftConfig(fw *forward.Forwarder) broker.Config {
@@ -98,6 +101,9 @@ func (rc *raftCluster) start(i int) {
 	cfg.NodeID, cfg.DataDir, cfg.MaxFrameBytes = rc.ids[i], rc.dirs[i], rc.frame
 	if rc.tick != 0 {
 		cfg.RaftTick = rc.tick
+	}
+	if rc.logger != nil {
+		cfg.Logger = rc.logger(rc.ids[i])
 	}
 	opts := brokertest.Options{Cert: rc.cert}
 	if rc.nodes[i] == nil && !rc.started[i] {

@@ -135,12 +135,6 @@ func (sh *shard) ensureReplica(spec replicaSpec) (*replicated, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A replica opened anew (a stale copy discarded, a member added again)
-	// has a log of its own: the producer table's committed base is read
-	// from it afresh.
-	sh.idem.mu.Lock()
-	sh.idem.base = nil
-	sh.idem.mu.Unlock()
 	sh.mu.Lock()
 	sh.mu.next = max(sh.mu.next, r.group.Status().Commit)
 	sh.mu.Unlock()
