@@ -5,6 +5,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	pb "go.etcd.io/raft/v3/raftpb"
+
+	"github.com/felixmq/felix/segment"
 )
 
 // raftMetrics are replication's: what the transport sent and dropped, and
@@ -86,7 +88,8 @@ var (
 	raftCommitDsc = prometheus.NewDesc("felix_raft_commit_index", "The replica's commit index (offset + 1).", raftLabels, nil)
 	raftApplyDesc = prometheus.NewDesc("felix_raft_applied_index", "The last index delivered to subscribers.", raftLabels, nil)
 	raftLagDesc   = prometheus.NewDesc("felix_raft_follower_lag_records",
-		"On a leader: records a follower's log is behind the leader's last index.", append(raftLabels, "follower"), nil)
+		"On a leader: records a follower's log was behind the leader's last index when the leader last read its progress (once per raft tick).",
+		append(raftLabels, "follower"), nil)
 	raftSyncsDesc  = prometheus.NewDesc("felix_raft_log_syncs_total", "Syncs of the replica's log (on_commit streams).", raftLabels, nil)
 	raftSyncedDesc = prometheus.NewDesc("felix_raft_log_synced_records_total",
 		"Records (raft entries) the replica's log syncs made durable.", raftLabels, nil)
@@ -96,20 +99,27 @@ var (
 		"Shards this broker leads with fewer voters in sync than the placement's replica set has members.", nil, nil)
 	raftLearnersDesc = prometheus.NewDesc("felix_raft_learners",
 		"On a leader: replicas being added (learners, catching up).", raftLabels, nil)
+	raftSyncSecondsDesc = prometheus.NewDesc("felix_raft_log_sync_seconds",
+		"Duration of each sync of a replica's log, over the broker's replicas (a quorum ack waits for a majority's).", nil, nil)
 )
 
 type raftCollector struct{ b *Broker }
 
 func (c raftCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{raftRoleDesc, raftTermDesc, raftCommitDsc, raftApplyDesc, raftLagDesc, raftSyncsDesc, raftSyncedDesc, raftInSyncDesc, raftUnderDesc, raftLearnersDesc} {
+	for _, d := range []*prometheus.Desc{raftRoleDesc, raftTermDesc, raftCommitDsc, raftApplyDesc, raftLagDesc, raftSyncsDesc, raftSyncedDesc, raftInSyncDesc, raftUnderDesc, raftLearnersDesc, raftSyncSecondsDesc} {
 		ch <- d
 	}
 }
 
 func (c raftCollector) Collect(ch chan<- prometheus.Metric) {
 	under := 0
-	defer func() { ch <- prometheus.MustNewConstMetric(raftUnderDesc, prometheus.GaugeValue, float64(under)) }()
+	var syncs segment.Histogram
+	defer func() {
+		ch <- prometheus.MustNewConstMetric(raftUnderDesc, prometheus.GaugeValue, float64(under))
+		ch <- segmentHistogram(raftSyncSecondsDesc, syncs)
+	}()
 	for _, r := range c.b.raft.groupList() {
+		syncs = syncs.Add(r.log.Stats().SyncDuration)
 		s := r.group.Status()
 		k := r.sh.st.spec.StreamKey
 		lv := []string{k.Tenant, k.Namespace, k.Stream, strconv.Itoa(r.sh.id)}
@@ -139,4 +149,17 @@ func (c raftCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(raftLagDesc, prometheus.GaugeValue, float64(lag), append(lv, r.memberName(id))...)
 		}
 	}
+}
+
+// segmentHistogram is h as a Prometheus histogram in seconds: bucket i of
+// a segment histogram holds durations below segment.BucketBound(i), the
+// last one all the rest.
+func segmentHistogram(d *prometheus.Desc, h segment.Histogram) prometheus.Metric {
+	buckets := make(map[float64]uint64, len(h.Counts))
+	var cum uint64
+	for i, n := range h.Counts[:max(len(h.Counts)-1, 0)] {
+		cum += n
+		buckets[segment.BucketBound(i).Seconds()] = cum
+	}
+	return prometheus.MustNewConstHistogram(d, h.Count, h.Sum.Seconds(), buckets)
 }

@@ -13,7 +13,7 @@ import (
 
 // The leader of a replicated shard counts the append messages it sends
 // and the entries they carry, and every replica of an on_commit shard its
-// log syncs and the records they made durable, in /metrics and in
+// log syncs, how long they took and the records they made durable, in /metrics and in
 // /debug/felix/stats.
 func TestRaftBatchingCounters(t *testing.T) {
 	rc := startRaftCluster(t)
@@ -40,7 +40,8 @@ func TestRaftBatchingCounters(t *testing.T) {
 		return value("felix_raft_append_messages_total", map[string]string{"empty": "false"}) > 0 &&
 			value("felix_raft_append_entries_total", nil) >= 2*64 && // the batch went to both followers
 			value("felix_raft_log_syncs_total", shard) > 0 &&
-			value("felix_raft_log_synced_records_total", shard) >= 64
+			value("felix_raft_log_synced_records_total", shard) >= 64 &&
+			value("felix_raft_log_sync_seconds", nil) >= value("felix_raft_log_syncs_total", shard) // a histogram: its count
 	}, 10*time.Second, 20*time.Millisecond)
 	for i, h := range rc.nodes {
 		require.Eventually(t, func() bool {

@@ -84,6 +84,20 @@ func (h *histogram) snapshot() Histogram {
 	return s
 }
 
+// Add is h and o summed (histograms of several logs).
+func (h Histogram) Add(o Histogram) Histogram {
+	s := Histogram{Counts: make([]uint64, max(len(h.Counts), len(o.Counts))), Count: h.Count + o.Count, Sum: h.Sum + o.Sum}
+	for i := range s.Counts {
+		if i < len(h.Counts) {
+			s.Counts[i] += h.Counts[i]
+		}
+		if i < len(o.Counts) {
+			s.Counts[i] += o.Counts[i]
+		}
+	}
+	return s
+}
+
 // Quantile estimates the q-quantile (0..1) as the upper bound of the
 // bucket holding it.
 func (h Histogram) Quantile(q float64) time.Duration {
