@@ -95,19 +95,8 @@ func (r *replicated) currentTableLocked() error {
 // leadership's rebuild built a base first.
 func (r *replicated) prebuildProducers() {
 	defer close(r.prebuilt)
-	if r.log.Next() == r.log.First() {
-		return
-	}
-	start, commit := time.Now(), r.group.Status().Commit
-	t, to, read := newProducerTable(), r.log.First(), 0
-	err := r.log.Batches(to, func(b segment.MarkedBatch) bool {
-		if r.closing.Load() || b.First+uint64(b.Len) > commit {
-			return false
-		}
-		t.record(b.ProducerID, b.Sequence, batchRef{first: b.First, count: b.Len, held: b.Held})
-		to, read = b.First+1, read+1
-		return true
-	})
+	start, t, to := time.Now(), newProducerTable(), r.log.First()
+	_, read, err := readProducers(r.log, t, &to, r.group.Status().Commit, false, r.closing.Load)
 	if err != nil || r.closing.Load() || read == 0 {
 		return
 	}
@@ -124,38 +113,51 @@ func (r *replicated) prebuildProducers() {
 }
 
 // extendLocked is the producer table of log, whose records below commit
-// are committed. The batches that open at or after id.baseTo and end below
-// commit go into id.base (in log order, as the first ones of the walk), the
-// rest into a copy of it, which is the table; walked counts the batches
-// read. So each batch is read once by the rebuilds of a replica that stays
-// up, and a new leadership reads only what came since the last one (a
-// whole-log walk under the publish lock grew with the log: ~0.36 s per GiB
-// of 256 B records).
+// are committed: id.base extended with the committed batches since
+// id.baseTo, and a copy of it with the rest. So each batch is read once by
+// the rebuilds of a replica that stays up, and a new leadership reads only
+// what came since the last one (a whole-log walk under the publish lock
+// grew with the log: ~0.36 s per GiB of 256 B records); walked counts the
+// batches read.
 func (id *idempotence) extendLocked(log *segment.Log, commit uint64) (t *producerTable, walked int, err error) {
 	if id.base == nil {
 		id.base, id.baseTo = newProducerTable(), log.First()
 	}
-	err = log.Batches(id.baseTo, func(b segment.MarkedBatch) bool {
-		walked++
+	return readProducers(log, id.base, &id.baseTo, commit, true, nil)
+}
+
+// readProducers walks the batches of log that open at or after *from. Those
+// that end below commit, up to the first that does not, go into base, and
+// *from moves past each: raft never truncates committed entries, so base
+// stays true. With rest, the batches from that first one on go into a copy
+// of base, which is returned (a copy also when there are none); without,
+// the walk ends there and t is nil. stop, if set, ends the walk early. read
+// counts the batches recorded.
+func readProducers(log *segment.Log, base *producerTable, from *uint64, commit uint64, rest bool, stop func() bool) (t *producerTable, read int, err error) {
+	err = log.Batches(*from, func(b segment.MarkedBatch) bool {
+		if stop != nil && stop() {
+			return false
+		}
 		ref := batchRef{first: b.First, count: b.Len, held: b.Held}
-		if t == nil && b.First+uint64(b.Len) <= commit {
-			id.base.record(b.ProducerID, b.Sequence, ref)
-			id.baseTo = b.First + 1
-			return true
+		switch {
+		case t == nil && b.First+uint64(b.Len) <= commit:
+			base.record(b.ProducerID, b.Sequence, ref)
+			*from = b.First + 1
+		case !rest:
+			return false
+		default:
+			if t == nil {
+				t = base.clone()
+			}
+			t.record(b.ProducerID, b.Sequence, ref)
 		}
-		if t == nil {
-			t = id.base.clone()
-		}
-		t.record(b.ProducerID, b.Sequence, ref)
+		read++
 		return true
 	})
-	if err != nil {
-		return nil, walked, err
+	if err == nil && rest && t == nil {
+		t = base.clone()
 	}
-	if t == nil {
-		t = id.base.clone()
-	}
-	return t, walked, nil
+	return t, read, err
 }
 
 // answerDuplicate answers a re-send of a batch this leader's table holds:

@@ -1,19 +1,18 @@
 package broker_test
 
 import (
-	"bytes"
 	"fmt"
 	"log/slog"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/felixmq/felix/client"
+	"github.com/felixmq/felix/internal/testutil"
 )
 
 // TestReopenedReplicaReadsItsProducersBeforeItLeads: a replica opened on a
@@ -60,16 +59,7 @@ func TestReopenedReplicaReadsItsProducersBeforeItLeads(t *testing.T) {
 }
 
 // logLines keeps the brokers' log lines.
-type logLines struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logLines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
+type logLines struct{ testutil.LockedBuffer }
 
 func (l *logLines) logger(id string) *slog.Logger {
 	return slog.New(slog.NewTextHandler(l, nil)).With("node", id)
@@ -79,10 +69,8 @@ var batchesRead = regexp.MustCompile(`batches_read=(\d+)`)
 
 // read sums batches_read over node's lines with message msg.
 func (l *logLines) read(node, msg string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	n := 0
-	for _, line := range strings.Split(l.buf.String(), "\n") {
+	for _, line := range strings.Split(l.String(), "\n") {
 		if strings.Contains(line, fmt.Sprintf("msg=%q", msg)) && strings.Contains(line, " node="+node+" ") {
 			if m := batchesRead.FindStringSubmatch(line); m != nil {
 				k, _ := strconv.Atoi(m[1])
