@@ -47,8 +47,9 @@ func (p *IdempotentPublisher) acked(req uint64, res Ack) {
 
 // refused applies publish_refused: not_leader sends everything again to
 // the broker it names; a gap the window can fill sends the shard again from
-// the missing sequence (a re-send overtaken by a batch after it); the rest
-// stops the publisher.
+// the missing sequence (a re-send overtaken by a batch after it), and so
+// does an unknown producer whose first batch the window still holds; the
+// rest stops the publisher.
 func (p *IdempotentPublisher) refused(m *wire.PublishRefused) {
 	p.mu.Lock()
 	b := p.mu.w.answered(m.RequestID)
@@ -67,7 +68,11 @@ func (p *IdempotentPublisher) refused(m *wire.PublishRefused) {
 		if ic != nil {
 			p.lost(ic)
 		}
-	case r.Kind == wire.RefusedSequenceGap && p.mu.w.holds(b.shard, r.Expected):
+	case r.Kind == wire.RefusedSequenceGap && p.mu.w.holds(b.shard, r.Expected),
+		// The shard has not seen this producer because the first batch,
+		// still unanswered here, was refused for a moment (no leader yet)
+		// and this one overtook it: send again from it (Expected is 0).
+		r.Kind == wire.RefusedUnknownProducer && p.mu.w.holds(b.shard, 0):
 		p.mu.w.resendFrom(b.shard, r.Expected)
 		p.mu.Unlock()
 		notify(p.wake)
